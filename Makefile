@@ -1,0 +1,93 @@
+# parity: build, test and run. `make run` and `make test` are all the set-up a fresh Debian 12
+# machine needs: missing Debian packages are installed first (mk/deps.mk).
+#
+#   make              build the library and the `parity` command
+#   make test         build and run every test (GPU tests skip visibly without a GPU)
+#   make run          the main job: smoke suite on the best device present
+#   make CUDA=0|1|auto  GPU backends off / on / when nvcc is found (default auto)
+#   make CUDA_ARCH=sm_90a  target GPU architecture (default sm_90)
+#   make SAN=1        AddressSanitizer + UndefinedBehaviorSanitizer build (in build-san/)
+
+SHELL := /bin/bash
+CUDA ?= auto
+CUDA_ARCH ?= sm_90
+SAN ?= 0
+BUILD ?= $(if $(filter 1,$(SAN)),build-san,build)
+NVCC ?= $(shell command -v nvcc 2>/dev/null || (test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc))
+CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)),/usr/local/cuda)
+
+include mk/deps.mk
+include mk/detect.mk
+
+ifeq ($(CUDA),auto)
+  WITH_CUDA := $(if $(NVCC),1,0)
+else
+  WITH_CUDA := $(CUDA)
+endif
+
+CC := gcc
+WARNINGS := -Wall -Wextra -Werror -Wno-unused-parameter
+CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -fno-fast-math -ffp-contract=off $(WARNINGS) -I. $(HDF5_CFLAGS) -MMD -MP
+LDLIBS := $(HDF5_LIBS) -lyaml -lcjson -lopenblas -lpthread -lm
+NVCCFLAGS := -std=c++17 -O2 -g -lineinfo -I. -Xcompiler -Wall,-Wno-unused-parameter -MMD -MP
+NVCC_GENCODE := $(if $(filter sm_90a,$(CUDA_ARCH)),-gencode=arch=compute_90a$(comma)code=sm_90a,-arch=$(CUDA_ARCH))
+comma := ,
+
+ifeq ($(SAN),1)
+  CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
+  LDFLAGS += -fsanitize=address,undefined
+endif
+
+# Sources: everything under the layer folders, except the CLI entry point and tests.
+C_SOURCES := $(shell find ops models golden harness reports -name '*.c' 2>/dev/null | grep -v '^harness/cli/main.c$$' | sort)
+CU_SOURCES := $(shell find ops models golden harness reports -name '*.cu' 2>/dev/null | sort)
+ifeq ($(WITH_CUDA),1)
+  C_SOURCES := $(filter-out ops/core/cuda_stub.c,$(C_SOURCES))
+  NVCCFLAGS += $(NVCC_GENCODE)
+  LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lcublas -lcublasLt -ldl -lrt -lstdc++
+else
+  CU_SOURCES :=
+endif
+OBJECTS := $(C_SOURCES:%.c=$(BUILD)/%.o) $(CU_SOURCES:%.cu=$(BUILD)/%.cu.o)
+LIBRARY := $(BUILD)/libparity.a
+PROGRAM := $(BUILD)/parity
+TEST_SOURCES := $(sort $(wildcard suites/tests/*.c))
+TEST_OBJECTS := $(TEST_SOURCES:%.c=$(BUILD)/%.o)
+TEST_PROGRAM := $(BUILD)/parity-tests
+
+.PHONY: all deps test run clean check-format print-config
+.DEFAULT_GOAL := all
+
+all: print-config $(PROGRAM)
+	@echo "parity: built $(PROGRAM)"
+
+$(BUILD)/%.o: %.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/%.cu.o: %.cu | deps
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(LIBRARY): $(OBJECTS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(PROGRAM): $(BUILD)/harness/cli/main.o $(LIBRARY)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(TEST_PROGRAM): $(TEST_OBJECTS) $(LIBRARY)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+
+# Tests run from the repository root; --jobs 2 matches the CI machine.
+test: print-config $(TEST_PROGRAM) $(PROGRAM)
+	@echo "parity: running tests ($(if $(filter 1,$(WITH_CUDA)),CUDA build,CPU-only build))"
+	$(TEST_PROGRAM) --jobs=2 $(TEST_ARGS)
+
+run: $(PROGRAM)
+	@$(PROGRAM) run --suite smoke --device best
+
+clean:
+	rm -rf build build-san
+
+-include $(OBJECTS:.o=.d) $(TEST_OBJECTS:.o=.d) $(BUILD)/harness/cli/main.d

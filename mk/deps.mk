@@ -1,0 +1,28 @@
+# deps.mk: installs the Debian packages parity builds against, once, before the first compile.
+# Each package is checked with dpkg-query; only missing ones are installed (apt-get, root).
+#   libhdf5-dev        golden store (HDF5 C API)
+#   libcriterion-dev   test runner
+#   gnuplot-nox        SVG charts in report.html
+#   libopenblas-dev    CBLAS for the CPU eager linear layers
+#   libopenmpi-dev, openmpi-bin   multi-rank runs (CPU collectives through MPI)
+#   libyaml-dev        VeOmni YAML and suite files
+#   libcjson-dev       config.json, safetensors headers, results.json
+#   pkg-config         library discovery
+DEBIAN_PACKAGES := libhdf5-dev libcriterion-dev gnuplot-nox libopenblas-dev libopenmpi-dev openmpi-bin \
+                   libyaml-dev libcjson-dev pkg-config
+DEPS_STAMP := $(BUILD)/.deps-installed
+
+deps: $(DEPS_STAMP)
+
+$(DEPS_STAMP): mk/deps.mk
+	@missing=""; for package in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$package 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$package"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "parity: installing missing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "parity: need root to install:$$missing (run as root or install them yourself)" >&2; exit 1; fi; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $$missing >/dev/null || \
+	    { echo "parity: apt-get install failed for:$$missing" >&2; exit 1; }; \
+	fi
+	@mkdir -p $(@D) && touch $@

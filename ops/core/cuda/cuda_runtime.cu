@@ -1,0 +1,87 @@
+// cuda_runtime.cu: the CUDA door (cuda_api.h) over the CUDA runtime: device discovery, allocation,
+// copies. Every call checks its status and returns a parity error naming the call.
+#include <stdio.h>
+
+#include "ops/core/cuda/cuda_check.h"
+
+extern "C" {
+#include "ops/core/cuda_api.h"
+}
+
+extern "C" bool parity_cuda_built(void) { return true; }
+
+extern "C" int parity_cuda_runtime_device_count(char *reason, size_t reason_size) {
+    int count = 0;
+    cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+        if (reason && reason_size)
+            snprintf(reason, reason_size, "no CUDA device present (%s)", cudaGetErrorString(status));
+        cudaGetLastError(); // clear the sticky-free error state
+        return 0;
+    }
+    if (count == 0 && reason && reason_size) snprintf(reason, reason_size, "no CUDA device present");
+    return count;
+}
+
+extern "C" parity_error *parity_cuda_device_info(int index, parity_device_info *info) {
+    cudaDeviceProp properties;
+    PARITY_CUDA_TRY(cudaGetDeviceProperties(&properties, index));
+    info->device.type = PARITY_DEVICE_CUDA;
+    info->device.index = index;
+    snprintf(info->name, sizeof info->name, "%s", properties.name);
+    info->compute_capability = properties.major * 10 + properties.minor;
+    info->total_memory = properties.totalGlobalMem;
+    info->multiprocessors = properties.multiProcessorCount;
+    info->l2_cache_bytes = (size_t)properties.l2CacheSize;
+    return NULL;
+}
+
+extern "C" parity_error *parity_cuda_malloc(int device_index, size_t bytes, void **out) {
+    *out = NULL;
+    PARITY_CUDA_TRY(cudaSetDevice(device_index));
+    cudaError_t status = cudaMalloc(out, bytes ? bytes : 1);
+    if (status != cudaSuccess) {
+        cudaGetLastError();
+        return PARITY_ERROR(PARITY_ERROR_MEMORY, "cudaMalloc of %zu bytes on cuda:%d failed: %s", bytes,
+                            device_index, cudaGetErrorString(status));
+    }
+    return NULL;
+}
+
+extern "C" void parity_cuda_free(int device_index, void *pointer) {
+    if (!pointer) return;
+    cudaSetDevice(device_index);
+    cudaFree(pointer);
+}
+
+extern "C" parity_error *parity_cuda_memset_zero(int device_index, void *pointer, size_t bytes) {
+    PARITY_CUDA_TRY(cudaSetDevice(device_index));
+    PARITY_CUDA_TRY(cudaMemset(pointer, 0, bytes));
+    return NULL;
+}
+
+extern "C" parity_error *parity_cuda_memcpy(int device_index, void *destination, const void *source, size_t bytes,
+                                            parity_copy_direction direction) {
+    static const cudaMemcpyKind kinds[] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice};
+    PARITY_CUDA_TRY(cudaSetDevice(device_index));
+    PARITY_CUDA_TRY(cudaMemcpy(destination, source, bytes, kinds[direction]));
+    return NULL;
+}
+
+extern "C" parity_error *parity_cuda_synchronize(int device_index) {
+    PARITY_CUDA_TRY(cudaSetDevice(device_index));
+    PARITY_CUDA_TRY(cudaDeviceSynchronize());
+    return NULL;
+}
+
+extern "C" void parity_cuda_versions(char *runtime, size_t runtime_size, char *driver, size_t driver_size) {
+    int runtime_version = 0, driver_version = 0;
+    cudaRuntimeGetVersion(&runtime_version);
+    cudaDriverGetVersion(&driver_version);
+    if (runtime && runtime_size)
+        snprintf(runtime, runtime_size, "%d.%d", runtime_version / 1000, (runtime_version % 1000) / 10);
+    if (driver && driver_size) {
+        if (driver_version) snprintf(driver, driver_size, "%d.%d", driver_version / 1000, (driver_version % 1000) / 10);
+        else driver[0] = '\0';
+    }
+}

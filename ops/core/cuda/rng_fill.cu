@@ -1,0 +1,56 @@
+// rng_fill.cu: GPU fills from named Philox streams: the same rng_value.h formula as the CPU, one
+// thread per element, rounding once to the tensor's dtype.
+#include <stdint.h>
+
+#include "ops/core/cuda/cuda_check.h"
+
+extern "C" {
+#include "ops/core/rng_value.h"
+}
+
+template <typename Store>
+__global__ void rng_fill_kernel(Store store, parity_rng_stream stream, parity_rng_distribution distribution, double a,
+                                double b, int64_t count) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x)
+        store(i, parity_rng_value(stream, distribution, a, b, (uint64_t)i));
+}
+
+struct store_f64 { double *out; __device__ void operator()(int64_t i, double v) const { out[i] = v; } };
+struct store_f32 { float *out; __device__ void operator()(int64_t i, double v) const { out[i] = __double2float_rn(v); } };
+struct store_bf16 { uint16_t *out; __device__ void operator()(int64_t i, double v) const { out[i] = parity_f64_to_bf16(v); } };
+struct store_f16 { uint16_t *out; __device__ void operator()(int64_t i, double v) const { out[i] = parity_f64_to_f16(v); } };
+
+__global__ void rng_words_kernel(parity_rng_stream stream, uint64_t offset, uint32_t *out, int64_t count) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = parity_philox_word(stream.seed, stream.name_hash, offset + (uint64_t)i);
+}
+
+static unsigned grid_for(int64_t count) {
+    int64_t blocks = (count + 255) / 256;
+    return (unsigned)(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
+}
+
+extern "C" parity_error *parity_rng_fill_cuda(parity_tensor *tensor, parity_rng_stream stream,
+                                              parity_rng_distribution distribution, double a, double b) {
+    PARITY_CUDA_TRY(cudaSetDevice(tensor->device.index));
+    unsigned grid = grid_for(tensor->numel);
+    switch (tensor->dtype) {
+    case PARITY_F64: rng_fill_kernel<<<grid, 256>>>(store_f64{(double *)tensor->data}, stream, distribution, a, b, tensor->numel); break;
+    case PARITY_F32: rng_fill_kernel<<<grid, 256>>>(store_f32{(float *)tensor->data}, stream, distribution, a, b, tensor->numel); break;
+    case PARITY_BF16: rng_fill_kernel<<<grid, 256>>>(store_bf16{(uint16_t *)tensor->data}, stream, distribution, a, b, tensor->numel); break;
+    case PARITY_F16: rng_fill_kernel<<<grid, 256>>>(store_f16{(uint16_t *)tensor->data}, stream, distribution, a, b, tensor->numel); break;
+    default: return PARITY_ERROR(PARITY_ERROR_USAGE, "random fill of a %s tensor", parity_dtype_name(tensor->dtype));
+    }
+    PARITY_CUDA_TRY_LAUNCH("rng_fill_kernel");
+    PARITY_CUDA_TRY(cudaDeviceSynchronize());
+    return NULL;
+}
+
+extern "C" parity_error *parity_rng_words_cuda(int device_index, parity_rng_stream stream, uint64_t offset,
+                                               uint32_t *device_out, int64_t count) {
+    PARITY_CUDA_TRY(cudaSetDevice(device_index));
+    rng_words_kernel<<<grid_for(count), 256>>>(stream, offset, device_out, count);
+    PARITY_CUDA_TRY_LAUNCH("rng_words_kernel");
+    PARITY_CUDA_TRY(cudaDeviceSynchronize());
+    return NULL;
+}

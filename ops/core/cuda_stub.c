@@ -1,0 +1,82 @@
+// cuda_stub.c: the CUDA door when parity is built without CUDA (CUDA=0 or no nvcc): every call
+// says so, nothing pretends to work.
+#include "ops/core/cuda_api.h"
+
+#include <stdio.h>
+
+static const char built_without_cuda[] = "parity was built without CUDA (rebuild with CUDA=1 where nvcc is present)";
+
+bool parity_cuda_built(void) { return false; }
+
+int parity_cuda_runtime_device_count(char *reason, size_t reason_size) {
+    if (reason && reason_size) snprintf(reason, reason_size, "%s", built_without_cuda);
+    return 0;
+}
+
+parity_error *parity_cuda_device_info(int index, parity_device_info *info) {
+    (void)index;
+    (void)info;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+parity_error *parity_cuda_malloc(int device_index, size_t bytes, void **out) {
+    (void)device_index;
+    (void)bytes;
+    *out = NULL;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+void parity_cuda_free(int device_index, void *pointer) {
+    (void)device_index;
+    (void)pointer;
+}
+
+parity_error *parity_cuda_memset_zero(int device_index, void *pointer, size_t bytes) {
+    (void)device_index;
+    (void)pointer;
+    (void)bytes;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+parity_error *parity_cuda_memcpy(int device_index, void *destination, const void *source, size_t bytes,
+                                 parity_copy_direction direction) {
+    (void)device_index;
+    (void)destination;
+    (void)source;
+    (void)bytes;
+    (void)direction;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+parity_error *parity_cuda_synchronize(int device_index) {
+    (void)device_index;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+void parity_cuda_versions(char *runtime, size_t runtime_size, char *driver, size_t driver_size) {
+    if (runtime && runtime_size) runtime[0] = '\0';
+    if (driver && driver_size) driver[0] = '\0';
+}
+
+// The GPU side of rng.h.
+#include "ops/core/rng.h"
+
+parity_error *parity_rng_fill_cuda(parity_tensor *tensor, parity_rng_stream stream, parity_rng_distribution distribution,
+                                   double parameter_a, double parameter_b) {
+    (void)tensor;
+    (void)stream;
+    (void)distribution;
+    (void)parameter_a;
+    (void)parameter_b;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+parity_error *parity_rng_words_cuda(int device_index, parity_rng_stream stream, uint64_t offset, uint32_t *device_out,
+                                    int64_t count) {
+    (void)device_index;
+    (void)stream;
+    (void)offset;
+    (void)device_out;
+    (void)count;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}

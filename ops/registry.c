@@ -1,0 +1,180 @@
+// registry.c: backend storage, lookup and availability. Registration is rare (start-up, tests), so
+// a mutex-guarded array is enough; lookups after start-up read a stable array.
+#include "ops/registry.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/builtin_backends.h"
+
+typedef struct registry_entry {
+    parity_backend backend;
+    char *owned_strings[4]; // copies of op, name, description, origin
+} registry_entry;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static registry_entry *entries;
+static size_t entry_count, entry_capacity;
+static bool builtins_registered;
+
+static char *copy_string(const char *text) {
+    if (!text) return NULL;
+    size_t length = strlen(text) + 1;
+    char *copy = malloc(length);
+    if (copy) memcpy(copy, text, length);
+    return copy;
+}
+
+static const registry_entry *find_locked(const char *op, const char *name, parity_device_type device) {
+    for (size_t i = 0; i < entry_count; i++) {
+        const parity_backend *backend = &entries[i].backend;
+        if (backend->device == device && strcmp(backend->op, op) == 0 && strcmp(backend->name, name) == 0)
+            return &entries[i];
+    }
+    return NULL;
+}
+
+parity_error *parity_registry_add(const parity_backend *backend) {
+    if (!backend || !backend->op || !backend->op[0] || !backend->name || !backend->name[0])
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "backend registration needs an op and a name");
+    if ((unsigned)backend->device >= PARITY_DEVICE_TYPE_COUNT)
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "backend %s/%s: unknown device type %d", backend->op, backend->name,
+                            (int)backend->device);
+    pthread_mutex_lock(&registry_lock);
+    parity_error *error = NULL;
+    if (find_locked(backend->op, backend->name, backend->device)) {
+        error = PARITY_ERROR(PARITY_ERROR_USAGE, "backend %s/%s on %s is already registered", backend->op, backend->name,
+                             parity_device_type_name(backend->device));
+    } else if (entry_count == entry_capacity) {
+        size_t capacity = entry_capacity ? entry_capacity * 2 : 64;
+        registry_entry *grown = realloc(entries, capacity * sizeof *grown);
+        if (!grown) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "growing the backend registry");
+        else {
+            entries = grown;
+            entry_capacity = capacity;
+        }
+    }
+    if (!error) {
+        registry_entry *entry = &entries[entry_count];
+        memset(entry, 0, sizeof *entry);
+        entry->backend = *backend;
+        entry->owned_strings[0] = copy_string(backend->op);
+        entry->owned_strings[1] = copy_string(backend->name);
+        entry->owned_strings[2] = copy_string(backend->description ? backend->description : "");
+        entry->owned_strings[3] = copy_string(backend->origin ? backend->origin : "builtin");
+        if (!entry->owned_strings[0] || !entry->owned_strings[1] || !entry->owned_strings[2] || !entry->owned_strings[3]) {
+            for (int i = 0; i < 4; i++) free(entry->owned_strings[i]);
+            error = PARITY_ERROR(PARITY_ERROR_MEMORY, "registering backend %s/%s", backend->op, backend->name);
+        } else {
+            entry->backend.op = entry->owned_strings[0];
+            entry->backend.name = entry->owned_strings[1];
+            entry->backend.description = entry->owned_strings[2];
+            entry->backend.origin = entry->owned_strings[3];
+            entry_count++;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return error;
+}
+
+void parity_registry_clear(void) {
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < entry_count; i++)
+        for (int s = 0; s < 4; s++) free(entries[i].owned_strings[s]);
+    free(entries);
+    entries = NULL;
+    entry_count = entry_capacity = 0;
+    builtins_registered = false;
+    pthread_mutex_unlock(&registry_lock);
+}
+
+parity_error *parity_registry_register_builtins(void) {
+    pthread_mutex_lock(&registry_lock);
+    bool already = builtins_registered;
+    builtins_registered = true;
+    pthread_mutex_unlock(&registry_lock);
+    if (already) return NULL;
+    for (size_t i = 0; i < parity_builtin_backend_count; i++) {
+        parity_error *error = parity_builtin_backends[i].register_backends();
+        if (error) return parity_error_wrap(error, __FILE__, __LINE__, "registering the built-in %s backends",
+                                            parity_builtin_backends[i].what);
+    }
+    return NULL;
+}
+
+const parity_backend *parity_registry_find(const char *op, const char *name, parity_device_type device) {
+    pthread_mutex_lock(&registry_lock);
+    const registry_entry *entry = find_locked(op, name, device);
+    pthread_mutex_unlock(&registry_lock);
+    return entry ? &entry->backend : NULL;
+}
+
+size_t parity_registry_count(void) {
+    pthread_mutex_lock(&registry_lock);
+    size_t count = entry_count;
+    pthread_mutex_unlock(&registry_lock);
+    return count;
+}
+
+const parity_backend *parity_registry_at(size_t index) {
+    pthread_mutex_lock(&registry_lock);
+    const parity_backend *backend = index < entry_count ? &entries[index].backend : NULL;
+    pthread_mutex_unlock(&registry_lock);
+    return backend;
+}
+
+bool parity_registry_has_name(const char *op, const char *name) {
+    for (int device = 0; device < PARITY_DEVICE_TYPE_COUNT; device++)
+        if (parity_registry_find(op, name, (parity_device_type)device)) return true;
+    return false;
+}
+
+parity_availability parity_registry_availability(const char *op, const char *name, parity_device device,
+                                                 const parity_device_info *info, char *reason, size_t reason_size) {
+    char scratch[8];
+    if (!reason || reason_size == 0) {
+        reason = scratch;
+        reason_size = sizeof scratch;
+    }
+    reason[0] = '\0';
+    const parity_backend *backend = parity_registry_find(op, name, device.type);
+    if (!backend) {
+        snprintf(reason, reason_size, "no %s backend named '%s' for %s in this build", op, name,
+                 parity_device_type_name(device.type));
+        return PARITY_NOT_REGISTERED;
+    }
+    parity_device_info queried;
+    if (!info) {
+        parity_error *error = parity_device_query(device, &queried);
+        if (error) {
+            snprintf(reason, reason_size, "%s", parity_error_message(error));
+            parity_error_free(error);
+            return PARITY_DEVICE_ABSENT;
+        }
+        info = &queried;
+    }
+    if (device.type == PARITY_DEVICE_CUDA && backend->min_compute_capability > info->compute_capability) {
+        snprintf(reason, reason_size, "needs SM%d+, device is SM%d", backend->min_compute_capability,
+                 info->compute_capability);
+        return PARITY_DEVICE_TOO_OLD;
+    }
+    if (backend->probe && !backend->probe(backend, info, reason, reason_size)) {
+        if (!reason[0]) snprintf(reason, reason_size, "the backend's probe refused this device");
+        return PARITY_PROBE_REFUSED;
+    }
+    return PARITY_AVAILABLE;
+}
+
+parity_error *parity_registry_resolve(const char *op, const char *name, parity_device device,
+                                      const parity_backend **out) {
+    char reason[256];
+    *out = NULL;
+    parity_availability availability = parity_registry_availability(op, name, device, NULL, reason, sizeof reason);
+    if (availability != PARITY_AVAILABLE)
+        return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s backend '%s' is not available on %s: %s", op, name,
+                            parity_device_type_name(device.type), reason);
+    *out = parity_registry_find(op, name, device.type);
+    return NULL;
+}

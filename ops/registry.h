@@ -1,0 +1,109 @@
+// registry.h: the op-backend registry, in the spirit of ggml-backend. A backend is one
+// implementation of one op on one device type, keyed by (op, name, device), e.g.
+// ("rms_norm", "liger_kernel", cuda). It carries capability flags, an availability probe that
+// explains itself ("needs SM90+, device is SM80"), and the op-specific kernel table (forward and
+// backward entry points, typed in ops/<op>/<op>.h). A third party adds a backend with one call to
+// parity_registry_add and it becomes part of every matrix; the config code is never edited.
+#ifndef PARITY_REGISTRY_H
+#define PARITY_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/core/device.h"
+#include "ops/core/dtype.h"
+#include "ops/core/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Capability flags: what a backend can do beyond the op's basic contract.
+enum parity_capability {
+    PARITY_CAP_VARLEN = 1u << 0,              // packed rows through cu_seqlens
+    PARITY_CAP_GQA = 1u << 1,                 // fewer kv heads than query heads
+    PARITY_CAP_PARTIAL_ROTARY = 1u << 2,      // partial_rotary_factor < 1
+    PARITY_CAP_SEQUENCE_PARALLEL = 1u << 3,   // safe under Ulysses sequence parallelism
+    PARITY_CAP_EXPERT_PARALLEL = 1u << 4,     // safe under expert parallelism
+    PARITY_CAP_SLIDING_WINDOW = 1u << 5,
+    PARITY_CAP_OFFSET_WEIGHT = 1u << 6,       // (1 + w) RMSNorm variant
+    PARITY_CAP_BATCH_INVARIANT = 1u << 7,     // results independent of batch composition
+    PARITY_CAP_DETERMINISTIC = 1u << 8,       // bitwise reproducible run to run
+    PARITY_CAP_FUSED_LINEAR = 1u << 9,        // cross-entropy that takes hidden states + lm_head weight
+    PARITY_CAP_TEST_ONLY = 1u << 10,          // deliberately wrong backends that prove the harness can see
+};
+
+typedef struct parity_backend parity_backend;
+
+// Returns true when usable on `info`'s device; otherwise writes the reason into `reason`.
+// The registry has already checked the device type and min_compute_capability.
+typedef bool (*parity_backend_probe)(const parity_backend *backend, const parity_device_info *info, char *reason,
+                                     size_t reason_size);
+
+struct parity_backend {
+    const char *op;                 // "rms_norm", "attention", ... (PARITY_OP_* names below)
+    const char *name;               // VeOmni value name: "eager", "liger_kernel", ...
+    parity_device_type device;
+    uint32_t dtypes;                // PARITY_DTYPE_BIT mask of supported dtypes
+    uint32_t capabilities;          // parity_capability flags
+    int min_compute_capability;     // CUDA only, e.g. 90 for SM90+; 0 = any
+    parity_backend_probe probe;     // NULL = available whenever the device is
+    const void *kernels;            // op-specific table of forward/backward entry points
+    const char *description;        // one line for `parity list backends`
+    const char *origin;             // "builtin" or the registering module, e.g. "deepseek_v3 extra_backends"
+};
+
+// Op names (the registry keys). Ops without a kernel-selection field (linear, embedding, ...) use
+// the backend named "eager" on each device.
+#define PARITY_OP_ATTENTION "attention"
+#define PARITY_OP_DSA_INDEXER "dsa_indexer"
+#define PARITY_OP_DSA_ATTENTION "dsa_attention"
+#define PARITY_OP_MHC "mhc"
+#define PARITY_OP_CROSS_ENTROPY "cross_entropy"
+#define PARITY_OP_RMS_NORM "rms_norm"
+#define PARITY_OP_SWIGLU "swiglu"
+#define PARITY_OP_ROTARY "rotary"
+#define PARITY_OP_ROTARY_VISION "rotary_vision"
+#define PARITY_OP_RMS_NORM_GATED "rms_norm_gated"
+#define PARITY_OP_CAUSAL_CONV1D "causal_conv1d"
+#define PARITY_OP_GATED_DELTA_RULE "gated_delta_rule"
+#define PARITY_OP_LOAD_BALANCING_LOSS "load_balancing_loss"
+#define PARITY_OP_MOE_EXPERTS "moe_experts"
+
+// Registers a copy of `backend` (strings are copied too). Rejects a duplicate (op, name, device),
+// a missing op/name, or an unknown device type, naming the backend.
+parity_error *parity_registry_add(const parity_backend *backend);
+// Removes every registration (tests); built-ins come back with parity_registry_register_builtins.
+void parity_registry_clear(void);
+// Registers every backend built into this binary (idempotent).
+parity_error *parity_registry_register_builtins(void);
+
+const parity_backend *parity_registry_find(const char *op, const char *name, parity_device_type device);
+size_t parity_registry_count(void);
+const parity_backend *parity_registry_at(size_t index); // registration order
+// True when some device has a backend of that name for the op.
+bool parity_registry_has_name(const char *op, const char *name);
+
+typedef enum parity_availability {
+    PARITY_AVAILABLE = 0,
+    PARITY_NOT_REGISTERED,       // nothing of that (op, name, device) in this build
+    PARITY_DEVICE_ABSENT,        // no such device on this machine
+    PARITY_DEVICE_TOO_OLD,       // below min_compute_capability
+    PARITY_PROBE_REFUSED,        // the backend's own probe said no
+} parity_availability;
+
+// Decides whether (op, name) can run on `device` here. Fills `reason` whenever the answer is not
+// PARITY_AVAILABLE ("needs SM90+, device is SM80", "no CUDA device present", ...). `info` may be
+// NULL, in which case the device is queried.
+parity_availability parity_registry_availability(const char *op, const char *name, parity_device device,
+                                                 const parity_device_info *info, char *reason, size_t reason_size);
+
+// The kernel table of an available backend, or an error that says why it cannot be used.
+parity_error *parity_registry_resolve(const char *op, const char *name, parity_device device,
+                                      const parity_backend **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
