@@ -1,0 +1,49 @@
+// op_cases.h: the master table of op test rows. Each op's cases live in suites/tests/cases_<op>.c
+// and are listed once in op_cases.c; test_ops.c runs every row through every check.
+#ifndef PARITY_OP_CASES_H
+#define PARITY_OP_CASES_H
+
+#include <stddef.h>
+
+#include "op_check.h"
+
+typedef struct op_case_list {
+    const op_check_case *cases;
+    size_t count;
+} op_case_list;
+
+// A call with invalid arguments and a piece of the message it must produce.
+typedef struct op_invalid_case {
+    const char *op;
+    const char *name;
+    parity_error *(*call)(void);
+    const char *expected_message; // substring, must name the op and the mismatch
+} op_invalid_case;
+
+typedef struct op_invalid_list {
+    const op_invalid_case *cases;
+    size_t count;
+} op_invalid_list;
+
+// Other backend compared with eager on every row of an op: max relative error in f64, and
+// whether bf16 must stay within what eager bf16 shows.
+typedef struct op_backend_pair {
+    const char *op;
+    const char *backend;
+    double f64_tolerance;
+} op_backend_pair;
+
+extern const op_case_list *const all_op_cases[];
+extern const size_t all_op_case_list_count;
+extern const op_invalid_list *const all_invalid_cases[];
+extern const size_t all_invalid_case_list_count;
+extern const op_backend_pair all_backend_pairs[];
+extern const size_t all_backend_pair_count;
+
+#define OP_CASE_LIST(array) {(array), sizeof(array) / sizeof((array)[0])}
+
+// Each cases_<op>.c exports these.
+extern const op_case_list rms_norm_case_list;
+extern const op_invalid_list rms_norm_invalid_list;
+
+#endif

@@ -1,0 +1,265 @@
+// op_check.c: the engine behind op_check.h.
+#include "op_check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static op_check_tensor *next_slot(op_check_state *state, const char *name) {
+    if (state->tensor_count >= OP_CHECK_MAX_TENSORS) return NULL;
+    op_check_tensor *slot = &state->tensors[state->tensor_count++];
+    memset(slot, 0, sizeof *slot);
+    snprintf(slot->name, sizeof slot->name, "%s", name);
+    return slot;
+}
+
+static void poison(parity_tensor *tensor) {
+    if (!tensor->data || !parity_dtype_is_float(tensor->dtype)) return;
+    for (int64_t i = 0; i < tensor->numel; i++) parity_tensor_set(tensor, i, NAN);
+}
+
+parity_tensor *op_check_input(op_check_state *state, const char *name, bool differentiable, op_check_fill fill, double a,
+                              double b, int ndim, const int64_t *shape) {
+    op_check_tensor *slot = next_slot(state, name);
+    if (!slot) return NULL;
+    slot->differentiable = differentiable;
+    parity_tensor exact;
+    parity_error *error = parity_tensor_alloc(&exact, PARITY_F64, PARITY_CPU, ndim, shape);
+    if (error) { parity_error_free(error); return NULL; }
+    char stream_name[160];
+    snprintf(stream_name, sizeof stream_name, "%s/%s", state->case_name, name);
+    error = parity_rng_fill(&exact, parity_rng_stream_named(state->seed, stream_name),
+                            fill == OP_CHECK_UNIFORM ? PARITY_RNG_UNIFORM : PARITY_RNG_NORMAL, a, b);
+    if (!error) error = parity_tensor_alloc(&slot->value, state->dtype, PARITY_CPU, ndim, shape);
+    if (!error) {
+        for (int64_t i = 0; i < exact.numel; i++)
+            parity_tensor_set(&slot->value, i, parity_round_to_dtype(parity_tensor_get(&exact, i), state->input_precision));
+        if (differentiable) error = parity_tensor_alloc(&slot->gradient, state->dtype, PARITY_CPU, ndim, shape);
+    }
+    parity_tensor_release(&exact);
+    if (error) { parity_error_free(error); return NULL; }
+    return &slot->value;
+}
+
+parity_tensor *op_check_indices(op_check_state *state, const char *name, const int64_t *values, int ndim,
+                                const int64_t *shape) {
+    op_check_tensor *slot = next_slot(state, name);
+    if (!slot) return NULL;
+    parity_error *error = parity_tensor_alloc(&slot->value, PARITY_I64, PARITY_CPU, ndim, shape);
+    if (error) { parity_error_free(error); return NULL; }
+    memcpy(slot->value.data, values, parity_tensor_nbytes(&slot->value));
+    return &slot->value;
+}
+
+parity_tensor *op_check_output_typed(op_check_state *state, const char *name, bool differentiable, parity_dtype dtype,
+                                     int ndim, const int64_t *shape) {
+    op_check_tensor *slot = next_slot(state, name);
+    if (!slot) return NULL;
+    slot->is_output = true;
+    slot->differentiable = differentiable;
+    parity_error *error = parity_tensor_alloc(&slot->value, dtype, PARITY_CPU, ndim, shape);
+    if (!error && differentiable) {
+        error = parity_tensor_alloc(&slot->gradient, dtype, PARITY_CPU, ndim, shape);
+        if (!error) {
+            char stream_name[160];
+            snprintf(stream_name, sizeof stream_name, "%s/cotangent/%s", state->case_name, name);
+            parity_tensor exact;
+            error = parity_tensor_alloc(&exact, PARITY_F64, PARITY_CPU, ndim, shape);
+            if (!error) {
+                error = parity_rng_fill(&exact, parity_rng_stream_named(state->seed, stream_name), PARITY_RNG_UNIFORM, -1, 1);
+                for (int64_t i = 0; !error && i < exact.numel; i++)
+                    parity_tensor_set(&slot->gradient, i,
+                                      parity_round_to_dtype(parity_tensor_get(&exact, i), state->input_precision));
+                parity_tensor_release(&exact);
+            }
+        }
+    }
+    if (error) { parity_error_free(error); return NULL; }
+    return &slot->value;
+}
+
+parity_tensor *op_check_output(op_check_state *state, const char *name, bool differentiable, int ndim,
+                               const int64_t *shape) {
+    return op_check_output_typed(state, name, differentiable, state->dtype, ndim, shape);
+}
+
+static op_check_tensor *find(op_check_state *state, const char *name) {
+    for (int i = 0; i < state->tensor_count; i++)
+        if (strcmp(state->tensors[i].name, name) == 0) return &state->tensors[i];
+    return NULL;
+}
+
+parity_tensor *op_check_value(op_check_state *state, const char *name) {
+    op_check_tensor *slot = find(state, name);
+    return slot ? &slot->value : NULL;
+}
+
+parity_tensor *op_check_gradient(op_check_state *state, const char *name) {
+    op_check_tensor *slot = find(state, name);
+    return slot && slot->differentiable ? &slot->gradient : NULL;
+}
+
+const void *op_check_kernels(const op_check_state *state) { return state->backend ? state->backend->kernels : NULL; }
+
+void op_check_release(op_check_state *state) {
+    for (int i = 0; i < state->tensor_count; i++) {
+        parity_tensor_release(&state->tensors[i].value);
+        parity_tensor_release(&state->tensors[i].gradient);
+    }
+    parity_saved_release(&state->saved);
+    free(state->case_data);
+    memset(state, 0, sizeof *state);
+}
+
+static parity_error *run_forward(const op_check_case *test_case, op_check_state *state) {
+    parity_saved_release(&state->saved);
+    for (int i = 0; i < state->tensor_count; i++)
+        if (state->tensors[i].is_output) poison(&state->tensors[i].value);
+    PARITY_TRY_CONTEXT(test_case->forward(state, test_case->params), "%s [%s] forward with %s", test_case->op,
+                       test_case->name, state->backend->name);
+    return NULL;
+}
+
+static parity_error *run_backward(const op_check_case *test_case, op_check_state *state) {
+    for (int i = 0; i < state->tensor_count; i++)
+        if (!state->tensors[i].is_output && state->tensors[i].differentiable) poison(&state->tensors[i].gradient);
+    PARITY_TRY_CONTEXT(test_case->backward(state, test_case->params), "%s [%s] backward with %s", test_case->op,
+                       test_case->name, state->backend->name);
+    return NULL;
+}
+
+parity_error *op_check_run(const op_check_case *test_case, op_check_run_options options, op_check_state *state) {
+    memset(state, 0, sizeof *state);
+    state->case_name = test_case->name;
+    state->dtype = options.dtype;
+    state->input_precision = options.input_precision;
+    state->device = PARITY_CPU;
+    state->seed = options.seed ? options.seed : 1234;
+    PARITY_TRY(parity_registry_register_builtins());
+    const char *backend = options.backend ? options.backend : "eager";
+    PARITY_TRY(parity_registry_resolve(test_case->op, backend, state->device, &state->backend));
+    PARITY_TRY_CONTEXT(test_case->setup(state, test_case->params), "%s [%s] setup", test_case->op, test_case->name);
+    for (int i = 0; i < state->tensor_count; i++)
+        if (!state->tensors[i].value.data && state->tensors[i].value.numel > 0)
+            return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s [%s]: setup could not allocate %s", test_case->op, test_case->name,
+                                state->tensors[i].name);
+    PARITY_TRY(run_forward(test_case, state));
+    PARITY_TRY(run_backward(test_case, state));
+    return NULL;
+}
+
+// sum over differentiable outputs of <cotangent, output>
+static double cotangent_loss(const op_check_state *state) {
+    double loss = 0;
+    for (int i = 0; i < state->tensor_count; i++) {
+        const op_check_tensor *slot = &state->tensors[i];
+        if (!slot->is_output || !slot->differentiable) continue;
+        for (int64_t j = 0; j < slot->value.numel; j++)
+            loss += parity_tensor_get(&slot->gradient, j) * parity_tensor_get(&slot->value, j);
+    }
+    return loss;
+}
+
+parity_error *op_check_finite_differences(const op_check_case *test_case, const char *backend,
+                                          op_check_error_report *report) {
+    memset(report, 0, sizeof *report);
+    op_check_state state;
+    op_check_run_options options = {.backend = backend, .dtype = PARITY_F64};
+    parity_error *error = op_check_run(test_case, options, &state);
+    if (error) {
+        op_check_release(&state);
+        return error;
+    }
+    int limit = test_case->max_checked_elements ? test_case->max_checked_elements : 48;
+    for (int i = 0; i < state.tensor_count && !error; i++) {
+        op_check_tensor *slot = &state.tensors[i];
+        if (slot->is_output || !slot->differentiable) continue;
+        int64_t count = slot->value.numel;
+        int64_t step = count > limit ? count / limit : 1;
+        double difference_squared = 0, reference_squared = 0;
+        int64_t checked = 0;
+        for (int64_t j = (step > 1 ? step / 2 : 0); j < count && !error; j += step) {
+            double original = parity_tensor_get(&slot->value, j);
+            double h = 1e-6 * fmax(1.0, fabs(original));
+            parity_tensor_set(&slot->value, j, original + h);
+            error = run_forward(test_case, &state);
+            double loss_plus = cotangent_loss(&state);
+            parity_tensor_set(&slot->value, j, original - h);
+            if (!error) error = run_forward(test_case, &state);
+            double loss_minus = cotangent_loss(&state);
+            parity_tensor_set(&slot->value, j, original);
+            double numeric = (loss_plus - loss_minus) / (2 * h);
+            double analytic = parity_tensor_get(&slot->gradient, j);
+            difference_squared += (numeric - analytic) * (numeric - analytic);
+            reference_squared += numeric * numeric;
+            if (isnan(analytic)) difference_squared = INFINITY;
+            checked++;
+        }
+        // Normwise relative error, with a floor of 1e-4 per element in the denominator: central
+        // differences with h = 1e-6 carry ~1e-10 absolute round-off, which must not fail a gradient
+        // that is legitimately ~0.
+        double floor = 1e-4 * sqrt((double)(checked > 0 ? checked : 1));
+        double relative = sqrt(difference_squared) / fmax(sqrt(reference_squared), floor);
+        if (reference_squared == 0 && difference_squared == 0) relative = 0;
+        report->tensors_compared++;
+        if (relative > report->worst_error || isnan(relative) || report->tensors_compared == 1) {
+            report->worst_error = isnan(relative) ? INFINITY : relative;
+            snprintf(report->worst_tensor, sizeof report->worst_tensor, "%s", slot->name);
+        }
+    }
+    op_check_release(&state);
+    return error;
+}
+
+double op_check_relative_error(const parity_tensor *reference, const parity_tensor *candidate) {
+    if (reference->numel != candidate->numel) return INFINITY;
+    double difference = 0, norm = 0;
+    for (int64_t i = 0; i < reference->numel; i++) {
+        double a = parity_tensor_get(reference, i), b = parity_tensor_get(candidate, i);
+        if (isnan(a) != isnan(b) || isnan(b)) return INFINITY;
+        difference += (a - b) * (a - b);
+        norm += a * a;
+    }
+    if (norm == 0) return sqrt(difference);
+    return sqrt(difference / norm);
+}
+
+parity_error *op_check_compare_states(const op_check_state *reference, const op_check_state *candidate,
+                                      op_check_error_report *report) {
+    memset(report, 0, sizeof *report);
+    if (reference->tensor_count != candidate->tensor_count)
+        return PARITY_ERROR(PARITY_ERROR_INTERNAL, "runs of %s have different tensors", reference->case_name);
+    for (int i = 0; i < reference->tensor_count; i++) {
+        const op_check_tensor *a = &reference->tensors[i], *b = &candidate->tensors[i];
+        const parity_tensor *pair[2][2] = {{&a->value, &b->value}, {&a->gradient, &b->gradient}};
+        for (int which = 0; which < 2; which++) {
+            if (which == 0 && !a->is_output) continue;                    // inputs are identical by construction
+            if (which == 1 && (a->is_output || !a->differentiable)) continue; // cotangents likewise
+            if (!parity_dtype_is_float(pair[which][0]->dtype)) continue;
+            double error = op_check_relative_error(pair[which][0], pair[which][1]);
+            report->tensors_compared++;
+            if (error > report->worst_error || report->tensors_compared == 1) {
+                report->worst_error = error;
+                snprintf(report->worst_tensor, sizeof report->worst_tensor, "%s%s", which ? "d" : "", a->name);
+            }
+        }
+    }
+    return NULL;
+}
+
+bool op_check_bitwise_equal(const op_check_state *a, const op_check_state *b, char *differing, size_t differing_size) {
+    for (int i = 0; i < a->tensor_count; i++) {
+        const parity_tensor *pairs[2][2] = {{&a->tensors[i].value, &b->tensors[i].value},
+                                            {&a->tensors[i].gradient, &b->tensors[i].gradient}};
+        for (int which = 0; which < 2; which++) {
+            const parity_tensor *x = pairs[which][0], *y = pairs[which][1];
+            if (!x->data) continue;
+            if (parity_tensor_nbytes(x) != parity_tensor_nbytes(y) || memcmp(x->data, y->data, parity_tensor_nbytes(x)) != 0) {
+                if (differing) snprintf(differing, differing_size, "%s%s", which ? "d" : "", a->tensors[i].name);
+                return false;
+            }
+        }
+    }
+    return true;
+}

@@ -1,0 +1,107 @@
+// op_check.h: the table-driven engine behind every op test. A case is a row: how to build the op's
+// inputs and outputs (setup), how to call a backend's forward and backward (forward/backward), and
+// its parameters. The engine runs any row against any backend and dtype and provides the checks:
+//   - backward against central finite differences in f64 (normwise relative error per input,
+//     denominator floored at 1e-4 per element so a gradient that is legitimately ~0 is judged by
+//     its absolute error);
+//   - one backend against another on identical inputs and cotangents (relative L2 error);
+//   - bitwise determinism (two runs, same bytes);
+//   - outputs and gradients poisoned with NaN before every call, so an unwritten element fails.
+// Inputs are drawn from named Philox streams (case name + tensor name) in f64 and rounded once to
+// the run's dtype, or to a coarser "input precision" so an f64 run can see exactly the bf16 inputs.
+#ifndef PARITY_OP_CHECK_H
+#define PARITY_OP_CHECK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ops/core/rng.h"
+#include "ops/core/saved.h"
+#include "ops/core/tensor.h"
+#include "ops/registry.h"
+
+#define OP_CHECK_MAX_TENSORS 24
+
+typedef struct op_check_tensor {
+    char name[40];
+    parity_tensor value;     // inputs: the data; outputs: written by forward
+    parity_tensor gradient;  // inputs: d(loss)/d(input) written by backward; outputs: the cotangent
+    bool is_output;
+    bool differentiable;     // inputs: checked by finite differences; outputs: carries a cotangent
+} op_check_tensor;
+
+typedef struct op_check_state {
+    const char *case_name;
+    parity_dtype dtype;          // the run's float dtype
+    parity_dtype input_precision; // inputs are rounded to this before storing (== dtype normally)
+    parity_device device;
+    uint64_t seed;
+    const parity_backend *backend;
+    op_check_tensor tensors[OP_CHECK_MAX_TENSORS];
+    int tensor_count;
+    parity_saved saved;
+    void *case_data;             // scratch a case may allocate in setup; freed with free()
+} op_check_state;
+
+typedef struct op_check_case {
+    const char *op;      // registry op name, e.g. PARITY_OP_RMS_NORM
+    const char *name;    // "standard rows=7 hidden=13": display and filter key
+    parity_error *(*setup)(op_check_state *state, const void *params);
+    parity_error *(*forward)(op_check_state *state, const void *params);
+    parity_error *(*backward)(op_check_state *state, const void *params);
+    const void *params;
+    double finite_difference_tolerance; // 0 = the default 1e-6
+    int max_checked_elements;           // per input, 0 = default 48 (all when smaller)
+} op_check_case;
+
+// ---- used by cases in setup ----
+typedef enum op_check_fill { OP_CHECK_UNIFORM, OP_CHECK_NORMAL } op_check_fill;
+// A float input of the run's dtype, filled from the stream (case, name) with `fill(a, b)`.
+parity_tensor *op_check_input(op_check_state *state, const char *name, bool differentiable, op_check_fill fill,
+                              double a, double b, int ndim, const int64_t *shape);
+// An integer input (int64) with the given values (copied).
+parity_tensor *op_check_indices(op_check_state *state, const char *name, const int64_t *values, int ndim,
+                                const int64_t *shape);
+// An output of the run's dtype (or `dtype` for the _typed form). `differentiable` outputs get a
+// random cotangent and enter the finite-difference loss sum(cotangent * output).
+parity_tensor *op_check_output(op_check_state *state, const char *name, bool differentiable, int ndim,
+                               const int64_t *shape);
+parity_tensor *op_check_output_typed(op_check_state *state, const char *name, bool differentiable, parity_dtype dtype,
+                                     int ndim, const int64_t *shape);
+// Lookup by name (NULL when absent). The gradient accessor returns NULL for non-differentiable inputs.
+parity_tensor *op_check_value(op_check_state *state, const char *name);
+parity_tensor *op_check_gradient(op_check_state *state, const char *name);
+// The backend's kernel table, typed by the caller: const parity_rms_norm_kernels *k = op_check_kernels(state);
+const void *op_check_kernels(const op_check_state *state);
+
+// ---- used by tests ----
+typedef struct op_check_run_options {
+    const char *backend;          // default "eager"
+    parity_dtype dtype;           // default f64 (0)
+    parity_dtype input_precision; // default = dtype
+    uint64_t seed;                // default 1234
+} op_check_run_options;
+
+// setup + forward + backward; the state owns everything until op_check_release.
+parity_error *op_check_run(const op_check_case *test_case, op_check_run_options options, op_check_state *state);
+void op_check_release(op_check_state *state);
+
+typedef struct op_check_error_report {
+    char worst_tensor[40];
+    double worst_error;   // the largest error over the tensors compared
+    int tensors_compared;
+} op_check_error_report;
+
+// Finite differences in f64 with the eager backend or `backend` (NULL = eager).
+parity_error *op_check_finite_differences(const op_check_case *test_case, const char *backend,
+                                          op_check_error_report *report);
+// Relative L2 error of every output and input gradient of run `candidate` against run `reference`.
+parity_error *op_check_compare_states(const op_check_state *reference, const op_check_state *candidate,
+                                      op_check_error_report *report);
+// True when both runs produced bit-identical outputs and gradients.
+bool op_check_bitwise_equal(const op_check_state *a, const op_check_state *b, char *differing, size_t differing_size);
+
+// Relative L2 error ||a - b|| / max(||a||, tiny) of two same-shaped tensors (any float dtype, CPU).
+double op_check_relative_error(const parity_tensor *reference, const parity_tensor *candidate);
+
+#endif
