@@ -309,3 +309,22 @@ parity_error *parity_tensor_check_finite(const parity_tensor *tensor, const char
     parity_tensor_release(&host);
     return error;
 }
+
+parity_error *parity_tensor_add_into(parity_tensor *destination, const parity_tensor *source) {
+    char a[200], b[200];
+    if (!parity_tensor_same_shape(destination, source) || destination->dtype != source->dtype)
+        return PARITY_ERROR(PARITY_ERROR_SHAPE, "adding %s into %s: dtype and shape must match",
+                            parity_tensor_describe(source, a, sizeof a), parity_tensor_describe(destination, b, sizeof b));
+    if (destination->device.type != PARITY_DEVICE_CPU || source->device.type != PARITY_DEVICE_CPU)
+        return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "gradient accumulation on %s is not built yet",
+                            parity_tensor_describe(destination, b, sizeof b));
+    if (destination->dtype == PARITY_F64 && parity_tensor_is_contiguous(destination) && parity_tensor_is_contiguous(source)) {
+        double *out = destination->data;
+        const double *in = source->data;
+        for (int64_t i = 0; i < destination->numel; i++) out[i] += in[i];
+        return NULL;
+    }
+    for (int64_t i = 0; i < destination->numel; i++)
+        parity_tensor_set(destination, i, parity_tensor_get(destination, i) + parity_tensor_get(source, i));
+    return NULL;
+}

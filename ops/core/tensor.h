@@ -64,6 +64,9 @@ parity_error *parity_tensor_copy(parity_tensor *destination, const parity_tensor
 // round-to-nearest-even (float <-> float, int <-> int, int -> float). The result is contiguous.
 parity_error *parity_tensor_to(parity_tensor *out, const parity_tensor *source, parity_device device, parity_dtype dtype);
 parity_error *parity_tensor_fill_zero(parity_tensor *tensor);
+// destination += source, element by element, each sum rounded once to the destination's dtype
+// (PyTorch's in-place add for f32/bf16 gives the same correctly rounded sums). CPU tensors.
+parity_error *parity_tensor_add_into(parity_tensor *destination, const parity_tensor *source);
 
 // CPU element access by logical flat index (row-major over the shape, honoring strides), as f64.
 double parity_tensor_get(const parity_tensor *tensor, int64_t flat_index);

@@ -1,0 +1,184 @@
+// tape.c: variables, nodes and the reverse sweep behind tape.h.
+#include "models/autograd/tape.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void parity_tape_init(parity_tape *tape, parity_device device, parity_dtype dtype, bool recording) {
+    memset(tape, 0, sizeof *tape);
+    tape->device = device;
+    tape->dtype = dtype;
+    tape->recording = recording;
+}
+
+static void release_node(parity_node *node) {
+    parity_saved_release(&node->saved);
+    free(node->data);
+    memset(node, 0, sizeof *node);
+}
+
+void parity_tape_release(parity_tape *tape) {
+    for (size_t i = 0; i < tape->node_count; i++) release_node(&tape->nodes[i]);
+    for (size_t i = 0; i < tape->variable_count; i++) {
+        parity_tensor_release(&tape->variables[i]->value);
+        parity_tensor_release(&tape->variables[i]->gradient);
+        free(tape->variables[i]);
+    }
+    free(tape->nodes);
+    free(tape->variables);
+    memset(tape, 0, sizeof *tape);
+}
+
+static parity_error *add_variable(parity_tape *tape, const char *name, bool requires_gradient, parity_variable **out) {
+    if (tape->variable_count == tape->variable_capacity) {
+        size_t capacity = tape->variable_capacity ? tape->variable_capacity * 2 : 256;
+        parity_variable **grown = realloc(tape->variables, capacity * sizeof *grown);
+        if (!grown) return PARITY_ERROR(PARITY_ERROR_MEMORY, "growing the tape's variables");
+        tape->variables = grown;
+        tape->variable_capacity = capacity;
+    }
+    parity_variable *variable = calloc(1, sizeof *variable);
+    if (!variable) return PARITY_ERROR(PARITY_ERROR_MEMORY, "allocating variable %s", name);
+    snprintf(variable->name, sizeof variable->name, "%s", name);
+    variable->requires_gradient = requires_gradient;
+    tape->variables[tape->variable_count++] = variable;
+    *out = variable;
+    return NULL;
+}
+
+parity_error *parity_tape_new_variable(parity_tape *tape, const char *name, parity_dtype dtype, int ndim,
+                                       const int64_t *shape, bool requires_gradient, parity_variable **out) {
+    PARITY_TRY(add_variable(tape, name, requires_gradient, out));
+    PARITY_TRY_CONTEXT(parity_tensor_alloc(&(*out)->value, dtype, tape->device, ndim, shape), "allocating %s", name);
+    return NULL;
+}
+
+parity_error *parity_tape_borrow(parity_tape *tape, const char *name, const parity_tensor *value, bool requires_gradient,
+                                 parity_variable **out) {
+    PARITY_TRY(add_variable(tape, name, requires_gradient, out));
+    (*out)->value = *value;
+    (*out)->value.owns_data = false;
+    (*out)->value.allocated_bytes = 0;
+    return NULL;
+}
+
+typedef struct reshape_record {
+    parity_variable *source, *output;
+} reshape_record;
+
+static parity_error *reshape_backward(parity_tape *tape, parity_node *node) {
+    const reshape_record *record = node->data;
+    if (!record->output->has_gradient || !record->source->requires_gradient) return NULL;
+    parity_tensor view;
+    PARITY_TRY(parity_tensor_reshape(&view, &record->output->gradient, record->source->value.ndim, record->source->value.shape));
+    return parity_variable_accumulate(record->source, &view);
+}
+
+parity_error *parity_tape_reshape(parity_tape *tape, parity_variable *source, int ndim, const int64_t *shape,
+                                  parity_variable **out) {
+    parity_tensor view;
+    PARITY_TRY_CONTEXT(parity_tensor_reshape(&view, &source->value, ndim, shape), "reshaping %s", source->name);
+    PARITY_TRY(parity_tape_borrow(tape, source->name, &view, source->requires_gradient, out));
+    if (!tape->recording || !source->requires_gradient) return NULL;
+    reshape_record *record = malloc(sizeof *record);
+    if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording a reshape");
+    record->source = source;
+    record->output = *out;
+    return parity_tape_push(tape, "reshape", "view", reshape_backward, NULL, record);
+}
+
+parity_error *parity_tape_push(parity_tape *tape, const char *op, const char *backend, parity_node_backward backward,
+                               parity_saved *saved, void *data) {
+    if (!tape->recording) {
+        if (saved) parity_saved_release(saved);
+        free(data);
+        return NULL;
+    }
+    if (tape->node_count == tape->node_capacity) {
+        size_t capacity = tape->node_capacity ? tape->node_capacity * 2 : 256;
+        parity_node *grown = realloc(tape->nodes, capacity * sizeof *grown);
+        if (!grown) {
+            if (saved) parity_saved_release(saved);
+            free(data);
+            return PARITY_ERROR(PARITY_ERROR_MEMORY, "growing the tape's nodes");
+        }
+        tape->nodes = grown;
+        tape->node_capacity = capacity;
+    }
+    parity_node *node = &tape->nodes[tape->node_count++];
+    memset(node, 0, sizeof *node);
+    node->op = op;
+    node->backend = backend;
+    node->backward = backward;
+    node->data = data;
+    if (saved) {
+        node->saved = *saved;
+        memset(saved, 0, sizeof *saved);
+    }
+    return NULL;
+}
+
+parity_error *parity_variable_accumulate(parity_variable *variable, const parity_tensor *contribution) {
+    if (!variable->requires_gradient) return NULL;
+    if (!variable->has_gradient) {
+        PARITY_TRY(parity_tensor_alloc(&variable->gradient, variable->value.dtype, variable->value.device, variable->value.ndim,
+                                       variable->value.shape));
+        PARITY_TRY_CONTEXT(parity_tensor_copy(&variable->gradient, contribution), "first gradient of %s", variable->name);
+        variable->has_gradient = true;
+        return NULL;
+    }
+    PARITY_TRY_CONTEXT(parity_tensor_add_into(&variable->gradient, contribution), "accumulating the gradient of %s",
+                       variable->name);
+    return NULL;
+}
+
+parity_error *parity_variable_gradient_target(parity_variable *variable, parity_tensor *scratch, parity_tensor **target,
+                                              bool *direct) {
+    memset(scratch, 0, sizeof *scratch);
+    if (!variable->has_gradient) {
+        PARITY_TRY(parity_tensor_alloc(&variable->gradient, variable->value.dtype, variable->value.device, variable->value.ndim,
+                                       variable->value.shape));
+        *target = &variable->gradient;
+        *direct = true;
+        return NULL;
+    }
+    PARITY_TRY(parity_tensor_alloc(scratch, variable->value.dtype, variable->value.device, variable->value.ndim,
+                                   variable->value.shape));
+    *target = scratch;
+    *direct = false;
+    return NULL;
+}
+
+parity_error *parity_variable_gradient_commit(parity_variable *variable, parity_tensor *scratch, bool direct) {
+    if (direct) {
+        variable->has_gradient = true;
+        return NULL;
+    }
+    parity_error *error = parity_variable_accumulate(variable, scratch);
+    parity_tensor_release(scratch);
+    return error;
+}
+
+parity_error *parity_tape_backward(parity_tape *tape, parity_variable *loss) {
+    if (!tape->recording) return PARITY_ERROR(PARITY_ERROR_USAGE, "backward on a tape that did not record");
+    if (loss->value.numel != 1) return PARITY_ERROR(PARITY_ERROR_USAGE, "backward from %s, which is not a scalar", loss->name);
+    parity_tensor one;
+    PARITY_TRY(parity_tensor_alloc(&one, loss->value.dtype, PARITY_CPU, loss->value.ndim, loss->value.shape));
+    parity_tensor_set(&one, 0, 1.0);
+    parity_tensor on_device = one;
+    parity_error *error = NULL;
+    if (tape->device.type != PARITY_DEVICE_CPU) {
+        error = parity_tensor_to(&on_device, &one, tape->device, loss->value.dtype);
+    }
+    if (!error) error = parity_variable_accumulate(loss, &on_device);
+    if (tape->device.type != PARITY_DEVICE_CPU) parity_tensor_release(&on_device);
+    parity_tensor_release(&one);
+    for (size_t i = tape->node_count; i-- > 0 && !error;) {
+        parity_node *node = &tape->nodes[i];
+        error = node->backward(tape, node);
+        if (error) error = parity_error_wrap(error, __FILE__, __LINE__, "backward of node %zu (%s, %s)", i, node->op, node->backend);
+        parity_saved_release(&node->saved); // free as we go: backward memory stays at the forward's peak
+    }
+    return error;
+}

@@ -1,0 +1,80 @@
+// tape.h: reverse-mode differentiation for models written once, as their forward. Every op call
+// a model makes goes through a node function (models/autograd/node_<op>.c) that runs the chosen
+// backend's forward, records a node (which backend, which variables, the saved tensors), and
+// returns output variables. parity_tape_backward then replays the nodes in reverse, calling each
+// backend's backward and accumulating gradients into the input variables.
+//
+// Variables are owned by the tape (activations) or borrow a model parameter's storage. Gradients
+// are allocated on first use; a second contribution is added (rounded to the variable's dtype,
+// as PyTorch's autograd sums gradients in the tensor's dtype).
+#ifndef PARITY_TAPE_H
+#define PARITY_TAPE_H
+
+#include <stdbool.h>
+
+#include "ops/core/saved.h"
+#include "ops/core/tensor.h"
+
+typedef struct parity_variable {
+    char name[96];              // for NaN reports: "model.layers.3.mlp (output)", "model.norm.weight"
+    parity_tensor value;
+    parity_tensor gradient;     // empty until a gradient arrives
+    bool requires_gradient;
+    bool has_gradient;
+} parity_variable;
+
+typedef struct parity_tape parity_tape;
+typedef struct parity_node parity_node;
+
+// A node's backward: reads the gradients of its outputs, accumulates into its inputs.
+typedef parity_error *(*parity_node_backward)(parity_tape *tape, parity_node *node);
+
+struct parity_node {
+    const char *op;             // registry op name
+    const char *backend;        // registry backend name
+    parity_node_backward backward;
+    parity_saved saved;         // what the backend's forward kept
+    void *data;                 // the node function's own record (args copy, variable pointers), freed with free()
+};
+
+struct parity_tape {
+    parity_device device;
+    parity_dtype dtype;         // activation dtype of the run
+    bool recording;             // false: forward only (no nodes kept, saved tensors dropped)
+    parity_variable **variables;
+    size_t variable_count, variable_capacity;
+    parity_node *nodes;
+    size_t node_count, node_capacity;
+};
+
+void parity_tape_init(parity_tape *tape, parity_device device, parity_dtype dtype, bool recording);
+void parity_tape_release(parity_tape *tape);
+
+// A new activation variable with a fresh (uninitialized) value tensor.
+parity_error *parity_tape_new_variable(parity_tape *tape, const char *name, parity_dtype dtype, int ndim,
+                                       const int64_t *shape, bool requires_gradient, parity_variable **out);
+// A variable viewing existing storage (a parameter, an input batch); the tape never frees the value.
+parity_error *parity_tape_borrow(parity_tape *tape, const char *name, const parity_tensor *value, bool requires_gradient,
+                                 parity_variable **out);
+// A variable that views another variable's value with a new shape (reshape); its gradient flows
+// back to `source` through a recorded reshape node.
+parity_error *parity_tape_reshape(parity_tape *tape, parity_variable *source, int ndim, const int64_t *shape,
+                                  parity_variable **out);
+
+// Appends a node; on success the tape owns `data` and the saved container's contents.
+parity_error *parity_tape_push(parity_tape *tape, const char *op, const char *backend, parity_node_backward backward,
+                               parity_saved *saved, void *data);
+
+// Adds `contribution` into variable->gradient (allocating and copying on first use).
+parity_error *parity_variable_accumulate(parity_variable *variable, const parity_tensor *contribution);
+// A zeroed gradient buffer shaped like the variable, for a backward that writes into it directly;
+// when the variable already has a gradient, returns a scratch tensor the caller must accumulate
+// with parity_variable_accumulate and release. *direct tells which happened.
+parity_error *parity_variable_gradient_target(parity_variable *variable, parity_tensor *scratch, parity_tensor **target,
+                                              bool *direct);
+parity_error *parity_variable_gradient_commit(parity_variable *variable, parity_tensor *scratch, bool direct);
+
+// Seeds d(loss)/d(loss) = 1 and runs every node backwards.
+parity_error *parity_tape_backward(parity_tape *tape, parity_variable *loss);
+
+#endif

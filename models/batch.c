@@ -1,0 +1,106 @@
+// batch.c: batch files -> parity_batch, with the HF label shift and document boundaries.
+#include "models/batch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/checkpoint/safetensors.h"
+
+void parity_batch_release(parity_batch *batch) {
+    parity_tensor_release(&batch->input_ids);
+    parity_tensor_release(&batch->positions);
+    parity_tensor_release(&batch->targets);
+    parity_tensor_release(&batch->cu_seqlens);
+    memset(batch, 0, sizeof *batch);
+}
+
+parity_error *parity_batch_from_arrays(const int64_t *input_ids, const int64_t *labels, const int64_t *positions, int64_t rows,
+                                       int64_t row_length, int64_t vocab_size, const char *source, parity_batch *out) {
+    memset(out, 0, sizeof *out);
+    if (rows <= 0 || row_length <= 0)
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s: batch shape (%lld, %lld) is empty", source, (long long)rows, (long long)row_length);
+    int64_t count = rows * row_length;
+    out->rows = rows;
+    out->row_length = row_length;
+    out->token_count = count;
+    parity_error *error = parity_tensor_alloc(&out->input_ids, PARITY_I64, PARITY_CPU, PARITY_SHAPE(count));
+    if (!error) error = parity_tensor_alloc(&out->positions, PARITY_I64, PARITY_CPU, PARITY_SHAPE(count));
+    if (!error) error = parity_tensor_alloc(&out->targets, PARITY_I64, PARITY_CPU, PARITY_SHAPE(count));
+    if (!error) error = parity_tensor_alloc(&out->cu_seqlens, PARITY_I64, PARITY_CPU, PARITY_SHAPE(count + 1));
+    if (error) {
+        parity_batch_release(out);
+        return error;
+    }
+    int64_t *ids = out->input_ids.data, *position = out->positions.data, *target = out->targets.data, *bounds = out->cu_seqlens.data;
+    int64_t documents = 0;
+    for (int64_t row = 0; row < rows && !error; row++) {
+        for (int64_t t = 0; t < row_length && !error; t++) {
+            int64_t i = row * row_length + t;
+            ids[i] = input_ids[i];
+            if (ids[i] < 0 || (vocab_size > 0 && ids[i] >= vocab_size)) {
+                error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: input_ids[%lld, %lld] = %lld is outside the vocabulary 0..%lld", source,
+                                     (long long)row, (long long)t, (long long)ids[i], (long long)vocab_size - 1);
+                break;
+            }
+            int64_t label = labels[i];
+            if (label != PARITY_IGNORE_INDEX && (label < 0 || (vocab_size > 0 && label >= vocab_size))) {
+                error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: labels[%lld, %lld] = %lld is neither -100 nor a token id below %lld",
+                                     source, (long long)row, (long long)t, (long long)label, (long long)vocab_size);
+                break;
+            }
+            position[i] = positions ? positions[i] : t;
+            bool starts_document = t == 0 || position[i] == 0;
+            if (positions && t == 0 && position[i] != 0)
+                error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: position_ids[%lld, 0] = %lld, rows must start at 0", source,
+                                     (long long)row, (long long)position[i]);
+            else if (positions && t > 0 && position[i] != 0 && position[i] != position[i - 1] + 1)
+                error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: position_ids[%lld, %lld] = %lld after %lld: positions must count up by "
+                                     "one or restart at 0", source, (long long)row, (long long)t, (long long)position[i],
+                                     (long long)position[i - 1]);
+            if (starts_document) bounds[documents++] = i;
+            // HF ForCausalLMLoss: pad labels with -100 on the right, then shift left by one.
+            target[i] = t + 1 < row_length ? labels[i + 1] : PARITY_IGNORE_INDEX;
+        }
+    }
+    if (error) {
+        parity_batch_release(out);
+        return error;
+    }
+    bounds[documents] = count;
+    out->document_count = documents;
+    out->cu_seqlens.shape[0] = documents + 1; // the allocation is larger; the view covers the documents
+    out->cu_seqlens.numel = documents + 1;
+    for (int64_t i = 0; i < count; i++) out->valid_target_count += target[i] != PARITY_IGNORE_INDEX;
+    return NULL;
+}
+
+static parity_error *load_integer_tensor(const parity_safetensors_file *file, const char *name, bool required, int64_t rows,
+                                         int64_t row_length, parity_tensor *out) {
+    memset(out, 0, sizeof *out);
+    const parity_safetensors_entry *entry = parity_safetensors_find(file, name);
+    if (!entry) return required ? PARITY_ERROR(PARITY_ERROR_DATA, "%s: no tensor named '%s'", file->path, name) : NULL;
+    if (entry->dtype != PARITY_I64 && entry->dtype != PARITY_I32)
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s: '%s' is %s, expected int64", file->path, name, parity_dtype_name(entry->dtype));
+    if (entry->ndim != 2 || (rows >= 0 && (entry->shape[0] != rows || entry->shape[1] != row_length)))
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s: '%s' must be [B, T]%s", file->path, name, rows >= 0 ? " like input_ids" : "");
+    return parity_safetensors_load(file, name, PARITY_I64, out);
+}
+
+parity_error *parity_batch_read(const char *path, int64_t vocab_size, parity_batch *out) {
+    memset(out, 0, sizeof *out);
+    parity_safetensors_file file;
+    PARITY_TRY(parity_safetensors_open(path, &file));
+    parity_tensor ids, labels, positions;
+    memset(&labels, 0, sizeof labels);
+    memset(&positions, 0, sizeof positions);
+    parity_error *error = load_integer_tensor(&file, "input_ids", true, -1, -1, &ids);
+    if (!error) error = load_integer_tensor(&file, "labels", true, ids.shape[0], ids.shape[1], &labels);
+    if (!error) error = load_integer_tensor(&file, "position_ids", false, ids.shape[0], ids.shape[1], &positions);
+    if (!error)
+        error = parity_batch_from_arrays(ids.data, labels.data, positions.data, ids.shape[0], ids.shape[1], vocab_size, path, out);
+    parity_tensor_release(&ids);
+    parity_tensor_release(&labels);
+    parity_tensor_release(&positions);
+    parity_safetensors_close(&file);
+    return error;
+}

@@ -1,0 +1,33 @@
+// batch.h: a training batch as the models consume it: tokens flattened to N = B * T, per-token
+// positions, HF-shifted targets and document boundaries (cu_seqlens). Plain [B, T] rows are B
+// documents; a packed row whose position_ids restart at 0 holds one document per restart, and
+// attention, RoPE and every sequence-wise op stay inside each document.
+// Batch files are safetensors with int64 input_ids and labels [B, T] and optional position_ids.
+#ifndef PARITY_BATCH_H
+#define PARITY_BATCH_H
+
+#include <stdint.h>
+
+#include "ops/core/tensor.h"
+
+typedef struct parity_batch {
+    int64_t rows, row_length;     // B, T
+    int64_t token_count;          // N = B * T
+    parity_tensor input_ids;      // (N) int64
+    parity_tensor positions;      // (N) int64, restarting at 0 in each document
+    parity_tensor targets;        // (N) int64: labels shifted left by one within each row, -100 at each row's end
+    parity_tensor cu_seqlens;     // (documents + 1) int64
+    int64_t document_count;
+    int64_t valid_target_count;   // targets != -100
+} parity_batch;
+
+#define PARITY_IGNORE_INDEX (-100)
+
+// Reads and validates a batch file; `vocab_size` bounds ids and labels (0 = unchecked).
+parity_error *parity_batch_read(const char *path, int64_t vocab_size, parity_batch *out);
+// Builds a batch from host arrays (ids, labels [rows * row_length]; positions may be NULL).
+parity_error *parity_batch_from_arrays(const int64_t *input_ids, const int64_t *labels, const int64_t *positions, int64_t rows,
+                                       int64_t row_length, int64_t vocab_size, const char *source, parity_batch *out);
+void parity_batch_release(parity_batch *batch);
+
+#endif

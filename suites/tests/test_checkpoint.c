@@ -1,0 +1,353 @@
+// test_checkpoint.c: checkpoint I/O against the shipped upstream checkpoints and against corrupted
+// copies: every corruption must fail with an error that names the file and the problem.
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "models/batch.h"
+#include "models/checkpoint/checkpoint.h"
+#include "models/checkpoint/expert_converter.h"
+#include "models/checkpoint/safetensors.h"
+
+#define UPSTREAM "golden/upstream"
+
+static char *error_text(parity_error *error) {
+    static char buffer[2048];
+    parity_error_format(error, buffer, sizeof buffer);
+    parity_error_free(error);
+    return buffer;
+}
+
+// A fresh temporary directory for one test.
+static void temporary_directory(char *path, size_t size) {
+    snprintf(path, size, "/tmp/parity-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(path));
+}
+
+static void write_bytes(const char *path, const void *bytes, size_t length) {
+    FILE *stream = fopen(path, "wb");
+    cr_assert_not_null(stream);
+    cr_assert_eq(fwrite(bytes, 1, length, stream), length);
+    fclose(stream);
+}
+
+static void *read_bytes(const char *path, size_t *length) {
+    FILE *stream = fopen(path, "rb");
+    cr_assert_not_null(stream, "%s", path);
+    fseek(stream, 0, SEEK_END);
+    *length = (size_t)ftell(stream);
+    fseek(stream, 0, SEEK_SET);
+    void *bytes = malloc(*length);
+    cr_assert_eq(fread(bytes, 1, *length, stream), *length);
+    fclose(stream);
+    return bytes;
+}
+
+// Writes an 8-byte length + header + data.
+static void write_safetensors_raw(const char *path, const char *header, const void *data, size_t data_length) {
+    size_t header_length = strlen(header);
+    size_t total = 8 + header_length + data_length;
+    unsigned char *bytes = calloc(1, total);
+    for (int i = 0; i < 8; i++) bytes[i] = (unsigned char)((uint64_t)header_length >> (8 * i));
+    memcpy(bytes + 8, header, header_length);
+    if (data_length) memcpy(bytes + 8 + header_length, data, data_length);
+    write_bytes(path, bytes, total);
+    free(bytes);
+}
+
+Test(checkpoint, every_upstream_checkpoint_loads) {
+    const char *cases[] = {"llama3_tiny", "qwen2_tiny", "qwen3_tiny", "qwen3_moe_tiny", "deepseek_v3_tiny", "seed_oss_tiny",
+                           "qwen3_5_tiny", "qwen3_5_moe_tiny"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char directory[256];
+        snprintf(directory, sizeof directory, UPSTREAM "/%s", cases[i]);
+        parity_model_config config;
+        parity_parameters parameters = {0};
+        parity_error *error = parity_checkpoint_load(directory, PARITY_F64, &config, &parameters);
+        cr_assert_null(error, "%s: %s", cases[i], error ? error_text(error) : "");
+        cr_expect_gt(parameters.count, 5);
+        if (config.num_experts > 0) { // every MoE layer fused, no per-expert key left
+            for (size_t p = 0; p < parameters.count; p++)
+                cr_expect(strstr(parameters.items[p].name, ".experts.0.") == NULL, "%s: %s not fused", cases[i],
+                          parameters.items[p].name);
+        }
+        parity_parameters_release(&parameters);
+    }
+}
+
+Test(checkpoint, moe_experts_are_fused_gate_first) {
+    parity_model_config config;
+    parity_parameters parameters = {0};
+    parity_error *error = parity_checkpoint_load(UPSTREAM "/qwen3_moe_tiny", PARITY_F32, &config, &parameters);
+    cr_assert_null(error, "%s", error ? error_text(error) : "");
+    parity_parameter *gate_up = parity_parameters_find(&parameters, "model.layers.1.mlp.experts.gate_up_proj");
+    parity_parameter *down = parity_parameters_find(&parameters, "model.layers.1.mlp.experts.down_proj");
+    cr_assert_not_null(gate_up);
+    cr_assert_not_null(down);
+    cr_expect_eq(gate_up->value.shape[0], 4);
+    cr_expect_eq(gate_up->value.shape[1], 64);
+    cr_expect_eq(gate_up->value.shape[2], 64);
+    cr_expect_eq(down->value.shape[1], 64);
+    cr_expect_eq(down->value.shape[2], 32);
+    // expert 2's up projection sits in rows [I, 2I) of its block: compare with the file
+    parity_safetensors_file file;
+    cr_assert_null(parity_safetensors_open(UPSTREAM "/qwen3_moe_tiny/model.safetensors", &file));
+    parity_tensor up;
+    cr_assert_null(parity_safetensors_load(&file, "model.layers.1.mlp.experts.2.up_proj.weight", PARITY_F32, &up));
+    const float *fused = gate_up->value.data;
+    cr_expect(memcmp(fused + (2 * 64 + 32) * 64, up.data, 32 * 64 * sizeof(float)) == 0);
+    parity_tensor_release(&up);
+    parity_safetensors_close(&file);
+    parity_parameters_release(&parameters);
+}
+
+typedef struct corrupt_case {
+    const char *name;
+    const char *header;         // NULL: truncate the real file instead
+    size_t data_length;
+    const char *expected;       // substring of the error
+} corrupt_case;
+
+Test(checkpoint, corrupt_safetensors_are_rejected_with_a_reason) {
+    static const corrupt_case cases[] = {
+        {"bad json", "{\"a\": {\"dtype\": \"F32\", ", 0, "not valid JSON"},
+        {"not an object", "[1, 2]", 0, "not a JSON object"},
+        {"unknown dtype", "{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, "unsupported dtype 'F8_E4M3'"},
+        {"negative shape", "{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, "shape[0]"},
+        {"size mismatch", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, "needs 8"},
+        {"out of bounds", "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 8, "truncated"},
+        {"hole", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, "hole"},
+        {"overlap",
+         "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+         8, "overlapping"},
+        {"duplicate name",
+         "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+         8, "appears twice"},
+        {"trailing bytes", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 12, "trailing bytes"},
+        {"bad metadata", "{\"__metadata__\":{\"format\":1}}", 0, "__metadata__ field 'format'"},
+    };
+    char directory[64], path[128];
+    temporary_directory(directory, sizeof directory);
+    snprintf(path, sizeof path, "%s/bad.safetensors", directory);
+    unsigned char data[64] = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_safetensors_raw(path, cases[i].header, data, cases[i].data_length);
+        parity_safetensors_file file;
+        parity_error *error = parity_safetensors_open(path, &file);
+        cr_expect_not_null(error, "%s: accepted", cases[i].name);
+        if (!error) {
+            parity_safetensors_close(&file);
+            continue;
+        }
+        const char *text = error_text(error);
+        cr_expect(strstr(text, cases[i].expected) != NULL, "%s: '%s' lacks '%s'", cases[i].name, text, cases[i].expected);
+        cr_expect(strstr(text, path) != NULL, "%s: '%s' does not name the file", cases[i].name, text);
+    }
+    unlink(path);
+    rmdir(directory);
+}
+
+Test(checkpoint, truncated_checkpoint_fails_naming_the_file) {
+    char directory[64], path[160];
+    temporary_directory(directory, sizeof directory);
+    size_t length;
+    void *bytes = read_bytes(UPSTREAM "/qwen3_tiny/model.safetensors", &length);
+    snprintf(path, sizeof path, "%s/model.safetensors", directory);
+    write_bytes(path, bytes, length - 1000);
+    free(bytes);
+    bytes = read_bytes(UPSTREAM "/qwen3_tiny/config.json", &length);
+    char config_path[160];
+    snprintf(config_path, sizeof config_path, "%s/config.json", directory);
+    write_bytes(config_path, bytes, length);
+    free(bytes);
+    parity_model_config config;
+    parity_parameters parameters = {0};
+    parity_error *error = parity_checkpoint_load(directory, PARITY_F64, &config, &parameters);
+    cr_assert_not_null(error);
+    const char *text = error_text(error);
+    cr_expect(strstr(text, "model.safetensors") && strstr(text, "truncated"), "%s", text);
+    parity_parameters_release(&parameters);
+    unlink(path);
+    unlink(config_path);
+    rmdir(directory);
+}
+
+Test(checkpoint, integer_weights_are_rejected_naming_the_tensor) {
+    char directory[64], path[160], config_path[160];
+    temporary_directory(directory, sizeof directory);
+    snprintf(path, sizeof path, "%s/model.safetensors", directory);
+    write_safetensors_raw(path, "{\"model.norm.weight\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+                          (unsigned char[8]){0}, 8);
+    size_t length;
+    void *bytes = read_bytes(UPSTREAM "/qwen3_tiny/config.json", &length);
+    snprintf(config_path, sizeof config_path, "%s/config.json", directory);
+    write_bytes(config_path, bytes, length);
+    free(bytes);
+    parity_model_config config;
+    parity_parameters parameters = {0};
+    parity_error *error = parity_checkpoint_load(directory, PARITY_F64, &config, &parameters);
+    cr_assert_not_null(error);
+    const char *text = error_text(error);
+    cr_expect(strstr(text, "model.norm.weight") && strstr(text, "I32"), "%s", text);
+    parity_parameters_release(&parameters);
+    unlink(path);
+    unlink(config_path);
+    rmdir(directory);
+}
+
+static parity_tensor filled(int64_t rows, int64_t columns, double value) {
+    parity_tensor tensor;
+    cr_assert_null(parity_tensor_alloc(&tensor, PARITY_F32, PARITY_CPU, PARITY_SHAPE(rows, columns)));
+    for (int64_t i = 0; i < tensor.numel; i++) parity_tensor_set(&tensor, i, value);
+    return tensor;
+}
+
+Test(checkpoint, missing_expert_and_unpaired_gate_are_named) {
+    // E = 2, H = 4, I = 3: feed expert 0 completely and only expert 1's gate.
+    parity_expert_converter *converter;
+    cr_assert_null(parity_expert_converter_new(2, 4, 3, &converter));
+    parity_parameters parameters = {0};
+    const struct { const char *name; int64_t rows, columns; } pieces[] = {
+        {"model.layers.0.mlp.experts.0.gate_proj.weight", 3, 4},
+        {"model.layers.0.mlp.experts.0.up_proj.weight", 3, 4},
+        {"model.layers.0.mlp.experts.0.down_proj.weight", 4, 3},
+        {"model.layers.0.mlp.experts.1.gate_proj.weight", 3, 4},
+        {"model.layers.0.mlp.experts.1.down_proj.weight", 4, 3},
+    };
+    for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
+        parity_tensor piece = filled(pieces[i].rows, pieces[i].columns, (double)i);
+        cr_assert_null(parity_expert_converter_feed(converter, pieces[i].name, &piece, &parameters));
+        parity_tensor_release(&piece);
+    }
+    parity_error *error = parity_expert_converter_finish(converter);
+    cr_assert_not_null(error);
+    const char *text = error_text(error);
+    cr_expect(strstr(text, "model.layers.0.mlp.experts") && strstr(text, "expert 1 has gate_proj without its up_proj"), "%s", text);
+    parity_expert_converter_free(converter);
+
+    cr_assert_null(parity_expert_converter_new(3, 4, 3, &converter));
+    parity_tensor piece = filled(3, 4, 1.0);
+    cr_assert_null(parity_expert_converter_feed(converter, "model.layers.5.mlp.experts.0.gate_proj.weight", &piece, &parameters));
+    error = parity_expert_converter_finish(converter);
+    text = error_text(error);
+    cr_expect(strstr(text, "model.layers.5.mlp") && strstr(text, "expert 1 is missing") && strstr(text, "expert 2 is missing"), "%s", text);
+    parity_expert_converter_free(converter);
+    parity_parameters_release(&parameters);
+}
+
+Test(checkpoint, fused_layouts_pass_through_or_transpose_and_ambiguity_is_refused) {
+    parity_expert_converter *converter;
+    cr_assert_null(parity_expert_converter_new(2, 4, 3, &converter)); // H = 4, I = 3, 2I = 6
+    parity_parameters parameters = {0};
+    parity_tensor v5, transposed;
+    cr_assert_null(parity_tensor_alloc(&v5, PARITY_F32, PARITY_CPU, PARITY_SHAPE(2, 6, 4)));
+    for (int64_t i = 0; i < v5.numel; i++) parity_tensor_set(&v5, i, (double)i);
+    float first_row[4];
+    memcpy(first_row, v5.data, sizeof first_row);
+    cr_assert_null(parity_expert_converter_feed(converter, "a.mlp.experts.gate_up_proj", &v5, &parameters));
+    parity_parameter *kept = parity_parameters_find(&parameters, "a.mlp.experts.gate_up_proj");
+    cr_assert(kept && memcmp(kept->value.data, first_row, sizeof first_row) == 0, "v5 layout must pass through untouched");
+    cr_assert_null(parity_tensor_alloc(&transposed, PARITY_F32, PARITY_CPU, PARITY_SHAPE(2, 4, 6))); // HF (E, H, 2I)
+    for (int64_t i = 0; i < transposed.numel; i++) parity_tensor_set(&transposed, i, (double)i);
+    cr_assert_null(parity_expert_converter_feed(converter, "b.mlp.experts.gate_up_proj", &transposed, &parameters));
+    parity_parameter *converted = parity_parameters_find(&parameters, "b.mlp.experts.gate_up_proj");
+    cr_assert_eq(converted->value.shape[1], 6);
+    cr_expect_eq(parity_tensor_get(&converted->value, 1 * 4 + 0), 1.0); // [0, 1, 0] <- HF [0, 0, 1]
+    parity_expert_converter_free(converter);
+
+    cr_assert_null(parity_expert_converter_new(2, 4, 2, &converter)); // H = 2I = 4: square blocks
+    parity_tensor square;
+    cr_assert_null(parity_tensor_zeros(&square, PARITY_F32, PARITY_CPU, PARITY_SHAPE(2, 4, 4)));
+    parity_error *error = parity_expert_converter_feed(converter, "c.mlp.experts.gate_up_proj", &square, &parameters);
+    cr_assert_not_null(error);
+    cr_expect(strstr(error_text(error), "ambiguous"));
+    parity_tensor_release(&square);
+    parity_expert_converter_free(converter);
+    parity_parameters_release(&parameters);
+}
+
+typedef struct config_case {
+    const char *name;
+    const char *json;
+    const char *expected;
+} config_case;
+
+Test(checkpoint, bad_config_json_is_rejected_naming_the_field) {
+    static const config_case cases[] = {
+        {"not json", "{\"model_type\": ", "not valid JSON"},
+        {"unknown model", "{\"model_type\":\"gpt2\",\"vocab_size\":3}", "model_type 'gpt2' is not supported"},
+        {"missing hidden", "{\"model_type\":\"llama\",\"vocab_size\":3}", "required field 'hidden_size'"},
+        {"string where int", "{\"model_type\":\"llama\",\"vocab_size\":\"big\",\"hidden_size\":8}", "field 'vocab_size' must be an integer"},
+        {"heads mismatch",
+         "{\"model_type\":\"llama\",\"vocab_size\":3,\"hidden_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":3,"
+         "\"num_key_value_heads\":2,\"intermediate_size\":4}", "not a multiple of num_key_value_heads"},
+        {"bad rope type",
+         "{\"model_type\":\"llama\",\"vocab_size\":3,\"hidden_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+         "\"intermediate_size\":4,\"rope_parameters\":{\"rope_type\":\"ntk\",\"rope_theta\":10000}}", "rope_type' is 'ntk'"},
+        {"llama3 without original length",
+         "{\"model_type\":\"llama\",\"vocab_size\":3,\"hidden_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+         "\"intermediate_size\":4,\"rope_theta\":500000,\"rope_scaling\":{\"type\":\"llama3\",\"factor\":8}}", "original_max_position_embeddings"},
+        {"too many experts per token",
+         "{\"model_type\":\"qwen3_moe\",\"vocab_size\":3,\"hidden_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+         "\"num_experts\":2,\"num_experts_per_tok\":3,\"moe_intermediate_size\":4}", "num_experts_per_tok 3 exceeds"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        parity_model_config config;
+        parity_error *error = parity_model_config_parse(cases[i].json, "dir/config.json", &config);
+        cr_expect_not_null(error, "%s: accepted", cases[i].name);
+        if (!error) continue;
+        const char *text = error_text(error);
+        cr_expect(strstr(text, cases[i].expected) && strstr(text, "dir/config.json"), "%s: '%s' lacks '%s'", cases[i].name, text,
+                  cases[i].expected);
+    }
+}
+
+Test(checkpoint, config_reads_both_rope_spellings_and_defaults) {
+    parity_model_config config;
+    cr_assert_null(parity_model_config_parse(
+        "{\"model_type\":\"llama\",\"vocab_size\":3,\"hidden_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+        "\"intermediate_size\":4,\"rope_theta\":500000,\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8,"
+        "\"original_max_position_embeddings\":32}}", "a", &config));
+    cr_expect_eq(config.rope.type, PARITY_ROPE_LLAMA3);
+    cr_expect_eq(config.rope.theta, 500000);
+    cr_expect_eq(config.head_dim, 4);
+    cr_expect_eq(config.num_key_value_heads, 2);
+    cr_expect_not(config.tie_word_embeddings);
+    cr_assert_null(parity_model_config_read(UPSTREAM "/qwen3_5_tiny/config.json", &config));
+    cr_expect_eq(config.rope.partial_rotary_factor, 0.25);
+    cr_expect_eq(config.layer_kinds[0], PARITY_LAYER_LINEAR_ATTENTION);
+    cr_expect_eq(config.layer_kinds[1], PARITY_LAYER_FULL_ATTENTION);
+    cr_assert_null(parity_model_config_read(UPSTREAM "/qwen3_moe_tiny/config.json", &config));
+    cr_expect_eq(config.num_experts, 4);
+    cr_expect_not(parity_model_config_is_moe_layer(&config, 0));
+    cr_expect(parity_model_config_is_moe_layer(&config, 1));
+    cr_assert_null(parity_model_config_read(UPSTREAM "/deepseek_v3_tiny/config.json", &config));
+    cr_expect(config.rope.interleaved);
+    cr_expect_not(parity_model_config_is_moe_layer(&config, 0));
+}
+
+Test(checkpoint, packed_batch_gives_documents_and_shifted_targets) {
+    parity_batch batch;
+    parity_error *error = parity_batch_read(UPSTREAM "/qwen3_tiny/batch_packed.safetensors", 400, &batch);
+    cr_assert_null(error, "%s", error ? error_text(error) : "");
+    cr_expect_eq(batch.token_count, 80);
+    cr_expect_eq(batch.document_count, 2);
+    const int64_t *bounds = batch.cu_seqlens.data;
+    cr_expect(bounds[0] == 0 && bounds[1] == 33 && bounds[2] == 80);
+    const int64_t *positions = batch.positions.data, *targets = batch.targets.data;
+    cr_expect_eq(positions[33], 0);
+    cr_expect_eq(targets[79], PARITY_IGNORE_INDEX);
+    cr_expect_eq(targets[32], PARITY_IGNORE_INDEX); // label at document 2's start is -100
+    parity_batch_release(&batch);
+
+    cr_assert_null(parity_batch_read(UPSTREAM "/qwen3_tiny/batch.safetensors", 400, &batch));
+    cr_expect_eq(batch.document_count, 2);
+    cr_expect_eq(((const int64_t *)batch.cu_seqlens.data)[1], 40);
+    parity_batch_release(&batch);
+
+    error = parity_batch_read(UPSTREAM "/qwen3_tiny/batch.safetensors", 10, &batch); // ids beyond a tiny vocabulary
+    cr_assert_not_null(error);
+    cr_expect(strstr(error_text(error), "outside the vocabulary"));
+}
