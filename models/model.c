@@ -1,0 +1,256 @@
+// model.c: building a model (parameters to device/dtype, ops bound once with capability checks)
+// and one training step (forward on the tape, backward, gradient norms).
+#include "models/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/families.h"
+#include "ops/core/rng.h"
+
+const parity_model_family *parity_model_family_find(const char *model_type) {
+    for (size_t i = 0; i < parity_model_family_count; i++)
+        for (const char *const *type = parity_model_families[i]->model_types; *type; type++)
+            if (strcmp(*type, model_type) == 0) return parity_model_families[i];
+    return NULL;
+}
+
+static const char *chosen_backend(const parity_op_selection *selection, const char *op) {
+    for (size_t i = 0; selection && i < selection->count; i++)
+        if (strcmp(selection->choices[i].op, op) == 0) return selection->choices[i].backend;
+    return "eager";
+}
+
+static void describe_capabilities(uint32_t missing, char *buffer, size_t size) {
+    static const struct { uint32_t flag; const char *name; } names[] = {
+        {PARITY_CAP_VARLEN, "varlen/cu_seqlens"}, {PARITY_CAP_GQA, "GQA"}, {PARITY_CAP_PARTIAL_ROTARY, "partial rotary"},
+        {PARITY_CAP_SEQUENCE_PARALLEL, "sequence parallel"}, {PARITY_CAP_EXPERT_PARALLEL, "expert parallel"},
+        {PARITY_CAP_SLIDING_WINDOW, "sliding window"}, {PARITY_CAP_OFFSET_WEIGHT, "(1 + w) offset weight"},
+        {PARITY_CAP_BATCH_INVARIANT, "batch invariance"}, {PARITY_CAP_DETERMINISTIC, "determinism"},
+        {PARITY_CAP_FUSED_LINEAR, "fused linear"},
+    };
+    size_t used = 0;
+    buffer[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (missing & names[i].flag)
+            used += (size_t)snprintf(buffer + used, used < size ? size - used : 0, "%s%s", used ? ", " : "", names[i].name);
+}
+
+// Binds every op the family declares; capability gaps are UNSUPPORTED errors naming the variant.
+static parity_error *bind_ops(parity_model *model, const parity_op_selection *selection) {
+    parity_op_requirement requirements[PARITY_MODEL_MAX_OPS];
+    size_t count = 0;
+    PARITY_TRY(model->family->requirements(&model->config, requirements, PARITY_MODEL_MAX_OPS, &count));
+    for (size_t i = 0; i < count; i++) {
+        const char *name = chosen_backend(selection, requirements[i].op);
+        const parity_backend *backend;
+        PARITY_TRY_CONTEXT(parity_registry_resolve(requirements[i].op, name, model->device, &backend), "binding %s for %s",
+                           requirements[i].op, model->config.model_type);
+        uint32_t missing = requirements[i].capabilities & ~backend->capabilities;
+        if (missing) {
+            char names[256];
+            describe_capabilities(missing, names, sizeof names);
+            return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s backend '%s' does not support %s, which %s needs (%s)",
+                                requirements[i].op, name, names, model->config.model_type,
+                                requirements[i].why ? requirements[i].why : "");
+        }
+        if (!(backend->dtypes & PARITY_DTYPE_BIT(model->dtype)))
+            return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s backend '%s' does not support %s", requirements[i].op, name,
+                                parity_dtype_name(model->dtype));
+        model->bound[model->bound_count].op = requirements[i].op;
+        model->bound[model->bound_count].backend = backend;
+        model->bound_count++;
+    }
+    return NULL;
+}
+
+parity_error *parity_model_create(const parity_model_config *config, parity_parameters *parameters, parity_device device,
+                                  parity_dtype dtype, const parity_op_selection *selection, parity_model **out) {
+    *out = NULL;
+    const parity_model_family *family = parity_model_family_find(config->model_type);
+    if (!family) return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "no model implementation for model_type '%s'", config->model_type);
+    PARITY_TRY(parity_registry_register_builtins());
+    parity_model *model = calloc(1, sizeof *model);
+    if (!model) return PARITY_ERROR(PARITY_ERROR_MEMORY, "allocating a model");
+    model->config = *config;
+    model->device = device;
+    model->dtype = dtype;
+    model->family = family;
+    parity_error *error = bind_ops(model, selection);
+    // Move every parameter to the run's device and dtype.
+    for (size_t i = 0; !error && i < parameters->count; i++) {
+        parity_parameter *parameter = &parameters->items[i];
+        parity_tensor converted;
+        if (parameter->value.dtype == dtype && parity_device_equal(parameter->value.device, device)) {
+            converted = parameter->value;
+            memset(&parameter->value, 0, sizeof parameter->value);
+        } else {
+            error = parity_tensor_to(&converted, &parameter->value, device, dtype);
+            if (error) break;
+            parity_tensor_release(&parameter->value);
+        }
+        error = parity_parameters_add(&model->parameters, parameter->name, &converted);
+        parity_tensor_release(&converted);
+    }
+    parity_parameters_release(parameters);
+    if (!error) {
+        model->parameter_variables = calloc(model->parameters.count ? model->parameters.count : 1, sizeof *model->parameter_variables);
+        if (!model->parameter_variables) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "allocating the parameter table");
+    }
+    if (error) {
+        parity_model_free(model);
+        return error;
+    }
+    *out = model;
+    return NULL;
+}
+
+void parity_model_free(parity_model *model) {
+    if (!model) return;
+    parity_parameters_release(&model->parameters);
+    free(model->parameter_variables);
+    free(model);
+}
+
+parity_error *parity_model_backend(const parity_model *model, const char *op, const parity_backend **out) {
+    for (size_t i = 0; i < model->bound_count; i++)
+        if (strcmp(model->bound[i].op, op) == 0) {
+            *out = model->bound[i].backend;
+            return NULL;
+        }
+    return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s calls op %s without declaring it", model->config.model_type, op);
+}
+
+parity_error *parity_model_parameter(parity_model *model, parity_tape *tape, const char *name, parity_variable **out) {
+    parity_parameter *parameter;
+    PARITY_TRY(parity_parameters_require(&model->parameters, name, model->config.path, &parameter));
+    size_t index = (size_t)(parameter - model->parameters.items);
+    if (!model->parameter_variables[index])
+        PARITY_TRY(parity_tape_borrow(tape, name, &parameter->value, true, &model->parameter_variables[index]));
+    *out = model->parameter_variables[index];
+    return NULL;
+}
+
+parity_error *parity_model_random_parameters(const parity_model_config *config, uint64_t seed, double initializer_range,
+                                             parity_parameters *out) {
+    const parity_model_family *family = parity_model_family_find(config->model_type);
+    if (!family) return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "no model implementation for model_type '%s'", config->model_type);
+    parity_parameter_spec *specs = NULL;
+    size_t count = 0;
+    PARITY_TRY(family->parameter_specs(config, &specs, &count));
+    parity_error *error = NULL;
+    for (size_t i = 0; i < count && !error; i++) {
+        parity_tensor value;
+        error = parity_tensor_alloc(&value, PARITY_F64, PARITY_CPU, specs[i].ndim, specs[i].shape);
+        if (error) break;
+        parity_rng_stream stream = parity_rng_stream_named(seed, specs[i].name);
+        switch (specs[i].initializer) {
+        case PARITY_INIT_NORMAL: error = parity_rng_fill(&value, stream, PARITY_RNG_NORMAL, 0.0, initializer_range); break;
+        case PARITY_INIT_UNIFORM: error = parity_rng_fill(&value, stream, PARITY_RNG_UNIFORM, specs[i].low, specs[i].high); break;
+        case PARITY_INIT_ONES:
+            for (int64_t j = 0; j < value.numel; j++) ((double *)value.data)[j] = 1.0;
+            break;
+        case PARITY_INIT_ZEROS: error = parity_tensor_fill_zero(&value); break;
+        }
+        if (!error) error = parity_parameters_add(out, specs[i].name, &value);
+        parity_tensor_release(&value);
+    }
+    free(specs);
+    return error;
+}
+
+void parity_step_result_release(parity_step_result *result) {
+    free(result->parameter_names);
+    free(result->parameter_grad_norms);
+    parity_tensor_release(&result->logits);
+    memset(result, 0, sizeof *result);
+}
+
+static double scalar_of(const parity_variable *variable) {
+    parity_tensor host;
+    if (variable->value.device.type == PARITY_DEVICE_CPU) return parity_tensor_get(&variable->value, 0);
+    parity_error *error = parity_tensor_to(&host, &variable->value, PARITY_CPU, variable->value.dtype);
+    if (error) {
+        parity_error_free(error);
+        return NAN;
+    }
+    double value = parity_tensor_get(&host, 0);
+    parity_tensor_release(&host);
+    return value;
+}
+
+// L2 norm of a tensor in f64 (copies a device tensor to the host).
+static parity_error *norm_of(const parity_tensor *tensor, double *out) {
+    parity_tensor host;
+    memset(&host, 0, sizeof host);
+    const parity_tensor *view = tensor;
+    if (tensor->device.type != PARITY_DEVICE_CPU) {
+        PARITY_TRY(parity_tensor_to(&host, tensor, PARITY_CPU, tensor->dtype));
+        view = &host;
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < view->numel; i++) {
+        double value = parity_tensor_get(view, i);
+        sum += value * value;
+    }
+    parity_tensor_release(&host);
+    *out = sqrt(sum);
+    return NULL;
+}
+
+parity_error *parity_model_step(parity_model *model, const parity_batch *batch, bool want_logits, parity_step_result *result) {
+    memset(result, 0, sizeof *result);
+    result->aux_loss = NAN;
+    result->logits_sum = NAN;
+    parity_tape tape;
+    parity_tape_init(&tape, model->device, model->dtype, true);
+    memset(model->parameter_variables, 0, model->parameters.count * sizeof *model->parameter_variables);
+    parity_forward_outputs outputs = {.want_logits = want_logits};
+    parity_error *error = model->family->forward(model, &tape, batch, &outputs);
+    if (!error && !outputs.loss) error = PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s forward returned no loss", model->config.model_type);
+    if (!error) {
+        result->loss = scalar_of(outputs.loss);
+        result->has_aux_loss = outputs.aux_loss != NULL;
+        if (outputs.aux_loss) result->aux_loss = scalar_of(outputs.aux_loss);
+        if (outputs.logits) {
+            error = parity_tensor_to(&result->logits, &outputs.logits->value, PARITY_CPU, PARITY_F64);
+            double sum = 0;
+            for (int64_t i = 0; !error && i < result->logits.numel; i++) sum += ((const double *)result->logits.data)[i];
+            result->logits_sum = sum;
+        }
+    }
+    if (!error) error = parity_tape_backward(&tape, outputs.loss);
+    // Collect each parameter's gradient (the tape's borrowed variables carry them).
+    if (!error) {
+        result->parameter_count = model->parameters.count;
+        result->parameter_names = calloc(model->parameters.count ? model->parameters.count : 1, sizeof *result->parameter_names);
+        result->parameter_grad_norms = calloc(model->parameters.count ? model->parameters.count : 1, sizeof(double));
+        if (!result->parameter_names || !result->parameter_grad_norms) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "step result");
+    }
+    double total = 0;
+    for (size_t p = 0; !error && p < model->parameters.count; p++) {
+        parity_parameter *parameter = &model->parameters.items[p];
+        snprintf(result->parameter_names[p], sizeof result->parameter_names[p], "%s", parameter->name);
+        parity_tensor_release(&parameter->gradient);
+        parity_variable *variable = model->parameter_variables[p];
+        if (!variable || !variable->has_gradient) continue; // not reached by the loss (HF reports no gradient either)
+        parameter->gradient = variable->gradient;           // hand the gradient over to the parameter
+        memset(&variable->gradient, 0, sizeof variable->gradient);
+        variable->has_gradient = false;
+        double norm = 0;
+        if (!error) error = norm_of(&parameter->gradient, &norm);
+        if (!error && !isfinite(norm) && !result->first_non_finite[0])
+            snprintf(result->first_non_finite, sizeof result->first_non_finite, "gradient of %s", parameter->name);
+        result->parameter_grad_norms[p] = norm;
+        total += norm * norm;
+    }
+    result->grad_norm = sqrt(total);
+    if (!error && !isfinite(result->loss) && !result->first_non_finite[0])
+        snprintf(result->first_non_finite, sizeof result->first_non_finite, "loss");
+    parity_tape_release(&tape);
+    memset(model->parameter_variables, 0, model->parameters.count * sizeof *model->parameter_variables);
+    if (error) parity_step_result_release(result);
+    return error;
+}
