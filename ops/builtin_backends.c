@@ -3,10 +3,12 @@
 #include "ops/builtin_backends.h"
 
 #include "ops/cross_entropy/cross_entropy.h"
+#include "ops/attention/attention.h"
 #include "ops/rms_norm/rms_norm.h"
 
 const parity_builtin_backend_family parity_builtin_backends[] = {
     {"rms_norm cpu", parity_rms_norm_register_cpu},
     {"cross_entropy cpu", parity_cross_entropy_register_cpu},
+    {"attention cpu", parity_attention_register_cpu},
 };
 const size_t parity_builtin_backend_count = sizeof parity_builtin_backends / sizeof parity_builtin_backends[0];

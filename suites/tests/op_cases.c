@@ -4,17 +4,20 @@
 const op_case_list *const all_op_cases[] = {
     &rms_norm_case_list,
     &cross_entropy_case_list,
+    &attention_case_list,
 };
 const size_t all_op_case_list_count = sizeof all_op_cases / sizeof all_op_cases[0];
 
 const op_invalid_list *const all_invalid_cases[] = {
     &rms_norm_invalid_list,
     &cross_entropy_invalid_list,
+    &attention_invalid_list,
 };
 const size_t all_invalid_case_list_count = sizeof all_invalid_cases / sizeof all_invalid_cases[0];
 
 // Non-eager backends, each compared with eager on every row of its op.
 const op_backend_pair all_backend_pairs[] = {
     {PARITY_OP_CROSS_ENTROPY, "chunk_loss", 1e-12},
+    {PARITY_OP_ATTENTION, "sdpa", 1e-12},
 };
 const size_t all_backend_pair_count = sizeof all_backend_pairs / sizeof all_backend_pairs[0];

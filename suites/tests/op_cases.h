@@ -47,5 +47,7 @@ extern const op_case_list rms_norm_case_list;
 extern const op_invalid_list rms_norm_invalid_list;
 extern const op_case_list cross_entropy_case_list;
 extern const op_invalid_list cross_entropy_invalid_list;
+extern const op_case_list attention_case_list;
+extern const op_invalid_list attention_invalid_list;
 
 #endif

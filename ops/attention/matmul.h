@@ -1,0 +1,27 @@
+// matmul.h: the one GEMM the CPU attention backends use, C = op(A) @ op(B) on f64 arrays at the
+// run's precision: f64 runs call cblas_dgemm; f32 and bf16 runs call cblas_sgemm on f32 copies (the
+// operands are f32-representable), so C holds what an f32-accumulating GEMM returns. Callers round
+// C to bf16 exactly where the GPU path stores a bf16 tensor. Operands may be strided sub-matrices
+// (a head of a token-major (N, H, D) array has leading dimension H * D).
+#ifndef PARITY_ATTENTION_MATMUL_H
+#define PARITY_ATTENTION_MATMUL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ops/core/dtype.h"
+#include "ops/core/error.h"
+
+// One GEMM operand: `rows` x `cols` as stored (row-major, `stride` elements between rows); used
+// transposed when `transposed` is set.
+typedef struct parity_attention_operand {
+    const double *data;
+    int64_t rows, cols, stride;
+    bool transposed;
+} parity_attention_operand;
+
+// c (m x n, row stride `c_stride`) = op(a) @ op(b), overwritten. Sizes must agree.
+parity_error *parity_attention_matmul(parity_dtype dtype, parity_attention_operand a, parity_attention_operand b,
+                                      double *c, int64_t c_stride);
+
+#endif

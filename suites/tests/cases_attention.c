@@ -1,0 +1,191 @@
+// cases_attention.c: attention rows (causal and not, MHA/GQA/MQA, D = 48, MLA's D != Dv, N = 1,
+// varlen documents of length 1, a plain [B, T] batch, sliding windows, custom scales, and sequences
+// longer than sdpa's 16-token tile) and invalid calls. Every row runs eager and, through the
+// backend pair in op_cases.c, sdpa. Attention is smooth in all its inputs, so finite differences
+// need no special inputs.
+#include <math.h>
+
+#include "ops/attention/attention.h"
+#include "op_cases.h"
+
+#define ATTENTION_MAX_DOCUMENTS 6
+
+typedef struct attention_params {
+    int64_t query_heads, kv_heads, head_dim, value_dim;
+    int64_t lengths[ATTENTION_MAX_DOCUMENTS]; // document lengths, 0-terminated
+    bool causal;
+    int64_t sliding_window;
+    double scale; // 0 = head_dim^-0.5
+} attention_params;
+
+static parity_error *attention_setup(op_check_state *state, const void *raw) {
+    const attention_params *params = raw;
+    int64_t cu_seqlens[ATTENTION_MAX_DOCUMENTS + 1] = {0};
+    int64_t documents = 0;
+    while (documents < ATTENTION_MAX_DOCUMENTS && params->lengths[documents] > 0) {
+        cu_seqlens[documents + 1] = cu_seqlens[documents] + params->lengths[documents];
+        documents++;
+    }
+    int64_t n = cu_seqlens[documents];
+    op_check_input(state, "query", true, OP_CHECK_NORMAL, 0, 1, PARITY_SHAPE(n, params->query_heads, params->head_dim));
+    op_check_input(state, "key", true, OP_CHECK_NORMAL, 0, 1, PARITY_SHAPE(n, params->kv_heads, params->head_dim));
+    op_check_input(state, "value", true, OP_CHECK_NORMAL, 0, 1, PARITY_SHAPE(n, params->kv_heads, params->value_dim));
+    op_check_indices(state, "cu_seqlens", cu_seqlens, PARITY_SHAPE(documents + 1));
+    op_check_output(state, "output", true, PARITY_SHAPE(n, params->query_heads, params->value_dim));
+    return NULL;
+}
+
+static parity_attention_args attention_args_of(op_check_state *state, const attention_params *params) {
+    double scale = params->scale ? params->scale : 1.0 / sqrt((double)params->head_dim);
+    return (parity_attention_args){op_check_value(state, "query"),
+                                   op_check_value(state, "key"),
+                                   op_check_value(state, "value"),
+                                   op_check_value(state, "cu_seqlens"),
+                                   scale,
+                                   params->causal,
+                                   params->sliding_window,
+                                   op_check_value(state, "output")};
+}
+
+static parity_error *attention_forward(op_check_state *state, const void *raw) {
+    const parity_attention_kernels *kernels = op_check_kernels(state);
+    parity_attention_args args = attention_args_of(state, raw);
+    return kernels->forward(&args, &state->saved);
+}
+
+static parity_error *attention_backward(op_check_state *state, const void *raw) {
+    const parity_attention_kernels *kernels = op_check_kernels(state);
+    parity_attention_args args = attention_args_of(state, raw);
+    parity_attention_grads grads = {op_check_gradient(state, "output"), op_check_gradient(state, "query"),
+                                    op_check_gradient(state, "key"), op_check_gradient(state, "value")};
+    return kernels->backward(&args, &state->saved, &grads);
+}
+
+// ATTENTION_ROW(label, Hq, Hk, D, Dv, causal, window, scale, document lengths...)
+#define ATTENTION_ROW(label, hq, hk, d, dv, causal_, window, scale_, ...)                                           \
+    {PARITY_OP_ATTENTION, label, attention_setup, attention_forward, attention_backward,                            \
+     &(const attention_params){hq, hk, d, dv, {__VA_ARGS__}, causal_, window, scale_}, 0, 0}
+
+static const op_check_case attention_cases[] = {
+    ATTENTION_ROW("causal N=7 Hq=Hk=2 D=16", 2, 2, 16, 16, true, 0, 0, 7),
+    ATTENTION_ROW("non-causal N=6 Hq=Hk=3 D=8", 3, 3, 8, 8, false, 0, 0, 6),
+    ATTENTION_ROW("causal gqa Hq=4 Hk=2 N=5 D=48", 4, 2, 48, 48, true, 0, 0, 5),
+    ATTENTION_ROW("non-causal gqa Hq=4 Hk=2 N=5 D=48", 4, 2, 48, 48, false, 0, 0, 5),
+    ATTENTION_ROW("causal mqa Hq=3 Hk=1 N=6 D=8", 3, 1, 8, 8, true, 0, 0, 6),
+    ATTENTION_ROW("non-causal mqa Hq=3 Hk=1 N=6 D=8", 3, 1, 8, 8, false, 0, 0, 6),
+    ATTENTION_ROW("causal mla D=24 Dv=16 Hq=2 N=5 scale=0.15", 2, 2, 24, 16, true, 0, 0.15, 5),
+    ATTENTION_ROW("non-causal mla D=24 Dv=16 Hq=4 Hk=2 N=3", 4, 2, 24, 16, false, 0, 0, 3),
+    ATTENTION_ROW("causal N=1 Hq=2 Hk=1 D=8", 2, 1, 8, 8, true, 0, 0, 1),
+    ATTENTION_ROW("non-causal N=1 Hq=Hk=1 D=5", 1, 1, 5, 3, false, 0, 0, 1),
+    ATTENTION_ROW("causal varlen {1,5,1,7} Hq=4 Hk=2 D=16", 4, 2, 16, 16, true, 0, 0, 1, 5, 1, 7),
+    ATTENTION_ROW("non-causal varlen {1,5,1,7} Hq=4 Hk=2 D=16", 4, 2, 16, 16, false, 0, 0, 1, 5, 1, 7),
+    ATTENTION_ROW("causal batch B=2 T=5 Hq=2 Hk=1 D=8", 2, 1, 8, 8, true, 0, 0, 5, 5),
+    ATTENTION_ROW("non-causal batch B=2 T=5 Hq=2 Hk=1 D=8", 2, 1, 8, 8, false, 0, 0, 5, 5),
+    ATTENTION_ROW("window=3 N=9 Hq=Hk=2 D=8", 2, 2, 8, 8, true, 3, 0, 9),
+    ATTENTION_ROW("window=3 varlen {1,5,1,7} Hq=4 Hk=2 D=8", 4, 2, 8, 8, true, 3, 0, 1, 5, 1, 7),
+    ATTENTION_ROW("causal scale=0.3 N=6 Hq=2 Hk=1 D=7", 2, 1, 7, 7, true, 0, 0.3, 6),
+    ATTENTION_ROW("non-causal scale=0.3 N=6 Hq=2 Hk=1 D=7", 2, 1, 7, 7, false, 0, 0.3, 6),
+    ATTENTION_ROW("causal long N=37 Hq=2 Hk=1 D=8 (3 sdpa tiles)", 2, 1, 8, 8, true, 0, 0, 37),
+    ATTENTION_ROW("non-causal long N=37 Hq=2 Hk=1 D=8", 2, 1, 8, 8, false, 0, 0, 37),
+    ATTENTION_ROW("window=3 long N=37 Hq=2 Hk=1 D=8", 2, 1, 8, 8, true, 3, 0, 37),
+    ATTENTION_ROW("window=20 long varlen {37,1,19} Hq=2 Hk=1", 2, 1, 8, 8, true, 20, 0, 37, 1, 19),
+};
+const op_case_list attention_case_list = OP_CASE_LIST(attention_cases);
+
+// ---- invalid calls ----
+typedef struct attention_call {
+    const char *backend;
+    int64_t tokens, query_heads, kv_heads, head_dim, key_head_dim, value_dim;
+    int64_t cu_seqlens[4];
+    int64_t boundaries; // entries of cu_seqlens used
+    bool causal;
+    int64_t sliding_window;
+    bool wrong_dkey; // forward succeeds, backward gets a dkey with one extra column
+} attention_call;
+
+static parity_error *call_attention(attention_call call) {
+    parity_tensor q = {0}, k = {0}, v = {0}, y = {0}, cu = {0}, dy = {0}, dk = {0};
+    parity_error *error =
+        parity_tensor_zeros(&q, PARITY_F64, PARITY_CPU, PARITY_SHAPE(call.tokens, call.query_heads, call.head_dim));
+    if (!error)
+        error = parity_tensor_zeros(&k, PARITY_F64, PARITY_CPU,
+                                    PARITY_SHAPE(call.tokens, call.kv_heads, call.key_head_dim));
+    if (!error)
+        error =
+            parity_tensor_zeros(&v, PARITY_F64, PARITY_CPU, PARITY_SHAPE(call.tokens, call.kv_heads, call.value_dim));
+    if (!error)
+        error = parity_tensor_zeros(&y, PARITY_F64, PARITY_CPU,
+                                    PARITY_SHAPE(call.tokens, call.query_heads, call.value_dim));
+    if (!error)
+        error = parity_tensor_zeros(&dy, PARITY_F64, PARITY_CPU,
+                                    PARITY_SHAPE(call.tokens, call.query_heads, call.value_dim));
+    if (!error)
+        error = parity_tensor_zeros(&dk, PARITY_F64, PARITY_CPU,
+                                    PARITY_SHAPE(call.tokens, call.kv_heads, call.key_head_dim + 1));
+    if (!error) error = parity_tensor_alloc(&cu, PARITY_I64, PARITY_CPU, PARITY_SHAPE(call.boundaries));
+    parity_saved saved = {0};
+    const parity_backend *backend = NULL;
+    if (!error) {
+        for (int64_t i = 0; i < call.boundaries; i++) ((int64_t *)cu.data)[i] = call.cu_seqlens[i];
+        error = parity_registry_resolve(PARITY_OP_ATTENTION, call.backend, PARITY_CPU, &backend);
+    }
+    parity_attention_args args = {&q, &k, &v, &cu, 0.5, call.causal, call.sliding_window, &y};
+    const parity_attention_kernels *kernels = backend ? backend->kernels : NULL;
+    if (!error) error = kernels->forward(&args, &saved);
+    if (!error && call.wrong_dkey)
+        error = kernels->backward(&args, &saved, &(parity_attention_grads){&dy, NULL, &dk, NULL});
+    parity_saved_release(&saved);
+    parity_tensor *all[] = {&q, &k, &v, &y, &cu, &dy, &dk};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) parity_tensor_release(all[i]);
+    return error;
+}
+
+static parity_error *call_with_key_head_size_mismatch(void) {
+    return call_attention((attention_call){"eager", 5, 2, 2, 24, 16, 16, {0, 5}, 2, true, 0, false});
+}
+static parity_error *call_with_heads_not_a_multiple(void) {
+    return call_attention((attention_call){"eager", 5, 3, 2, 8, 8, 8, {0, 5}, 2, true, 0, false});
+}
+static parity_error *call_with_boundaries_short_of_n(void) {
+    return call_attention((attention_call){"eager", 5, 2, 1, 8, 8, 8, {0, 2, 4}, 3, true, 0, false});
+}
+static parity_error *call_with_decreasing_boundaries(void) {
+    return call_attention((attention_call){"eager", 5, 2, 1, 8, 8, 8, {0, 3, 2, 5}, 4, true, 0, false});
+}
+static parity_error *call_with_window_but_not_causal(void) {
+    return call_attention((attention_call){"eager", 5, 2, 1, 8, 8, 8, {0, 5}, 2, false, 3, false});
+}
+static parity_error *call_backward_with_wrong_dkey(void) {
+    return call_attention((attention_call){"eager", 5, 2, 1, 8, 8, 8, {0, 5}, 2, true, 0, true});
+}
+static parity_error *call_sdpa_with_key_head_size_mismatch(void) {
+    return call_attention((attention_call){"sdpa", 5, 2, 2, 24, 16, 16, {0, 5}, 2, true, 0, false});
+}
+static parity_error *call_sdpa_with_decreasing_boundaries(void) {
+    return call_attention((attention_call){"sdpa", 5, 2, 1, 8, 8, 8, {0, 3, 2, 5}, 4, true, 0, false});
+}
+static parity_error *call_sdpa_backward_with_wrong_dkey(void) {
+    return call_attention((attention_call){"sdpa", 5, 2, 1, 8, 8, 8, {0, 5}, 2, true, 0, true});
+}
+
+static const op_invalid_case attention_invalid_cases[] = {
+    {PARITY_OP_ATTENTION, "key head size differs from query", call_with_key_head_size_mismatch,
+     "attention: key has shape (5, 2, 16), expected (5, *, 24)"},
+    {PARITY_OP_ATTENTION, "query heads not a multiple of kv heads", call_with_heads_not_a_multiple,
+     "attention: 3 query heads is not a multiple of 2 kv heads"},
+    {PARITY_OP_ATTENTION, "cu_seqlens does not end at N", call_with_boundaries_short_of_n,
+     "attention: cu_seqlens ends at 4, expected N = 5"},
+    {PARITY_OP_ATTENTION, "cu_seqlens decreases", call_with_decreasing_boundaries,
+     "attention: cu_seqlens must increase strictly, but cu_seqlens[2] = 2 <= cu_seqlens[1] = 3"},
+    {PARITY_OP_ATTENTION, "sliding window without causal", call_with_window_but_not_causal,
+     "attention: sliding_window 3 needs causal attention"},
+    {PARITY_OP_ATTENTION, "backward dkey shape differs from key", call_backward_with_wrong_dkey,
+     "attention: dkey has shape (5, 1, 9), expected (5, 1, 8)"},
+    {PARITY_OP_ATTENTION, "sdpa: key head size differs from query", call_sdpa_with_key_head_size_mismatch,
+     "attention: key has shape (5, 2, 16), expected (5, *, 24)"},
+    {PARITY_OP_ATTENTION, "sdpa: cu_seqlens decreases", call_sdpa_with_decreasing_boundaries,
+     "attention: cu_seqlens must increase strictly, but cu_seqlens[2] = 2 <= cu_seqlens[1] = 3"},
+    {PARITY_OP_ATTENTION, "sdpa: backward dkey shape differs from key", call_sdpa_backward_with_wrong_dkey,
+     "attention: dkey has shape (5, 1, 9), expected (5, 1, 8)"},
+};
+const op_invalid_list attention_invalid_list = OP_CASE_LIST(attention_invalid_cases);
