@@ -1,3 +1,106 @@
-// main.c: placeholder entry point (replaced by the CLI).
+// main.c: the `parity` command. Registers the built-in backends, then dispatches to a subcommand
+// from the table below; the only place in parity that exits. A command appears in the table (and
+// in --help) once it exists; eval, golden, run, report and bench get their rows as they land.
 #include <stdio.h>
-int main(void) { puts("parity"); return 0; }
+#include <string.h>
+
+#include "harness/cli/cli_support.h"
+#include "harness/cli/commands.h"
+#include "harness/cli/version.h"
+#include "ops/core/cuda_api.h"
+#include "ops/registry.h"
+
+typedef struct parity_command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv); // argv[0] is the command name
+    void (*usage)(FILE *stream);
+} parity_command;
+
+static const parity_command commands[] = {
+    {"list", "list kernel-selection fields (ops) and every backend with its status here (backends)",
+     parity_command_list, parity_command_list_usage},
+    {"config", "check a VeOmni kernel-selection config: resolve it for a device and report every problem",
+     parity_command_config, parity_command_config_usage},
+    // Rows to come with their commands: eval, golden, run, report, bench.
+};
+static const size_t command_count = sizeof commands / sizeof commands[0];
+
+static const parity_command *find_command(const char *name) {
+    for (size_t i = 0; i < command_count; i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
+static void print_usage(FILE *stream) {
+    fprintf(stream,
+            "usage: parity COMMAND [ARGS]\n"
+            "       parity help COMMAND | parity COMMAND --help | parity --version\n"
+            "\n"
+            "A benchmarking and numerical-equivalence harness for LLM training kernels, driven by\n"
+            "VeOmni's kernel-selection config (model.ops_implementation).\n"
+            "\n"
+            "commands:\n");
+    for (size_t i = 0; i < command_count; i++) fprintf(stream, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(stream,
+            "\n"
+            "exit status: 0 success; 1 the command ran and found failures; 2 usage error, invalid config or\n"
+            "             an unavailable backend; 3 unreadable input file, device or system failure\n");
+}
+
+static bool is_help_flag(const char *argument) {
+    return strcmp(argument, "--help") == 0 || strcmp(argument, "-h") == 0;
+}
+
+static int print_command_usage(const char *name) {
+    const parity_command *command = find_command(name);
+    if (!command) {
+        fprintf(stderr, "parity help: unknown command '%s' (see parity --help)\n", name);
+        return PARITY_EXIT_CONFIG;
+    }
+    command->usage(stdout);
+    return PARITY_EXIT_OK;
+}
+
+static int run(int argc, char **argv) {
+    if (argc < 2) {
+        print_usage(stderr);
+        return PARITY_EXIT_CONFIG;
+    }
+    const char *name = argv[1];
+    if (is_help_flag(name)) {
+        print_usage(stdout);
+        return PARITY_EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0) {
+        printf("parity %s (%s build)\n", PARITY_VERSION, parity_cuda_built() ? "CUDA" : "CPU-only");
+        return PARITY_EXIT_OK;
+    }
+    if (strcmp(name, "help") == 0) {
+        if (argc < 3) {
+            print_usage(stdout);
+            return PARITY_EXIT_OK;
+        }
+        return print_command_usage(argv[2]);
+    }
+    if (name[0] == '-') {
+        fprintf(stderr, "parity: unknown option '%s' (see parity --help)\n", name);
+        return PARITY_EXIT_CONFIG;
+    }
+    const parity_command *command = find_command(name);
+    if (!command) {
+        fprintf(stderr, "parity: unknown command '%s' (see parity --help)\n", name);
+        return PARITY_EXIT_CONFIG;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (is_help_flag(argv[i])) {
+            command->usage(stdout);
+            return PARITY_EXIT_OK;
+        }
+    }
+    parity_error *error = parity_registry_register_builtins();
+    if (error) return parity_cli_report_error(name, error);
+    return command->run(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv) { return run(argc, argv); }

@@ -1,0 +1,39 @@
+// cli_support.h: what every `parity` subcommand shares: the documented exit codes, turning an
+// error into one, reading "--name value" / "--name=value" options, and whether to color output.
+// Commands return exit codes; only main() exits.
+#ifndef PARITY_CLI_SUPPORT_H
+#define PARITY_CLI_SUPPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ops/core/error.h"
+
+// Exit codes of the `parity` command (documented in `parity --help`).
+enum parity_exit_code {
+    PARITY_EXIT_OK = 0,
+    PARITY_EXIT_FAILURES = 1, // the command ran and found failures (numeric mismatches, regressions)
+    PARITY_EXIT_CONFIG = 2,   // usage error, invalid config, or a selected backend that cannot run here
+    PARITY_EXIT_IO = 3,       // unreadable or malformed input file, device or system failure
+};
+
+// USAGE, CONFIG, UNSUPPORTED, UNAVAILABLE -> 2; SHAPE, NUMERIC -> 1; everything else -> 3.
+int parity_cli_exit_code(const parity_error *error);
+// Prints "parity CMD: " + the error chain to stderr and frees it; returns its exit code.
+int parity_cli_report_error(const char *command, parity_error *error);
+
+typedef enum parity_cli_option_match {
+    PARITY_CLI_OPTION_NO_MATCH = 0,
+    PARITY_CLI_OPTION_MATCHED,
+    PARITY_CLI_OPTION_MISSING_VALUE, // "--name" was last: a message is already printed
+} parity_cli_option_match;
+
+// Matches argv[*index] against "--name VALUE" or "--name=VALUE". On a match stores VALUE and
+// leaves *index on the last argument consumed.
+parity_cli_option_match parity_cli_option_value(int argc, char **argv, int *index, const char *name,
+                                                const char **value);
+
+// True when `stream` is a terminal and NO_COLOR is unset (and TERM is not "dumb").
+bool parity_cli_use_color(FILE *stream);
+
+#endif

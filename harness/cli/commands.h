@@ -1,0 +1,17 @@
+// commands.h: the `parity` subcommands main.c dispatches to. Each takes the arguments after
+// `parity` (argv[0] is the command name), returns an exit code (cli_support.h) and never exits;
+// each has a usage printer for `parity help CMD` and `parity CMD --help`.
+#ifndef PARITY_CLI_COMMANDS_H
+#define PARITY_CLI_COMMANDS_H
+
+#include <stdio.h>
+
+// parity list ops|backends: the kernel-selection vocabulary and the backends behind it.
+int parity_command_list(int argc, char **argv);
+void parity_command_list_usage(FILE *stream);
+
+// parity config check: validate and resolve a VeOmni kernel-selection config.
+int parity_command_config(int argc, char **argv);
+void parity_command_config_usage(FILE *stream);
+
+#endif
