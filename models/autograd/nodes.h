@@ -5,6 +5,7 @@
 #define PARITY_NODES_H
 
 #include "models/autograd/tape.h"
+#include "ops/attention/attention.h"
 #include "ops/cross_entropy/cross_entropy.h"
 #include "ops/registry.h"
 #include "ops/rms_norm/rms_norm.h"
@@ -17,5 +18,10 @@ parity_error *parity_node_rms_norm(parity_tape *tape, const parity_backend *back
 parity_error *parity_node_cross_entropy(parity_tape *tape, const parity_backend *backend, const char *name,
                                         parity_variable *hidden, parity_variable *weight, const parity_tensor *targets,
                                         int64_t num_items_in_batch, parity_variable **loss, parity_variable **logits);
+
+// query (N, Hq, D), key (N, Hk, D), value (N, Hk, Dv), cu_seqlens (S + 1) -> (N, Hq, Dv)
+parity_error *parity_node_attention(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *query,
+                                    parity_variable *key, parity_variable *value, const parity_tensor *cu_seqlens, double scale,
+                                    bool causal, int64_t sliding_window, parity_variable **out);
 
 #endif
