@@ -15,7 +15,7 @@ typedef struct registry_entry {
 } registry_entry;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static registry_entry *entries;
+static registry_entry **entries; // each entry allocated once: pointers handed out stay valid until clear
 static size_t entry_count, entry_capacity;
 static bool builtins_registered;
 
@@ -29,9 +29,9 @@ static char *copy_string(const char *text) {
 
 static const registry_entry *find_locked(const char *op, const char *name, parity_device_type device) {
     for (size_t i = 0; i < entry_count; i++) {
-        const parity_backend *backend = &entries[i].backend;
+        const parity_backend *backend = &entries[i]->backend;
         if (backend->device == device && strcmp(backend->op, op) == 0 && strcmp(backend->name, name) == 0)
-            return &entries[i];
+            return entries[i];
     }
     return NULL;
 }
@@ -49,16 +49,16 @@ parity_error *parity_registry_add(const parity_backend *backend) {
                              parity_device_type_name(backend->device));
     } else if (entry_count == entry_capacity) {
         size_t capacity = entry_capacity ? entry_capacity * 2 : 64;
-        registry_entry *grown = realloc(entries, capacity * sizeof *grown);
+        registry_entry **grown = realloc(entries, capacity * sizeof *grown);
         if (!grown) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "growing the backend registry");
         else {
             entries = grown;
             entry_capacity = capacity;
         }
     }
+    registry_entry *entry = error ? NULL : calloc(1, sizeof *entry);
+    if (!error && !entry) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "registering backend %s/%s", backend->op, backend->name);
     if (!error) {
-        registry_entry *entry = &entries[entry_count];
-        memset(entry, 0, sizeof *entry);
         entry->backend = *backend;
         entry->owned_strings[0] = copy_string(backend->op);
         entry->owned_strings[1] = copy_string(backend->name);
@@ -66,13 +66,14 @@ parity_error *parity_registry_add(const parity_backend *backend) {
         entry->owned_strings[3] = copy_string(backend->origin ? backend->origin : "builtin");
         if (!entry->owned_strings[0] || !entry->owned_strings[1] || !entry->owned_strings[2] || !entry->owned_strings[3]) {
             for (int i = 0; i < 4; i++) free(entry->owned_strings[i]);
+            free(entry);
             error = PARITY_ERROR(PARITY_ERROR_MEMORY, "registering backend %s/%s", backend->op, backend->name);
         } else {
             entry->backend.op = entry->owned_strings[0];
             entry->backend.name = entry->owned_strings[1];
             entry->backend.description = entry->owned_strings[2];
             entry->backend.origin = entry->owned_strings[3];
-            entry_count++;
+            entries[entry_count++] = entry;
         }
     }
     pthread_mutex_unlock(&registry_lock);
@@ -81,8 +82,10 @@ parity_error *parity_registry_add(const parity_backend *backend) {
 
 void parity_registry_clear(void) {
     pthread_mutex_lock(&registry_lock);
-    for (size_t i = 0; i < entry_count; i++)
-        for (int s = 0; s < 4; s++) free(entries[i].owned_strings[s]);
+    for (size_t i = 0; i < entry_count; i++) {
+        for (int s = 0; s < 4; s++) free(entries[i]->owned_strings[s]);
+        free(entries[i]);
+    }
     free(entries);
     entries = NULL;
     entry_count = entry_capacity = 0;
@@ -93,7 +96,6 @@ void parity_registry_clear(void) {
 parity_error *parity_registry_register_builtins(void) {
     pthread_mutex_lock(&registry_lock);
     bool already = builtins_registered;
-    builtins_registered = true;
     pthread_mutex_unlock(&registry_lock);
     if (already) return NULL;
     for (size_t i = 0; i < parity_builtin_backend_count; i++) {
@@ -101,6 +103,9 @@ parity_error *parity_registry_register_builtins(void) {
         if (error) return parity_error_wrap(error, __FILE__, __LINE__, "registering the built-in %s backends",
                                             parity_builtin_backends[i].what);
     }
+    pthread_mutex_lock(&registry_lock);
+    builtins_registered = true;
+    pthread_mutex_unlock(&registry_lock);
     return NULL;
 }
 
@@ -120,7 +125,7 @@ size_t parity_registry_count(void) {
 
 const parity_backend *parity_registry_at(size_t index) {
     pthread_mutex_lock(&registry_lock);
-    const parity_backend *backend = index < entry_count ? &entries[index].backend : NULL;
+    const parity_backend *backend = index < entry_count ? &entries[index]->backend : NULL;
     pthread_mutex_unlock(&registry_lock);
     return backend;
 }

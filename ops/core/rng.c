@@ -29,7 +29,10 @@ parity_error *parity_rng_fill(parity_tensor *tensor, parity_rng_stream stream, p
 parity_error *parity_rng_fill_integers(parity_tensor *tensor, parity_rng_stream stream, int64_t bound) {
     if (tensor->dtype != PARITY_I64 && tensor->dtype != PARITY_I32)
         return PARITY_ERROR(PARITY_ERROR_USAGE, "integer fill of a %s tensor", parity_dtype_name(tensor->dtype));
-    if (bound <= 0 || bound > (int64_t)1 << 32) return PARITY_ERROR(PARITY_ERROR_USAGE, "integer bound %lld outside 1..2^32", (long long)bound);
+    int64_t limit = tensor->dtype == PARITY_I32 ? INT64_C(1) << 31 : INT64_C(1) << 32;
+    if (bound <= 0 || bound > limit)
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "integer bound %lld outside 1..%lld for %s", (long long)bound, (long long)limit,
+                            parity_dtype_name(tensor->dtype));
     if (tensor->device.type != PARITY_DEVICE_CPU) return PARITY_ERROR(PARITY_ERROR_USAGE, "integer fill is CPU-only; copy afterwards");
     for (int64_t i = 0; i < tensor->numel; i++) {
         uint64_t word = parity_philox_word(stream.seed, stream.name_hash, (uint64_t)i);

@@ -301,8 +301,8 @@ parity_error *parity_tensor_check_finite(const parity_tensor *tensor, const char
         if (!isfinite(value)) {
             char shape[160];
             error = PARITY_ERROR(PARITY_ERROR_NUMERIC, "%s %s has %s at flat index %lld", name,
-                                 parity_tensor_shape_string(tensor, shape, sizeof shape), isnan(value) ? "NaN" : "Inf",
-                                 (long long)i);
+                                 parity_tensor_shape_string(tensor, shape, sizeof shape),
+                                 isnan(value) ? "NaN" : value > 0 ? "+Inf" : "-Inf", (long long)i);
             break;
         }
     }

@@ -298,7 +298,7 @@ Test(rng, invalid_fills_are_rejected) {
         {"integer fill of fp32", 0, true, 10, PARITY_ERROR_USAGE, "integer fill of a fp32 tensor"},
         {"bound 0", 1, true, 0, PARITY_ERROR_USAGE, "integer bound 0 outside"},
         {"negative bound", 1, true, -3, PARITY_ERROR_USAGE, "integer bound -3 outside"},
-        {"bound 2^32 + 1", 1, true, (INT64_C(1) << 32) + 1, PARITY_ERROR_USAGE, "outside 1..2^32"},
+        {"bound 2^32 + 1", 1, true, (INT64_C(1) << 32) + 1, PARITY_ERROR_USAGE, "outside 1..4294967296 for int64"},
     };
     parity_tensor *tensors[] = {&f32, &i64, &transposed};
     for (size_t row = 0; row < ROWS(rows); row++) {

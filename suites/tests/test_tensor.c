@@ -542,11 +542,11 @@ typedef struct finite_case {
 
 static const finite_case finite_cases[] = {
     {"f32 NaN", PARITY_F32, 2, {2, 4}, 1, {5}, {NAN}, false, "NaN", "flat index 5"},
-    {"f64 +Inf first element", PARITY_F64, 1, {7}, 1, {0}, {INFINITY}, false, "Inf", "flat index 0"},
-    {"bf16 -Inf last element", PARITY_BF16, 2, {3, 3}, 1, {8}, {-INFINITY}, false, "Inf", "flat index 8"},
+    {"f64 +Inf first element", PARITY_F64, 1, {7}, 1, {0}, {INFINITY}, false, "+Inf", "flat index 0"},
+    {"bf16 -Inf last element", PARITY_BF16, 2, {3, 3}, 1, {8}, {-INFINITY}, false, "-Inf", "flat index 8"},
     {"f16 NaN", PARITY_F16, 1, {4}, 1, {3}, {NAN}, false, "NaN", "flat index 3"},
-    {"f16 overflow 1e5 stored as Inf", PARITY_F16, 1, {4}, 1, {1}, {1e5}, false, "Inf", "flat index 1"},
-    {"first of two: Inf at 2 before NaN at 6", PARITY_F32, 2, {2, 4}, 2, {6, 2}, {NAN, INFINITY}, false, "Inf",
+    {"f16 overflow 1e5 stored as Inf", PARITY_F16, 1, {4}, 1, {1}, {1e5}, false, "+Inf", "flat index 1"},
+    {"first of two: Inf at 2 before NaN at 6", PARITY_F32, 2, {2, 4}, 2, {6, 2}, {NAN, INFINITY}, false, "+Inf",
      "flat index 2"},
     {"all finite, extremes", PARITY_F64, 1, {5}, 2, {0, 4}, {1.7e308, -4.9e-324}, false, NULL, NULL},
     {"transposed view reports the logical index", PARITY_F64, 2, {2, 3}, 1, {1}, {NAN}, true, "NaN", "flat index 2"},

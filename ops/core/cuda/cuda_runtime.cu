@@ -38,6 +38,11 @@ extern "C" parity_error *parity_cuda_device_info(int index, parity_device_info *
 
 extern "C" parity_error *parity_cuda_malloc(int device_index, size_t bytes, void **out) {
     *out = NULL;
+    char reason[256];
+    int count = parity_cuda_runtime_device_count(reason, sizeof reason);
+    if (device_index < 0 || device_index >= count)
+        return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "cannot allocate on cuda:%d: %s", device_index,
+                            count ? "no such device" : reason);
     PARITY_CUDA_TRY(cudaSetDevice(device_index));
     cudaError_t status = cudaMalloc(out, bytes ? bytes : 1);
     if (status != cudaSuccess) {
