@@ -45,6 +45,8 @@ extern const size_t all_backend_pair_count;
 // Each cases_<op>.c exports these.
 extern const op_case_list rms_norm_case_list;
 extern const op_invalid_list rms_norm_invalid_list;
+extern const op_case_list causal_conv1d_case_list;
+extern const op_invalid_list causal_conv1d_invalid_list;
 extern const op_case_list l2_norm_case_list;
 extern const op_invalid_list l2_norm_invalid_list;
 
