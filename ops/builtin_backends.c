@@ -3,6 +3,7 @@
 #include "ops/builtin_backends.h"
 
 #include "ops/causal_conv1d/causal_conv1d.h"
+#include "ops/gated_delta_rule/gated_delta_rule.h"
 #include "ops/gdn_gating/gdn_gating.h"
 #include "ops/l2_norm/l2_norm.h"
 #include "ops/rms_norm/rms_norm.h"
@@ -11,6 +12,7 @@ const parity_builtin_backend_family parity_builtin_backends[] = {
     {"rms_norm cpu", parity_rms_norm_register_cpu},
     {"causal_conv1d cpu", parity_causal_conv1d_register_cpu},
     {"l2_norm cpu", parity_l2_norm_register_cpu},
+    {"gated_delta_rule cpu", parity_gated_delta_rule_register_cpu},
     {"gdn_gating cpu", parity_gdn_gating_register_cpu},
 };
 const size_t parity_builtin_backend_count = sizeof parity_builtin_backends / sizeof parity_builtin_backends[0];
