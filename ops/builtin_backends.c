@@ -4,11 +4,19 @@
 
 #include "ops/cross_entropy/cross_entropy.h"
 #include "ops/attention/attention.h"
+#include "ops/causal_conv1d/causal_conv1d.h"
+#include "ops/gated_delta_rule/gated_delta_rule.h"
+#include "ops/gdn_gating/gdn_gating.h"
+#include "ops/l2_norm/l2_norm.h"
 #include "ops/rms_norm/rms_norm.h"
 
 const parity_builtin_backend_family parity_builtin_backends[] = {
     {"rms_norm cpu", parity_rms_norm_register_cpu},
     {"cross_entropy cpu", parity_cross_entropy_register_cpu},
     {"attention cpu", parity_attention_register_cpu},
+    {"causal_conv1d cpu", parity_causal_conv1d_register_cpu},
+    {"l2_norm cpu", parity_l2_norm_register_cpu},
+    {"gated_delta_rule cpu", parity_gated_delta_rule_register_cpu},
+    {"gdn_gating cpu", parity_gdn_gating_register_cpu},
 };
 const size_t parity_builtin_backend_count = sizeof parity_builtin_backends / sizeof parity_builtin_backends[0];

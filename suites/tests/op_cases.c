@@ -5,6 +5,10 @@ const op_case_list *const all_op_cases[] = {
     &rms_norm_case_list,
     &cross_entropy_case_list,
     &attention_case_list,
+    &causal_conv1d_case_list,
+    &l2_norm_case_list,
+    &gated_delta_rule_case_list,
+    &gdn_gating_case_list,
 };
 const size_t all_op_case_list_count = sizeof all_op_cases / sizeof all_op_cases[0];
 
@@ -12,6 +16,10 @@ const op_invalid_list *const all_invalid_cases[] = {
     &rms_norm_invalid_list,
     &cross_entropy_invalid_list,
     &attention_invalid_list,
+    &causal_conv1d_invalid_list,
+    &l2_norm_invalid_list,
+    &gated_delta_rule_invalid_list,
+    &gdn_gating_invalid_list,
 };
 const size_t all_invalid_case_list_count = sizeof all_invalid_cases / sizeof all_invalid_cases[0];
 

@@ -49,5 +49,13 @@ extern const op_case_list cross_entropy_case_list;
 extern const op_invalid_list cross_entropy_invalid_list;
 extern const op_case_list attention_case_list;
 extern const op_invalid_list attention_invalid_list;
+extern const op_case_list causal_conv1d_case_list;
+extern const op_invalid_list causal_conv1d_invalid_list;
+extern const op_case_list l2_norm_case_list;
+extern const op_invalid_list l2_norm_invalid_list;
+extern const op_case_list gated_delta_rule_case_list;
+extern const op_invalid_list gated_delta_rule_invalid_list;
+extern const op_case_list gdn_gating_case_list;
+extern const op_invalid_list gdn_gating_invalid_list;
 
 #endif

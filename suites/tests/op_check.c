@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/core/cpu_math.h"
+
 static op_check_tensor *next_slot(op_check_state *state, const char *name) {
     if (state->tensor_count >= OP_CHECK_MAX_TENSORS) return NULL;
     op_check_tensor *slot = &state->tensors[state->tensor_count++];
@@ -19,8 +21,10 @@ static void poison(parity_tensor *tensor) {
     for (int64_t i = 0; i < tensor->numel; i++) parity_tensor_set(tensor, i, NAN);
 }
 
-parity_tensor *op_check_input(op_check_state *state, const char *name, bool differentiable, op_check_fill fill, double a,
-                              double b, int ndim, const int64_t *shape) {
+// An input of `dtype` whose values are first rounded to `precision`.
+static parity_tensor *make_input(op_check_state *state, const char *name, bool differentiable, parity_dtype dtype,
+                                 parity_dtype precision, op_check_fill fill, double a, double b, int ndim,
+                                 const int64_t *shape) {
     op_check_tensor *slot = next_slot(state, name);
     if (!slot) return NULL;
     slot->differentiable = differentiable;
@@ -31,15 +35,26 @@ parity_tensor *op_check_input(op_check_state *state, const char *name, bool diff
     snprintf(stream_name, sizeof stream_name, "%s/%s", state->case_name, name);
     error = parity_rng_fill(&exact, parity_rng_stream_named(state->seed, stream_name),
                             fill == OP_CHECK_UNIFORM ? PARITY_RNG_UNIFORM : PARITY_RNG_NORMAL, a, b);
-    if (!error) error = parity_tensor_alloc(&slot->value, state->dtype, PARITY_CPU, ndim, shape);
+    if (!error) error = parity_tensor_alloc(&slot->value, dtype, PARITY_CPU, ndim, shape);
     if (!error) {
         for (int64_t i = 0; i < exact.numel; i++)
-            parity_tensor_set(&slot->value, i, parity_round_to_dtype(parity_tensor_get(&exact, i), state->input_precision));
-        if (differentiable) error = parity_tensor_alloc(&slot->gradient, state->dtype, PARITY_CPU, ndim, shape);
+            parity_tensor_set(&slot->value, i, parity_round_to_dtype(parity_tensor_get(&exact, i), precision));
+        if (differentiable) error = parity_tensor_alloc(&slot->gradient, dtype, PARITY_CPU, ndim, shape);
     }
     parity_tensor_release(&exact);
     if (error) { parity_error_free(error); return NULL; }
     return &slot->value;
+}
+
+parity_tensor *op_check_input(op_check_state *state, const char *name, bool differentiable, op_check_fill fill, double a,
+                              double b, int ndim, const int64_t *shape) {
+    return make_input(state, name, differentiable, state->dtype, state->input_precision, fill, a, b, ndim, shape);
+}
+
+parity_tensor *op_check_input_compute(op_check_state *state, const char *name, bool differentiable, op_check_fill fill,
+                                      double a, double b, int ndim, const int64_t *shape) {
+    return make_input(state, name, differentiable, parity_compute_dtype(state->dtype),
+                      parity_compute_dtype(state->input_precision), fill, a, b, ndim, shape);
 }
 
 parity_tensor *op_check_indices(op_check_state *state, const char *name, const int64_t *values, int ndim,
@@ -52,8 +67,9 @@ parity_tensor *op_check_indices(op_check_state *state, const char *name, const i
     return &slot->value;
 }
 
-parity_tensor *op_check_output_typed(op_check_state *state, const char *name, bool differentiable, parity_dtype dtype,
-                                     int ndim, const int64_t *shape) {
+// An output of `dtype` whose cotangent values are first rounded to `precision`.
+static parity_tensor *make_output(op_check_state *state, const char *name, bool differentiable, parity_dtype dtype,
+                                  parity_dtype precision, int ndim, const int64_t *shape) {
     op_check_tensor *slot = next_slot(state, name);
     if (!slot) return NULL;
     slot->is_output = true;
@@ -70,7 +86,7 @@ parity_tensor *op_check_output_typed(op_check_state *state, const char *name, bo
                 error = parity_rng_fill(&exact, parity_rng_stream_named(state->seed, stream_name), PARITY_RNG_UNIFORM, -1, 1);
                 for (int64_t i = 0; !error && i < exact.numel; i++)
                     parity_tensor_set(&slot->gradient, i,
-                                      parity_round_to_dtype(parity_tensor_get(&exact, i), state->input_precision));
+                                      parity_round_to_dtype(parity_tensor_get(&exact, i), precision));
                 parity_tensor_release(&exact);
             }
         }
@@ -79,9 +95,20 @@ parity_tensor *op_check_output_typed(op_check_state *state, const char *name, bo
     return &slot->value;
 }
 
+parity_tensor *op_check_output_typed(op_check_state *state, const char *name, bool differentiable, parity_dtype dtype,
+                                     int ndim, const int64_t *shape) {
+    return make_output(state, name, differentiable, dtype, state->input_precision, ndim, shape);
+}
+
 parity_tensor *op_check_output(op_check_state *state, const char *name, bool differentiable, int ndim,
                                const int64_t *shape) {
-    return op_check_output_typed(state, name, differentiable, state->dtype, ndim, shape);
+    return make_output(state, name, differentiable, state->dtype, state->input_precision, ndim, shape);
+}
+
+parity_tensor *op_check_output_compute(op_check_state *state, const char *name, bool differentiable, int ndim,
+                                       const int64_t *shape) {
+    return make_output(state, name, differentiable, parity_compute_dtype(state->dtype),
+                       parity_compute_dtype(state->input_precision), ndim, shape);
 }
 
 static op_check_tensor *find(op_check_state *state, const char *name) {

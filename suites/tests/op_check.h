@@ -59,6 +59,11 @@ typedef enum op_check_fill { OP_CHECK_UNIFORM, OP_CHECK_NORMAL } op_check_fill;
 // A float input of the run's dtype, filled from the stream (case, name) with `fill(a, b)`.
 parity_tensor *op_check_input(op_check_state *state, const char *name, bool differentiable, op_check_fill fill,
                               double a, double b, int ndim, const int64_t *shape);
+// An input held in the compute precision of the run (f32 in f32/bf16 runs, f64 in f64 runs), e.g. the
+// f32 g that Qwen3.5 feeds a bf16 gated delta rule. A reference run with a coarser input precision
+// rounds it to that precision's compute dtype, so it sees exactly the candidate's numbers.
+parity_tensor *op_check_input_compute(op_check_state *state, const char *name, bool differentiable, op_check_fill fill,
+                                      double a, double b, int ndim, const int64_t *shape);
 // An integer input (int64) with the given values (copied).
 parity_tensor *op_check_indices(op_check_state *state, const char *name, const int64_t *values, int ndim,
                                 const int64_t *shape);
@@ -68,6 +73,10 @@ parity_tensor *op_check_output(op_check_state *state, const char *name, bool dif
                                const int64_t *shape);
 parity_tensor *op_check_output_typed(op_check_state *state, const char *name, bool differentiable, parity_dtype dtype,
                                      int ndim, const int64_t *shape);
+// An output held in the compute precision of the run (gdn_gating's f32 g in a bf16 run); its cotangent
+// is rounded like op_check_input_compute's values, so a reference run sees the same cotangent.
+parity_tensor *op_check_output_compute(op_check_state *state, const char *name, bool differentiable, int ndim,
+                                       const int64_t *shape);
 // Lookup by name (NULL when absent). The gradient accessor returns NULL for non-differentiable inputs.
 parity_tensor *op_check_value(op_check_state *state, const char *name);
 parity_tensor *op_check_gradient(op_check_state *state, const char *name);

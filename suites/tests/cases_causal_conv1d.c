@@ -1,0 +1,115 @@
+// cases_causal_conv1d.c: causal_conv1d rows (prime channel counts, K = 4 and K = 1, packed documents
+// of length 1, SiLU on and off) and invalid calls.
+#include "ops/causal_conv1d/causal_conv1d.h"
+#include "op_cases.h"
+
+#define CONV_MAX_DOCUMENTS 8
+
+typedef struct causal_conv1d_params {
+    int64_t channels, kernel_size;
+    int document_count;                          // 0 = no cu_seqlens (one document of `lengths[0]` tokens)
+    int64_t lengths[CONV_MAX_DOCUMENTS];
+    parity_causal_conv1d_activation activation;
+} causal_conv1d_params;
+
+static int64_t total_tokens(const causal_conv1d_params *params) {
+    int64_t tokens = 0;
+    for (int i = 0; i < (params->document_count ? params->document_count : 1); i++) tokens += params->lengths[i];
+    return tokens;
+}
+
+static parity_error *causal_conv1d_setup(op_check_state *state, const void *raw) {
+    const causal_conv1d_params *params = raw;
+    int64_t tokens = total_tokens(params);
+    op_check_input(state, "x", true, OP_CHECK_NORMAL, 0, 1, PARITY_SHAPE(tokens, params->channels));
+    op_check_input(state, "weight", true, OP_CHECK_NORMAL, 0, 0.5, PARITY_SHAPE(params->channels, params->kernel_size));
+    if (params->document_count) {
+        int64_t offsets[CONV_MAX_DOCUMENTS + 1] = {0};
+        for (int i = 0; i < params->document_count; i++) offsets[i + 1] = offsets[i] + params->lengths[i];
+        op_check_indices(state, "cu_seqlens", offsets, PARITY_SHAPE(params->document_count + 1));
+    }
+    op_check_output(state, "y", true, PARITY_SHAPE(tokens, params->channels));
+    return NULL;
+}
+
+static parity_causal_conv1d_args causal_conv1d_args_of(op_check_state *state, const causal_conv1d_params *params) {
+    return (parity_causal_conv1d_args){op_check_value(state, "x"), op_check_value(state, "weight"),
+                                       op_check_value(state, "cu_seqlens"), params->activation, op_check_value(state, "y")};
+}
+
+static parity_error *causal_conv1d_forward(op_check_state *state, const void *raw) {
+    const parity_causal_conv1d_kernels *kernels = op_check_kernels(state);
+    parity_causal_conv1d_args args = causal_conv1d_args_of(state, raw);
+    return kernels->forward(&args, &state->saved);
+}
+
+static parity_error *causal_conv1d_backward(op_check_state *state, const void *raw) {
+    const parity_causal_conv1d_kernels *kernels = op_check_kernels(state);
+    parity_causal_conv1d_args args = causal_conv1d_args_of(state, raw);
+    parity_causal_conv1d_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x"),
+                                        op_check_gradient(state, "weight")};
+    return kernels->backward(&args, &state->saved, &grads);
+}
+
+#define CONV_ROW(label, channels_, kernel_, activation_, count_, ...)                                          \
+    {PARITY_OP_CAUSAL_CONV1D, label, causal_conv1d_setup, causal_conv1d_forward, causal_conv1d_backward,     \
+     &(const causal_conv1d_params){channels_, kernel_, count_, {__VA_ARGS__}, activation_}, 0, 0}
+
+static const op_check_case causal_conv1d_cases[] = {
+    CONV_ROW("silu C=11 K=4 docs=1,5,1,7", 11, 4, PARITY_CAUSAL_CONV1D_SILU, 4, 1, 5, 1, 7),
+    CONV_ROW("none C=11 K=4 docs=1,5,1,7", 11, 4, PARITY_CAUSAL_CONV1D_NONE, 4, 1, 5, 1, 7),
+    CONV_ROW("silu C=11 K=4 one document N=9", 11, 4, PARITY_CAUSAL_CONV1D_SILU, 0, 9),
+    CONV_ROW("silu C=7 K=1 docs=1,5,1,7", 7, 1, PARITY_CAUSAL_CONV1D_SILU, 4, 1, 5, 1, 7),
+    CONV_ROW("none C=13 K=1 one document N=6", 13, 1, PARITY_CAUSAL_CONV1D_NONE, 1, 6),
+    CONV_ROW("silu C=5 K=4 N=1", 5, 4, PARITY_CAUSAL_CONV1D_SILU, 1, 1),
+    CONV_ROW("silu C=3 K=3 docs=2,3", 3, 3, PARITY_CAUSAL_CONV1D_SILU, 2, 2, 3),
+};
+const op_case_list causal_conv1d_case_list = OP_CASE_LIST(causal_conv1d_cases);
+
+// ---- invalid calls ----
+static parity_error *call_forward(int64_t tokens, int64_t channels, int64_t weight_channels, int64_t kernel_size,
+                                  const int64_t *offsets, int64_t offset_count) {
+    parity_tensor x = {0}, weight = {0}, y = {0}, cu_seqlens = {0};
+    parity_error *error = parity_tensor_zeros(&x, PARITY_F64, PARITY_CPU, PARITY_SHAPE(tokens, channels));
+    if (!error) error = parity_tensor_zeros(&weight, PARITY_F64, PARITY_CPU, PARITY_SHAPE(weight_channels, kernel_size));
+    if (!error) error = parity_tensor_zeros(&y, PARITY_F64, PARITY_CPU, PARITY_SHAPE(tokens, channels));
+    if (!error) error = parity_tensor_alloc(&cu_seqlens, PARITY_I64, PARITY_CPU, 1, (int64_t[]){offset_count});
+    if (!error) {
+        for (int64_t i = 0; i < offset_count; i++) ((int64_t *)cu_seqlens.data)[i] = offsets[i];
+        parity_saved saved = {0};
+        const parity_backend *backend;
+        error = parity_registry_resolve(PARITY_OP_CAUSAL_CONV1D, "eager", PARITY_CPU, &backend);
+        if (!error) {
+            parity_causal_conv1d_args args = {&x, &weight, &cu_seqlens, PARITY_CAUSAL_CONV1D_SILU, &y};
+            error = ((const parity_causal_conv1d_kernels *)backend->kernels)->forward(&args, &saved);
+        }
+        parity_saved_release(&saved);
+    }
+    parity_tensor_release(&x);
+    parity_tensor_release(&weight);
+    parity_tensor_release(&y);
+    parity_tensor_release(&cu_seqlens);
+    return error;
+}
+
+static parity_error *call_with_short_cu_seqlens(void) {
+    return call_forward(14, 11, 11, 4, (int64_t[]){0, 1, 6, 12}, 4);
+}
+
+static parity_error *call_with_mismatched_weight(void) {
+    return call_forward(14, 11, 10, 4, (int64_t[]){0, 14}, 2);
+}
+
+static parity_error *call_with_decreasing_cu_seqlens(void) {
+    return call_forward(14, 11, 11, 4, (int64_t[]){0, 6, 5, 14}, 4);
+}
+
+static const op_invalid_case causal_conv1d_invalid_cases[] = {
+    {PARITY_OP_CAUSAL_CONV1D, "cu_seqlens does not end at N", call_with_short_cu_seqlens,
+     "causal_conv1d: cu_seqlens ends at 12, expected 14 (the token count)"},
+    {PARITY_OP_CAUSAL_CONV1D, "weight channels differ from input", call_with_mismatched_weight,
+     "causal_conv1d: weight has shape (10, 4), expected (11, *)"},
+    {PARITY_OP_CAUSAL_CONV1D, "cu_seqlens decreases", call_with_decreasing_cu_seqlens,
+     "causal_conv1d: cu_seqlens decreases at entry 2 (5 after 6)"},
+};
+const op_invalid_list causal_conv1d_invalid_list = OP_CASE_LIST(causal_conv1d_invalid_cases);
