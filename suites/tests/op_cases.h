@@ -47,5 +47,7 @@ extern const op_case_list rms_norm_case_list;
 extern const op_invalid_list rms_norm_invalid_list;
 extern const op_case_list linear_case_list;
 extern const op_invalid_list linear_invalid_list;
+extern const op_case_list matmul_case_list;
+extern const op_invalid_list matmul_invalid_list;
 
 #endif
