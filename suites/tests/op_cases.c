@@ -5,6 +5,7 @@ const op_case_list *const all_op_cases[] = {
     &rms_norm_case_list,
     &linear_case_list,
     &matmul_case_list,
+    &embedding_case_list,
 };
 const size_t all_op_case_list_count = sizeof all_op_cases / sizeof all_op_cases[0];
 
@@ -12,6 +13,7 @@ const op_invalid_list *const all_invalid_cases[] = {
     &rms_norm_invalid_list,
     &linear_invalid_list,
     &matmul_invalid_list,
+    &embedding_invalid_list,
 };
 const size_t all_invalid_case_list_count = sizeof all_invalid_cases / sizeof all_invalid_cases[0];
 

@@ -49,5 +49,7 @@ extern const op_case_list linear_case_list;
 extern const op_invalid_list linear_invalid_list;
 extern const op_case_list matmul_case_list;
 extern const op_invalid_list matmul_invalid_list;
+extern const op_case_list embedding_case_list;
+extern const op_invalid_list embedding_invalid_list;
 
 #endif
