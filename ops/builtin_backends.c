@@ -6,11 +6,15 @@
 #include "ops/rms_norm/rms_norm.h"
 #include "ops/matmul/matmul.h"
 #include "ops/embedding/embedding.h"
+#include "ops/add/add.h"
+#include "ops/sigmoid_gate/sigmoid_gate.h"
 
 const parity_builtin_backend_family parity_builtin_backends[] = {
     {"rms_norm cpu", parity_rms_norm_register_cpu},
     {"linear cpu", parity_linear_register_cpu},
     {"matmul cpu", parity_matmul_register_cpu},
     {"embedding cpu", parity_embedding_register_cpu},
+    {"add cpu", parity_add_register_cpu},
+    {"sigmoid_gate cpu", parity_sigmoid_gate_register_cpu},
 };
 const size_t parity_builtin_backend_count = sizeof parity_builtin_backends / sizeof parity_builtin_backends[0];

@@ -6,6 +6,8 @@ const op_case_list *const all_op_cases[] = {
     &linear_case_list,
     &matmul_case_list,
     &embedding_case_list,
+    &add_case_list,
+    &sigmoid_gate_case_list,
 };
 const size_t all_op_case_list_count = sizeof all_op_cases / sizeof all_op_cases[0];
 
@@ -14,6 +16,8 @@ const op_invalid_list *const all_invalid_cases[] = {
     &linear_invalid_list,
     &matmul_invalid_list,
     &embedding_invalid_list,
+    &add_invalid_list,
+    &sigmoid_gate_invalid_list,
 };
 const size_t all_invalid_case_list_count = sizeof all_invalid_cases / sizeof all_invalid_cases[0];
 

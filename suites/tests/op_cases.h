@@ -51,5 +51,9 @@ extern const op_case_list matmul_case_list;
 extern const op_invalid_list matmul_invalid_list;
 extern const op_case_list embedding_case_list;
 extern const op_invalid_list embedding_invalid_list;
+extern const op_case_list add_case_list;
+extern const op_invalid_list add_invalid_list;
+extern const op_case_list sigmoid_gate_case_list;
+extern const op_invalid_list sigmoid_gate_invalid_list;
 
 #endif
