@@ -8,6 +8,9 @@ const op_case_list *const all_op_cases[] = {
     &embedding_case_list,
     &add_case_list,
     &sigmoid_gate_case_list,
+    &concat_case_list,
+    &split_case_list,
+    &broadcast_heads_case_list,
 };
 const size_t all_op_case_list_count = sizeof all_op_cases / sizeof all_op_cases[0];
 
@@ -18,6 +21,9 @@ const op_invalid_list *const all_invalid_cases[] = {
     &embedding_invalid_list,
     &add_invalid_list,
     &sigmoid_gate_invalid_list,
+    &concat_invalid_list,
+    &split_invalid_list,
+    &broadcast_heads_invalid_list,
 };
 const size_t all_invalid_case_list_count = sizeof all_invalid_cases / sizeof all_invalid_cases[0];
 

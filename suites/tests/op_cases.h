@@ -55,5 +55,11 @@ extern const op_case_list add_case_list;
 extern const op_invalid_list add_invalid_list;
 extern const op_case_list sigmoid_gate_case_list;
 extern const op_invalid_list sigmoid_gate_invalid_list;
+extern const op_case_list concat_case_list;
+extern const op_invalid_list concat_invalid_list;
+extern const op_case_list split_case_list;
+extern const op_invalid_list split_invalid_list;
+extern const op_case_list broadcast_heads_case_list;
+extern const op_invalid_list broadcast_heads_invalid_list;
 
 #endif
