@@ -2,20 +2,27 @@
 //   s = sigmoid(gate)    in the compute precision, stored: rounded to the storage dtype (a bf16 tensor)
 //   y = x * s            rounded once to the storage dtype (s broadcast over D when gate is (N, 1))
 // Backward (saves nothing; s is recomputed), as autograd runs mul and sigmoid backward in bf16:
-//   dx    = dy * s                                        rounded to storage
-//   ds    = sum over the broadcast group of (dy * x)      each product rounded to storage (mul's
-//           backward), the sum accumulated in the compute precision and rounded once (sum_to_size)
-//   dgate = ds * (1 - s) * s                              f32 math, rounded once (sigmoid_backward)
+//   dx    = dy * s                                    rounded to storage
+//   ds    = sum over the broadcast group of dy * x    each product rounded to storage (mul's backward),
+//                                                     the sum accumulated in the compute precision and
+//                                                     rounded once (autograd's sum_to_size)
+//   dgate = ds * (1 - s) * s                          sigmoid_backward, whose CUDA kernel computes in the
+//                                                     storage type: (1 - s) and each product rounded to
+//                                                     storage (f32 math rounded once differs by up to
+//                                                     2 ulp; checked bit for bit against PyTorch 2.11)
 #include <math.h>
 
 #include "ops/core/cpu_math.h"
 #include "ops/registry.h"
 #include "ops/sigmoid_gate/sigmoid_gate.h"
 
-// sigmoid(g) as a stored tensor of the run's dtype.
-static double stored_sigmoid(double gate, parity_dtype dtype) {
-    return parity_round_storage(parity_round_compute(1.0 / (1.0 + exp(-gate)), dtype), dtype);
+// One operation's result in the compute precision, then held in the storage dtype.
+static double stored(double value, parity_dtype dtype) {
+    return parity_round_storage(parity_round_compute(value, dtype), dtype);
 }
+
+// sigmoid(g) as a stored tensor of the run's dtype.
+static double stored_sigmoid(double gate, parity_dtype dtype) { return stored(1.0 / (1.0 + exp(-gate)), dtype); }
 
 static parity_error *sigmoid_gate_eager_forward(const parity_sigmoid_gate_args *args, parity_saved *saved) {
     int64_t rows, width, group;
@@ -58,12 +65,11 @@ static parity_error *sigmoid_gate_eager_backward(const parity_sigmoid_gate_args 
             double ds = 0;
             for (int64_t i = g * group; i < (g + 1) * group; i++) {
                 dx.data[i] = parity_round_compute(dy.data[i] * s, dtype);
-                double product = parity_round_storage(parity_round_compute(dy.data[i] * x.data[i], dtype), dtype);
-                ds = parity_round_compute(ds + product, dtype);
+                ds = parity_round_compute(ds + stored(dy.data[i] * x.data[i], dtype), dtype);
             }
             ds = parity_round_storage(ds, dtype);
-            double one_minus_s = parity_round_compute(1.0 - s, dtype);
-            dgate.data[g] = parity_round_compute(parity_round_compute(ds * one_minus_s, dtype) * s, dtype);
+            double one_minus_s = stored(1.0 - s, dtype);
+            dgate.data[g] = stored(stored(ds * one_minus_s, dtype) * s, dtype);
         }
         if (grads->dinput) parity_cpu_values_store(grads->dinput, dx.data);
         if (grads->dgate) parity_cpu_values_store(grads->dgate, dgate.data);
