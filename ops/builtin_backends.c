@@ -8,7 +8,15 @@
 #include "ops/gated_delta_rule/gated_delta_rule.h"
 #include "ops/gdn_gating/gdn_gating.h"
 #include "ops/l2_norm/l2_norm.h"
+#include "ops/add/add.h"
+#include "ops/broadcast_heads/broadcast_heads.h"
+#include "ops/concat/concat.h"
+#include "ops/embedding/embedding.h"
+#include "ops/linear/linear.h"
+#include "ops/matmul/matmul.h"
 #include "ops/rms_norm/rms_norm.h"
+#include "ops/sigmoid_gate/sigmoid_gate.h"
+#include "ops/split/split.h"
 
 const parity_builtin_backend_family parity_builtin_backends[] = {
     {"rms_norm cpu", parity_rms_norm_register_cpu},
@@ -18,5 +26,13 @@ const parity_builtin_backend_family parity_builtin_backends[] = {
     {"l2_norm cpu", parity_l2_norm_register_cpu},
     {"gated_delta_rule cpu", parity_gated_delta_rule_register_cpu},
     {"gdn_gating cpu", parity_gdn_gating_register_cpu},
+    {"linear cpu", parity_linear_register_cpu},
+    {"matmul cpu", parity_matmul_register_cpu},
+    {"embedding cpu", parity_embedding_register_cpu},
+    {"add cpu", parity_add_register_cpu},
+    {"sigmoid_gate cpu", parity_sigmoid_gate_register_cpu},
+    {"concat cpu", parity_concat_register_cpu},
+    {"split cpu", parity_split_register_cpu},
+    {"broadcast_heads cpu", parity_broadcast_heads_register_cpu},
 };
 const size_t parity_builtin_backend_count = sizeof parity_builtin_backends / sizeof parity_builtin_backends[0];

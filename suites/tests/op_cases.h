@@ -57,5 +57,21 @@ extern const op_case_list gated_delta_rule_case_list;
 extern const op_invalid_list gated_delta_rule_invalid_list;
 extern const op_case_list gdn_gating_case_list;
 extern const op_invalid_list gdn_gating_invalid_list;
+extern const op_case_list linear_case_list;
+extern const op_invalid_list linear_invalid_list;
+extern const op_case_list matmul_case_list;
+extern const op_invalid_list matmul_invalid_list;
+extern const op_case_list embedding_case_list;
+extern const op_invalid_list embedding_invalid_list;
+extern const op_case_list add_case_list;
+extern const op_invalid_list add_invalid_list;
+extern const op_case_list sigmoid_gate_case_list;
+extern const op_invalid_list sigmoid_gate_invalid_list;
+extern const op_case_list concat_case_list;
+extern const op_invalid_list concat_invalid_list;
+extern const op_case_list split_case_list;
+extern const op_invalid_list split_invalid_list;
+extern const op_case_list broadcast_heads_case_list;
+extern const op_invalid_list broadcast_heads_invalid_list;
 
 #endif

@@ -1,0 +1,72 @@
+// cases_embedding.c: embedding rows (repeated ids that must accumulate, V = 1, one position, ids of
+// rank 2, rows of the table no id touches) and invalid calls (id out of range, wrong ids dtype).
+#include "invalid_call.h"
+#include "ops/embedding/embedding.h"
+#include "op_cases.h"
+
+typedef struct embedding_params {
+    int64_t vocab, hidden;
+    int64_t batch, positions;       // ids (batch, positions)
+    const int64_t *ids;             // batch * positions values
+} embedding_params;
+
+static parity_error *embedding_setup(op_check_state *state, const void *raw) {
+    const embedding_params *p = raw;
+    op_check_indices(state, "ids", p->ids, PARITY_SHAPE(p->batch, p->positions));
+    op_check_input(state, "weight", true, OP_CHECK_NORMAL, 0, 1, PARITY_SHAPE(p->vocab, p->hidden));
+    op_check_output(state, "y", true, PARITY_SHAPE(p->batch, p->positions, p->hidden));
+    return NULL;
+}
+
+static parity_embedding_args embedding_args_of(op_check_state *state) {
+    return (parity_embedding_args){op_check_value(state, "ids"), op_check_value(state, "weight"), op_check_value(state, "y")};
+}
+
+static parity_error *embedding_forward(op_check_state *state, const void *raw) {
+    const parity_embedding_kernels *kernels = op_check_kernels(state);
+    parity_embedding_args args = embedding_args_of(state);
+    return kernels->forward(&args, &state->saved);
+}
+
+static parity_error *embedding_backward(op_check_state *state, const void *raw) {
+    const parity_embedding_kernels *kernels = op_check_kernels(state);
+    parity_embedding_args args = embedding_args_of(state);
+    parity_embedding_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "weight")};
+    return kernels->backward(&args, &state->saved, &grads);
+}
+
+#define EMBEDDING_ROW(label, vocab_, hidden_, batch_, positions_, ...)                                     \
+    {PARITY_OP_EMBEDDING, label, embedding_setup, embedding_forward, embedding_backward,                   \
+     &(const embedding_params){vocab_, hidden_, batch_, positions_, (const int64_t[]){__VA_ARGS__}}, 0, 0}
+
+static const op_check_case embedding_cases[] = {
+    EMBEDDING_ROW("V=11 H=13 N=7 repeated ids", 11, 13, 1, 7, 3, 0, 10, 3, 3, 7, 0),
+    EMBEDDING_ROW("V=1 H=5 N=4", 1, 5, 1, 4, 0, 0, 0, 0),
+    EMBEDDING_ROW("V=17 H=48 N=1", 17, 48, 1, 1, 16),
+    EMBEDDING_ROW("V=5 H=3 ids (2, 3)", 5, 3, 2, 3, 4, 1, 1, 0, 4, 2),
+};
+const op_case_list embedding_case_list = OP_CASE_LIST(embedding_cases);
+
+// ---- invalid calls ----
+static parity_error *call_embedding(parity_dtype ids_dtype, int64_t last_id) {
+    invalid_call scratch = {0};
+    parity_tensor *ids = invalid_call_tensor(&scratch, ids_dtype, PARITY_SHAPE(4));
+    parity_tensor *weight = invalid_call_tensor(&scratch, PARITY_F32, PARITY_SHAPE(5, 8));
+    parity_tensor *y = invalid_call_tensor(&scratch, PARITY_F32, PARITY_SHAPE(4, 8));
+    if (!scratch.error) parity_tensor_set(ids, 3, (double)last_id);
+    const parity_embedding_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_EMBEDDING);
+    if (kernels) scratch.error = kernels->forward(&(parity_embedding_args){ids, weight, y}, &scratch.saved);
+    return invalid_call_finish(&scratch);
+}
+
+static parity_error *call_with_id_past_the_vocabulary(void) { return call_embedding(PARITY_I64, 5); }
+static parity_error *call_with_negative_id(void) { return call_embedding(PARITY_I64, -1); }
+static parity_error *call_with_float_ids(void) { return call_embedding(PARITY_F32, 1); }
+
+static const op_invalid_case embedding_invalid_cases[] = {
+    {PARITY_OP_EMBEDDING, "id past the vocabulary", call_with_id_past_the_vocabulary,
+     "embedding: id 5 at position 3 is outside [0, 5)"},
+    {PARITY_OP_EMBEDDING, "negative id", call_with_negative_id, "embedding: id -1 at position 3 is outside [0, 5)"},
+    {PARITY_OP_EMBEDDING, "float ids", call_with_float_ids, "embedding: ids is fp32, expected int64"},
+};
+const op_invalid_list embedding_invalid_list = OP_CASE_LIST(embedding_invalid_cases);
