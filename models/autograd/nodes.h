@@ -4,11 +4,26 @@
 #ifndef PARITY_NODES_H
 #define PARITY_NODES_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "models/autograd/tape.h"
+#include "ops/add/add.h"
 #include "ops/attention/attention.h"
+#include "ops/broadcast_heads/broadcast_heads.h"
+#include "ops/causal_conv1d/causal_conv1d.h"
+#include "ops/concat/concat.h"
 #include "ops/cross_entropy/cross_entropy.h"
+#include "ops/embedding/embedding.h"
+#include "ops/gated_delta_rule/gated_delta_rule.h"
+#include "ops/gdn_gating/gdn_gating.h"
+#include "ops/l2_norm/l2_norm.h"
+#include "ops/linear/linear.h"
+#include "ops/matmul/matmul.h"
 #include "ops/registry.h"
 #include "ops/rms_norm/rms_norm.h"
+#include "ops/sigmoid_gate/sigmoid_gate.h"
+#include "ops/split/split.h"
 
 // (N, H) -> (N, H)
 parity_error *parity_node_rms_norm(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *input,
@@ -23,5 +38,75 @@ parity_error *parity_node_cross_entropy(parity_tape *tape, const parity_backend 
 parity_error *parity_node_attention(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *query,
                                     parity_variable *key, parity_variable *value, const parity_tensor *cu_seqlens, double scale,
                                     bool causal, int64_t sliding_window, parity_variable **out);
+
+// Plain tensors a node reads but does not differentiate (ids, targets, cu_seqlens) are kept by
+// pointer to their storage until backward: their data must outlive the tape's backward.
+
+// input (..., in) -> (..., out); bias may be NULL
+parity_error *parity_node_linear(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *input,
+                                 parity_variable *weight, parity_variable *bias, parity_variable **out);
+
+// batched matmul per ops/matmul/matmul.h
+parity_error *parity_node_matmul(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *a,
+                                 parity_variable *b, bool transpose_a, bool transpose_b, parity_variable **out);
+
+// ids (N) int64 (not differentiable) -> (N, H)
+parity_error *parity_node_embedding(parity_tape *tape, const parity_backend *backend, const char *name,
+                                    const parity_tensor *ids, parity_variable *weight, parity_variable **out);
+
+parity_error *parity_node_add(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *a,
+                              parity_variable *b, parity_variable **out);
+
+// input (N, D) * sigmoid(gate), gate (N, D) or (N, 1)
+parity_error *parity_node_sigmoid_gate(parity_tape *tape, const parity_backend *backend, const char *name,
+                                       parity_variable *input, parity_variable *gate, parity_variable **out);
+
+// along the last dimension
+parity_error *parity_node_concat(parity_tape *tape, const parity_backend *backend, const char *name,
+                                 parity_variable *const *parts, int count, parity_variable **out);
+
+// input (..., D) -> parts (..., sizes[i]); sum(sizes) == D
+parity_error *parity_node_split(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *input,
+                                const int64_t *sizes, int count, parity_variable **parts);
+
+// (N, 1, D) -> (N, heads, D)
+parity_error *parity_node_broadcast_heads(parity_tape *tape, const parity_backend *backend, const char *name,
+                                          parity_variable *input, int64_t heads, parity_variable **out);
+
+// (N, C), weight (C, K), cu_seqlens (S + 1) -> (N, C)
+parity_error *parity_node_causal_conv1d(parity_tape *tape, const parity_backend *backend, const char *name,
+                                        parity_variable *input, parity_variable *weight, const parity_tensor *cu_seqlens,
+                                        parity_causal_conv1d_activation activation, parity_variable **out);
+
+// (N, D) -> (N, D)
+parity_error *parity_node_l2_norm(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *input,
+                                  double eps, parity_variable **out);
+
+// query/key (N, Hk, Dk), value (N, Hv, Dv), g/beta (N, Hv) -> (N, Hv, Dv)
+parity_error *parity_node_gated_delta_rule(parity_tape *tape, const parity_backend *backend, const char *name,
+                                           parity_variable *query, parity_variable *key, parity_variable *value,
+                                           parity_variable *g, parity_variable *beta, const parity_tensor *cu_seqlens,
+                                           double scale, bool use_qk_l2norm, parity_variable **out);
+
+// a, b (N, Hv), A_log, dt_bias (Hv) -> g (N, Hv) in the compute dtype, beta (N, Hv)
+parity_error *parity_node_gdn_gating(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *a,
+                                     parity_variable *b, parity_variable *A_log, parity_variable *dt_bias, parity_variable **g,
+                                     parity_variable **beta);
+
+// ---- Tape-level glue (no registry op, plain arithmetic on the host or through parity_tensor_to) ----
+// CPU tensors only for now: a non-CPU tape or variable is an UNAVAILABLE "not built yet" error.
+
+// dtype conversion with exact rounding; backward converts the gradient back (rounded to input's dtype).
+parity_error *parity_node_cast(parity_tape *tape, const char *name, parity_variable *input, parity_dtype dtype,
+                               parity_variable **out);
+
+// concatenation along the FIRST dimension (row stacking), e.g. per-layer router logits (N, E) -> (L*N, E); backward slices.
+parity_error *parity_node_stack_rows(parity_tape *tape, const char *name, parity_variable *const *parts, int count,
+                                     parity_variable **out);
+
+// scalar combination out = weight_a * a + weight_b * b for scalar (numel 1) variables, computed in f64 and stored in a's dtype
+// (the loss + router_aux_loss_coef * aux_loss). b's dtype may differ from a's.
+parity_error *parity_node_weighted_sum(parity_tape *tape, const char *name, parity_variable *a, double weight_a,
+                                       parity_variable *b, double weight_b, parity_variable **out);
 
 #endif

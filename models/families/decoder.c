@@ -1,0 +1,80 @@
+// decoder.c: the causal-LM decoder every supported model shares, HF ForCausalLM semantics:
+//   h = embed_tokens(input_ids)
+//   per layer: h = h + mixer(input_layernorm(h)); h = h + mlp(post_attention_layernorm(h))
+//     mixer: attention (llama, qwen2, qwen3, seed_oss, qwen3_moe, full layers of qwen3_5/next),
+//            MLA (deepseek_v3) or GatedDeltaNet (linear layers of qwen3_5/next)
+//     mlp:   SwiGLU MLP, or MoE on the config's MoE layers
+//   loss = cross_entropy(norm(h), lm_head (or the tied embedding), shifted labels)
+//          + router_aux_loss_coef * load_balancing_loss(router outputs of every MoE layer)
+// The family table at the end lists which model_type values run through here.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/families/blocks.h"
+#include "models/families/decoder_family.h"
+
+static bool is_deepseek(const parity_model_config *config) { return strcmp(config->model_type, "deepseek_v3") == 0; }
+
+// HF computes the aux loss only when output_router_logits is set; DeepSeek-V3 has none.
+bool decoder_has_aux_loss(const parity_model_config *config) {
+    if (config->num_experts == 0 || is_deepseek(config) || !config->output_router_logits) return false;
+    for (int64_t layer = 0; layer < config->num_hidden_layers; layer++)
+        if (parity_model_config_is_moe_layer(config, layer)) return true;
+    return false;
+}
+
+static parity_error *mixer(family_context *context, int64_t layer, parity_variable *x, parity_variable **out) {
+    const parity_model_config *config = &context->model->config;
+    if (config->layer_kinds[layer] == PARITY_LAYER_LINEAR_ATTENTION) return block_gated_delta_net(context, layer, x, out);
+    if (is_deepseek(config)) return block_mla(context, layer, x, out);
+    return block_attention(context, layer, x, out);
+}
+
+parity_error *decoder_forward(parity_model *model, parity_tape *tape, const parity_batch *batch, parity_forward_outputs *outputs) {
+    family_context context = {model, tape, batch};
+    const parity_model_config *config = &model->config;
+    block_traits traits = block_traits_of(config);
+    const parity_backend *add = family_backend(&context, PARITY_OP_ADD);
+    parity_variable *embedding, *hidden;
+    PARITY_TRY(family_parameter(&context, &embedding, "model.embed_tokens.weight"));
+    PARITY_TRY(parity_node_embedding(tape, family_backend(&context, PARITY_OP_EMBEDDING), "model.embed_tokens", &batch->input_ids,
+                                     embedding, &hidden));
+    parity_variable *router_outputs[PARITY_MAX_LAYERS];
+    int router_count = 0;
+    for (int64_t layer = 0; layer < config->num_hidden_layers; layer++) {
+        char module[64];
+        snprintf(module, sizeof module, "model.layers.%lld", (long long)layer);
+        parity_variable *normed, *mixed, *mlp_out;
+        PARITY_TRY(family_rms_norm(&context, hidden, traits.norm, &normed, "%s.input_layernorm", module));
+        PARITY_TRY(mixer(&context, layer, normed, &mixed));
+        PARITY_TRY(parity_node_add(tape, add, module, hidden, mixed, &hidden));
+        PARITY_TRY(family_rms_norm(&context, hidden, traits.norm, &normed, "%s.post_attention_layernorm", module));
+        if (parity_model_config_is_moe_layer(config, layer)) {
+            parity_variable *router_output = NULL;
+            PARITY_TRY(block_moe(&context, layer, normed, &mlp_out, &router_output));
+            if (router_output) router_outputs[router_count++] = router_output;
+        } else {
+            char mlp[80];
+            snprintf(mlp, sizeof mlp, "%s.mlp", module);
+            PARITY_TRY(block_mlp(&context, mlp, normed, &mlp_out));
+        }
+        PARITY_TRY(parity_node_add(tape, add, module, hidden, mlp_out, &hidden));
+    }
+    PARITY_TRY(family_rms_norm(&context, hidden, traits.norm, &hidden, "model.norm"));
+    parity_variable *lm_head = embedding;
+    if (!config->tie_word_embeddings) PARITY_TRY(family_parameter(&context, &lm_head, "lm_head.weight"));
+    parity_variable *cross_entropy;
+    PARITY_TRY(parity_node_cross_entropy(tape, family_backend(&context, PARITY_OP_CROSS_ENTROPY), "loss", hidden, lm_head,
+                                         &batch->targets, 0, &cross_entropy, outputs->want_logits ? &outputs->logits : NULL));
+    outputs->loss = cross_entropy;
+    if (decoder_has_aux_loss(config) && router_count > 0) {
+        parity_variable *stacked, *aux;
+        PARITY_TRY(parity_node_stack_rows(tape, "router outputs", router_outputs, router_count, &stacked));
+        PARITY_TRY(parity_node_load_balancing_loss(tape, family_backend(&context, PARITY_OP_LOAD_BALANCING_LOSS), "aux_loss",
+                                                   stacked, config->num_experts, config->num_experts_per_tok, &aux));
+        outputs->aux_loss = aux;
+        PARITY_TRY(parity_node_weighted_sum(tape, "loss", cross_entropy, 1.0, aux, config->router_aux_loss_coef, &outputs->loss));
+    }
+    return NULL;
+}

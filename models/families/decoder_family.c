@@ -1,0 +1,223 @@
+// decoder_family.c: what each decoder model needs: the ops it calls (with the variants it needs from
+// them, so a backend that cannot do a variant is "not supported" instead of silently applied) and the
+// names, shapes and initializers of its parameters (HF names).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/families/blocks.h"
+#include "models/families/decoder_family.h"
+
+static bool has_layer_kind(const parity_model_config *config, parity_layer_kind kind) {
+    for (int64_t layer = 0; layer < config->num_hidden_layers; layer++)
+        if (config->layer_kinds[layer] == kind) return true;
+    return false;
+}
+
+static bool has_dense_mlp(const parity_model_config *config) {
+    for (int64_t layer = 0; layer < config->num_hidden_layers; layer++)
+        if (!parity_model_config_is_moe_layer(config, layer)) return true;
+    return false;
+}
+
+static bool has_moe(const parity_model_config *config) {
+    for (int64_t layer = 0; layer < config->num_hidden_layers; layer++)
+        if (parity_model_config_is_moe_layer(config, layer)) return true;
+    return false;
+}
+
+static parity_error *decoder_requirements(const parity_model_config *config, parity_op_requirement *out, size_t capacity,
+                                          size_t *count) {
+    family_requirements list = {out, capacity, 0};
+    block_traits traits = block_traits_of(config);
+    bool deepseek = strcmp(config->model_type, "deepseek_v3") == 0;
+    bool attention_layers = has_layer_kind(config, PARITY_LAYER_FULL_ATTENTION) || has_layer_kind(config, PARITY_LAYER_SLIDING_ATTENTION);
+    PARITY_TRY(family_require(&list, PARITY_OP_EMBEDDING, 0, NULL));
+    PARITY_TRY(family_require(&list, PARITY_OP_LINEAR, 0, NULL));
+    PARITY_TRY(family_require(&list, PARITY_OP_ADD, 0, NULL));
+    PARITY_TRY(family_require(&list, PARITY_OP_RMS_NORM, traits.norm == PARITY_RMS_NORM_OFFSET ? PARITY_CAP_OFFSET_WEIGHT : 0,
+                              traits.norm == PARITY_RMS_NORM_OFFSET ? "the (1 + w) RMSNorm" : NULL));
+    PARITY_TRY(family_require(&list, PARITY_OP_CROSS_ENTROPY, 0, NULL));
+    if (attention_layers) {
+        uint32_t attention = PARITY_CAP_VARLEN;
+        if (config->num_key_value_heads < config->num_attention_heads && !deepseek) attention |= PARITY_CAP_GQA;
+        if (has_layer_kind(config, PARITY_LAYER_SLIDING_ATTENTION)) attention |= PARITY_CAP_SLIDING_WINDOW;
+        PARITY_TRY(family_require(&list, PARITY_OP_ATTENTION, attention, "packed documents (cu_seqlens)"));
+        PARITY_TRY(family_require(&list, PARITY_OP_ROTARY,
+                                  config->rope.partial_rotary_factor < 1 ? PARITY_CAP_PARTIAL_ROTARY : PARITY_CAP_VARLEN,
+                                  config->rope.partial_rotary_factor < 1 ? "partial rotary (partial_rotary_factor < 1)"
+                                                                         : "per-token positions of packed documents"));
+    }
+    if (traits.output_gate || has_layer_kind(config, PARITY_LAYER_LINEAR_ATTENTION)) {
+        PARITY_TRY(family_require(&list, PARITY_OP_SPLIT, 0, NULL));
+        PARITY_TRY(family_require(&list, PARITY_OP_SIGMOID_GATE, 0, NULL));
+    }
+    if (deepseek) {
+        PARITY_TRY(family_require(&list, PARITY_OP_SPLIT, 0, NULL));
+        PARITY_TRY(family_require(&list, PARITY_OP_CONCAT, 0, NULL));
+        PARITY_TRY(family_require(&list, PARITY_OP_BROADCAST_HEADS, 0, NULL));
+    }
+    if (has_layer_kind(config, PARITY_LAYER_LINEAR_ATTENTION)) {
+        PARITY_TRY(family_require(&list, PARITY_OP_CAUSAL_CONV1D, PARITY_CAP_VARLEN, "packed documents (cu_seqlens)"));
+        PARITY_TRY(family_require(&list, PARITY_OP_GATED_DELTA_RULE, PARITY_CAP_VARLEN, "packed documents (cu_seqlens)"));
+        PARITY_TRY(family_require(&list, PARITY_OP_GDN_GATING, 0, NULL));
+        PARITY_TRY(family_require(&list, PARITY_OP_RMS_NORM_GATED, 0, NULL));
+    }
+    bool shared_expert = config->shared_expert_intermediate_size > 0 || config->n_shared_experts > 0;
+    if (has_dense_mlp(config) || shared_expert) PARITY_TRY(family_require(&list, PARITY_OP_SWIGLU, 0, NULL));
+    if (has_moe(config)) {
+        PARITY_TRY(family_require(&list, PARITY_OP_MOE_ROUTER, 0, NULL));
+        PARITY_TRY(family_require(&list, PARITY_OP_MOE_EXPERTS, 0, NULL));
+        if (config->shared_expert_intermediate_size > 0) PARITY_TRY(family_require(&list, PARITY_OP_SIGMOID_GATE, 0, NULL));
+        if (decoder_has_aux_loss(config)) PARITY_TRY(family_require(&list, PARITY_OP_LOAD_BALANCING_LOSS, 0, NULL));
+    }
+    *count = list.count;
+    return NULL;
+}
+
+#define SPEC(initializer, ...) family_spec(&specs, (initializer), __VA_ARGS__)
+
+static parity_error *mlp_specs(family_specs *list, const char *module, int64_t hidden, int64_t intermediate) {
+    family_specs specs = *list;
+    parity_error *error = SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(intermediate, hidden), "%s.gate_proj.weight", module);
+    if (!error) error = SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(intermediate, hidden), "%s.up_proj.weight", module);
+    if (!error) error = SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(hidden, intermediate), "%s.down_proj.weight", module);
+    *list = specs;
+    return error;
+}
+
+static parity_error *attention_specs(family_specs *list, const parity_model_config *config, const char *module) {
+    family_specs specs = *list;
+    block_traits traits = block_traits_of(config);
+    int64_t hidden = config->hidden_size, head_dim = config->head_dim;
+    int64_t query = config->num_attention_heads * head_dim * (traits.output_gate ? 2 : 1);
+    int64_t key = config->num_key_value_heads * head_dim, output = config->num_attention_heads * head_dim;
+    parity_initializer norm = traits.norm == PARITY_RMS_NORM_OFFSET ? PARITY_INIT_ZEROS : PARITY_INIT_ONES;
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(query, hidden), "%s.q_proj.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(key, hidden), "%s.k_proj.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(key, hidden), "%s.v_proj.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(hidden, output), "%s.o_proj.weight", module));
+    if (traits.qkv_bias) {
+        PARITY_TRY(SPEC(PARITY_INIT_ZEROS, PARITY_SHAPE(query), "%s.q_proj.bias", module));
+        PARITY_TRY(SPEC(PARITY_INIT_ZEROS, PARITY_SHAPE(key), "%s.k_proj.bias", module));
+        PARITY_TRY(SPEC(PARITY_INIT_ZEROS, PARITY_SHAPE(key), "%s.v_proj.bias", module));
+    }
+    if (traits.o_bias) PARITY_TRY(SPEC(PARITY_INIT_ZEROS, PARITY_SHAPE(hidden), "%s.o_proj.bias", module));
+    if (traits.qk_norm) {
+        PARITY_TRY(SPEC(norm, PARITY_SHAPE(head_dim), "%s.q_norm.weight", module));
+        PARITY_TRY(SPEC(norm, PARITY_SHAPE(head_dim), "%s.k_norm.weight", module));
+    }
+    *list = specs;
+    return NULL;
+}
+
+static parity_error *mla_specs(family_specs *list, const parity_model_config *config, const char *module) {
+    family_specs specs = *list;
+    int64_t hidden = config->hidden_size, heads = config->num_attention_heads;
+    int64_t qk_head_dim = config->qk_nope_head_dim + config->qk_rope_head_dim;
+    if (config->q_lora_rank > 0) {
+        PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(config->q_lora_rank, hidden), "%s.q_a_proj.weight", module));
+        PARITY_TRY(SPEC(PARITY_INIT_ONES, PARITY_SHAPE(config->q_lora_rank), "%s.q_a_layernorm.weight", module));
+        PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(heads * qk_head_dim, config->q_lora_rank), "%s.q_b_proj.weight", module));
+    } else {
+        PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(heads * qk_head_dim, hidden), "%s.q_proj.weight", module));
+    }
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(config->kv_lora_rank + config->qk_rope_head_dim, hidden),
+                    "%s.kv_a_proj_with_mqa.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_ONES, PARITY_SHAPE(config->kv_lora_rank), "%s.kv_a_layernorm.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(heads * (config->qk_nope_head_dim + config->v_head_dim), config->kv_lora_rank),
+                    "%s.kv_b_proj.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(hidden, heads * config->v_head_dim), "%s.o_proj.weight", module));
+    *list = specs;
+    return NULL;
+}
+
+static parity_error *gated_delta_net_specs(family_specs *list, const parity_model_config *config, const char *module) {
+    family_specs specs = *list;
+    int64_t hidden = config->hidden_size, key_heads = config->linear_num_key_heads, value_heads = config->linear_num_value_heads;
+    int64_t key_dim = key_heads * config->linear_key_head_dim, value_dim = value_heads * config->linear_value_head_dim;
+    int64_t channels = 2 * key_dim + value_dim;
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(channels, hidden), "%s.in_proj_qkv.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(value_dim, hidden), "%s.in_proj_z.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(value_heads, hidden), "%s.in_proj_b.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(value_heads, hidden), "%s.in_proj_a.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(channels, 1, config->linear_conv_kernel_dim), "%s.conv1d.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_ONES, PARITY_SHAPE(value_heads), "%s.dt_bias", module));
+    parity_error *error = SPEC(PARITY_INIT_UNIFORM, PARITY_SHAPE(value_heads), "%s.A_log", module); // log(A), A ~ U(1, 16)
+    if (error) return error;
+    specs.items[specs.count - 1].low = 0.0;
+    specs.items[specs.count - 1].high = 2.772588722239781;
+    PARITY_TRY(SPEC(PARITY_INIT_ONES, PARITY_SHAPE(config->linear_value_head_dim), "%s.norm.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(hidden, value_dim), "%s.out_proj.weight", module));
+    *list = specs;
+    return NULL;
+}
+
+static parity_error *moe_specs(family_specs *list, const parity_model_config *config, const char *module) {
+    family_specs specs = *list;
+    int64_t hidden = config->hidden_size, experts = config->num_experts, intermediate = config->moe_intermediate_size;
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(experts, hidden), "%s.gate.weight", module));
+    if (strcmp(config->model_type, "deepseek_v3") == 0)
+        PARITY_TRY(SPEC(PARITY_INIT_ZEROS, PARITY_SHAPE(experts), "%s.gate.e_score_correction_bias", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(experts, 2 * intermediate, hidden), "%s.experts.gate_up_proj", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(experts, hidden, intermediate), "%s.experts.down_proj", module));
+    char shared[160];
+    if (config->n_shared_experts > 0) {
+        snprintf(shared, sizeof shared, "%s.shared_experts", module);
+        PARITY_TRY(mlp_specs(&specs, shared, hidden, intermediate * config->n_shared_experts));
+    }
+    if (config->shared_expert_intermediate_size > 0) {
+        snprintf(shared, sizeof shared, "%s.shared_expert", module);
+        PARITY_TRY(mlp_specs(&specs, shared, hidden, config->shared_expert_intermediate_size));
+        PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(1, hidden), "%s.shared_expert_gate.weight", module));
+    }
+    *list = specs;
+    return NULL;
+}
+
+static parity_error *decoder_parameter_specs(const parity_model_config *config, parity_parameter_spec **out, size_t *count) {
+    family_specs specs = {0};
+    block_traits traits = block_traits_of(config);
+    parity_initializer norm = traits.norm == PARITY_RMS_NORM_OFFSET ? PARITY_INIT_ZEROS : PARITY_INIT_ONES;
+    int64_t hidden = config->hidden_size;
+    parity_error *error = SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(config->vocab_size, hidden), "model.embed_tokens.weight");
+    for (int64_t layer = 0; layer < config->num_hidden_layers && !error; layer++) {
+        char module[96];
+        snprintf(module, sizeof module, "model.layers.%lld", (long long)layer);
+        error = SPEC(norm, PARITY_SHAPE(hidden), "%s.input_layernorm.weight", module);
+        if (!error) error = SPEC(norm, PARITY_SHAPE(hidden), "%s.post_attention_layernorm.weight", module);
+        char mixer[128], mlp[128];
+        snprintf(mlp, sizeof mlp, "%s.mlp", module);
+        if (!error && config->layer_kinds[layer] == PARITY_LAYER_LINEAR_ATTENTION) {
+            snprintf(mixer, sizeof mixer, "%s.linear_attn", module);
+            error = gated_delta_net_specs(&specs, config, mixer);
+        } else if (!error) {
+            snprintf(mixer, sizeof mixer, "%s.self_attn", module);
+            error = strcmp(config->model_type, "deepseek_v3") == 0 ? mla_specs(&specs, config, mixer)
+                                                                   : attention_specs(&specs, config, mixer);
+        }
+        if (!error)
+            error = parity_model_config_is_moe_layer(config, layer) ? moe_specs(&specs, config, mlp)
+                                                                    : mlp_specs(&specs, mlp, hidden, config->intermediate_size);
+    }
+    if (!error) error = SPEC(norm, PARITY_SHAPE(hidden), "model.norm.weight");
+    if (!error && !config->tie_word_embeddings) error = SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(config->vocab_size, hidden), "lm_head.weight");
+    if (error) {
+        free(specs.items);
+        return error;
+    }
+    *out = specs.items;
+    *count = specs.count;
+    return NULL;
+}
+
+static const char *const decoder_model_types[] = {"llama", "qwen2", "qwen3", "seed_oss", "qwen3_moe", "deepseek_v3",
+                                                  "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next", NULL};
+
+const parity_model_family parity_decoder_family = {
+    .name = "causal-LM decoder",
+    .model_types = decoder_model_types,
+    .requirements = decoder_requirements,
+    .parameter_specs = decoder_parameter_specs,
+    .forward = decoder_forward,
+};
