@@ -4,9 +4,11 @@
 
 #include "ops/rms_norm/rms_norm.h"
 #include "ops/rotary/rotary.h"
+#include "ops/swiglu/swiglu.h"
 
 const parity_builtin_backend_family parity_builtin_backends[] = {
     {"rms_norm cpu", parity_rms_norm_register_cpu},
     {"rotary cpu", parity_rotary_register_cpu},
+    {"swiglu cpu", parity_swiglu_register_cpu},
 };
 const size_t parity_builtin_backend_count = sizeof parity_builtin_backends / sizeof parity_builtin_backends[0];
