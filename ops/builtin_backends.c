@@ -3,6 +3,7 @@
 #include "ops/builtin_backends.h"
 
 #include "ops/rms_norm/rms_norm.h"
+#include "ops/rms_norm_gated/rms_norm_gated.h"
 #include "ops/rotary/rotary.h"
 #include "ops/swiglu/swiglu.h"
 
@@ -10,5 +11,6 @@ const parity_builtin_backend_family parity_builtin_backends[] = {
     {"rms_norm cpu", parity_rms_norm_register_cpu},
     {"rotary cpu", parity_rotary_register_cpu},
     {"swiglu cpu", parity_swiglu_register_cpu},
+    {"rms_norm_gated cpu", parity_rms_norm_gated_register_cpu},
 };
 const size_t parity_builtin_backend_count = sizeof parity_builtin_backends / sizeof parity_builtin_backends[0];

@@ -5,6 +5,7 @@ const op_case_list *const all_op_cases[] = {
     &rms_norm_case_list,
     &rotary_case_list,
     &swiglu_case_list,
+    &rms_norm_gated_case_list,
 };
 const size_t all_op_case_list_count = sizeof all_op_cases / sizeof all_op_cases[0];
 
@@ -12,6 +13,7 @@ const op_invalid_list *const all_invalid_cases[] = {
     &rms_norm_invalid_list,
     &rotary_invalid_list,
     &swiglu_invalid_list,
+    &rms_norm_gated_invalid_list,
 };
 const size_t all_invalid_case_list_count = sizeof all_invalid_cases / sizeof all_invalid_cases[0];
 

@@ -49,5 +49,7 @@ extern const op_case_list rotary_case_list;
 extern const op_invalid_list rotary_invalid_list;
 extern const op_case_list swiglu_case_list;
 extern const op_invalid_list swiglu_invalid_list;
+extern const op_case_list rms_norm_gated_case_list;
+extern const op_invalid_list rms_norm_gated_invalid_list;
 
 #endif
