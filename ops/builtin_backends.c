@@ -34,5 +34,14 @@ const parity_builtin_backend_family parity_builtin_backends[] = {
     {"concat cpu", parity_concat_register_cpu},
     {"split cpu", parity_split_register_cpu},
     {"broadcast_heads cpu", parity_broadcast_heads_register_cpu},
+#include "ops/rms_norm_gated/rms_norm_gated.h"
+#include "ops/rotary/rotary.h"
+#include "ops/swiglu/swiglu.h"
+
+const parity_builtin_backend_family parity_builtin_backends[] = {
+    {"rms_norm cpu", parity_rms_norm_register_cpu},
+    {"rotary cpu", parity_rotary_register_cpu},
+    {"swiglu cpu", parity_swiglu_register_cpu},
+    {"rms_norm_gated cpu", parity_rms_norm_gated_register_cpu},
 };
 const size_t parity_builtin_backend_count = sizeof parity_builtin_backends / sizeof parity_builtin_backends[0];

@@ -6,11 +6,10 @@
 //
 // Backward, with g = dy * w_eff (w_eff = w or 1 + w) and x_hat = x * inv:
 //   dx = inv * (g - x_hat * mean(g * x_hat)),  dw = sum over rows of dy * x_hat
-#include <math.h>
-
 #include "ops/core/cpu_math.h"
 #include "ops/registry.h"
 #include "ops/rms_norm/rms_norm.h"
+#include "ops/rms_norm/rms_statistics.h"
 
 static parity_error *rms_norm_eager_forward(const parity_rms_norm_args *args, parity_saved *saved) {
     int64_t rows, hidden;
@@ -26,11 +25,7 @@ static parity_error *rms_norm_eager_forward(const parity_rms_norm_args *args, pa
     PARITY_TRY(parity_cpu_values_new(rows * hidden, &y));
     for (int64_t row = 0; row < rows; row++) {
         const double *x_row = x.data + row * hidden;
-        double sum_squares = 0;
-        for (int64_t i = 0; i < hidden; i++)
-            sum_squares = parity_round_compute(sum_squares + parity_round_compute(x_row[i] * x_row[i], dtype), dtype);
-        double mean = parity_round_compute(sum_squares / (double)hidden, dtype);
-        double inverse = parity_round_compute(1.0 / sqrt(parity_round_compute(mean + args->eps, dtype)), dtype);
+        double inverse = parity_rms_inverse(x_row, hidden, args->eps, dtype);
         parity_tensor_set(inverse_rms, row, inverse);
         for (int64_t i = 0; i < hidden; i++) {
             double x_hat = parity_round_compute(x_row[i] * inverse, dtype);
@@ -58,31 +53,23 @@ static parity_error *rms_norm_eager_backward(const parity_rms_norm_args *args, c
     PARITY_TRY(parity_saved_get(saved, 0, &inverse_rms));
     parity_dtype dtype = args->input->dtype;
 
-    parity_cpu_values x, w, dy, dx, dw;
+    parity_cpu_values x, w, dy, dx, dw, g;
     PARITY_TRY(parity_cpu_values_load(args->input, "rms_norm input", &x));
     PARITY_TRY(parity_cpu_values_load(args->weight, "rms_norm weight", &w));
     PARITY_TRY(parity_cpu_values_load(grads->doutput, "rms_norm doutput", &dy));
     PARITY_TRY(parity_cpu_values_new(rows * hidden, &dx));
     PARITY_TRY(parity_cpu_values_new(hidden, &dw));
+    PARITY_TRY(parity_cpu_values_new(hidden, &g)); // one row of dloss / dx_hat
     for (int64_t row = 0; row < rows; row++) {
         const double *x_row = x.data + row * hidden, *dy_row = dy.data + row * hidden;
         double inverse = parity_tensor_get(inverse_rms, row);
-        double dot = 0; // sum(g * x_hat)
         for (int64_t i = 0; i < hidden; i++) {
             double x_hat = parity_round_compute(x_row[i] * inverse, dtype);
             double weight = args->variant == PARITY_RMS_NORM_OFFSET ? parity_round_compute(1.0 + w.data[i], dtype) : w.data[i];
-            double g = parity_round_compute(dy_row[i] * weight, dtype);
-            dot = parity_round_compute(dot + parity_round_compute(g * x_hat, dtype), dtype);
+            g.data[i] = parity_round_compute(dy_row[i] * weight, dtype);
             dw.data[i] = parity_round_compute(dw.data[i] + parity_round_compute(dy_row[i] * x_hat, dtype), dtype);
         }
-        double mean_dot = parity_round_compute(dot / (double)hidden, dtype);
-        for (int64_t i = 0; i < hidden; i++) {
-            double x_hat = parity_round_compute(x_row[i] * inverse, dtype);
-            double weight = args->variant == PARITY_RMS_NORM_OFFSET ? parity_round_compute(1.0 + w.data[i], dtype) : w.data[i];
-            double g = parity_round_compute(dy_row[i] * weight, dtype);
-            double inner = parity_round_compute(g - parity_round_compute(x_hat * mean_dot, dtype), dtype);
-            dx.data[row * hidden + i] = parity_round_compute(inverse * inner, dtype);
-        }
+        parity_rms_input_gradient(x_row, g.data, hidden, inverse, dtype, dx.data + row * hidden);
     }
     if (grads->dinput) parity_cpu_values_store(grads->dinput, dx.data);
     if (grads->dweight) parity_cpu_values_store(grads->dweight, dw.data);
@@ -91,6 +78,7 @@ static parity_error *rms_norm_eager_backward(const parity_rms_norm_args *args, c
     parity_cpu_values_free(&dy);
     parity_cpu_values_free(&dx);
     parity_cpu_values_free(&dw);
+    parity_cpu_values_free(&g);
     return NULL;
 }
 

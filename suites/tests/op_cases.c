@@ -17,6 +17,9 @@ const op_case_list *const all_op_cases[] = {
     &concat_case_list,
     &split_case_list,
     &broadcast_heads_case_list,
+    &rotary_case_list,
+    &swiglu_case_list,
+    &rms_norm_gated_case_list,
 };
 const size_t all_op_case_list_count = sizeof all_op_cases / sizeof all_op_cases[0];
 
@@ -36,6 +39,9 @@ const op_invalid_list *const all_invalid_cases[] = {
     &concat_invalid_list,
     &split_invalid_list,
     &broadcast_heads_invalid_list,
+    &rotary_invalid_list,
+    &swiglu_invalid_list,
+    &rms_norm_gated_invalid_list,
 };
 const size_t all_invalid_case_list_count = sizeof all_invalid_cases / sizeof all_invalid_cases[0];
 

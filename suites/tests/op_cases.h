@@ -73,5 +73,11 @@ extern const op_case_list split_case_list;
 extern const op_invalid_list split_invalid_list;
 extern const op_case_list broadcast_heads_case_list;
 extern const op_invalid_list broadcast_heads_invalid_list;
+extern const op_case_list rotary_case_list;
+extern const op_invalid_list rotary_invalid_list;
+extern const op_case_list swiglu_case_list;
+extern const op_invalid_list swiglu_invalid_list;
+extern const op_case_list rms_norm_gated_case_list;
+extern const op_invalid_list rms_norm_gated_invalid_list;
 
 #endif
