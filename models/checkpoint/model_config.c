@@ -53,7 +53,7 @@ static parity_error *read_bool(const cJSON *object, const char *path, const char
     return NULL;
 }
 
-static parity_error *read_rope(const cJSON *root, const char *path, parity_rope_config *rope) {
+static parity_error *read_rope(const cJSON *root, const char *path, parity_rope_description *rope) {
     // transformers 5: rope_parameters {rope_type, rope_theta, ...}; older: rope_theta + rope_scaling {type|rope_type, ...}
     const cJSON *parameters = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
     const cJSON *scaling = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
@@ -88,8 +88,11 @@ static parity_error *read_rope(const cJSON *root, const char *path, parity_rope_
         PARITY_TRY(read_number(source, path, "high_freq_factor", 4.0, &rope->high_freq_factor));
         PARITY_TRY(read_integer(source, path, "original_max_position_embeddings", false, 1, 0,
                                 &rope->original_max_position_embeddings));
-        PARITY_TRY(read_number(source, path, "beta_fast", 32.0, &rope->beta_fast));
-        PARITY_TRY(read_number(source, path, "beta_slow", 1.0, &rope->beta_slow));
+        PARITY_TRY(read_number(source, path, "beta_fast", 0.0, &rope->beta_fast));
+        PARITY_TRY(read_number(source, path, "beta_slow", 0.0, &rope->beta_slow));
+        bool truncate = true;
+        PARITY_TRY(read_bool(source, path, "truncate", true, &truncate));
+        rope->yarn_no_truncate = !truncate;
         PARITY_TRY(read_number(source, path, "mscale", 0.0, &rope->mscale));
         PARITY_TRY(read_number(source, path, "mscale_all_dim", 0.0, &rope->mscale_all_dim));
         PARITY_TRY(read_number(source, path, "attention_factor", 0.0, &rope->attention_factor));
@@ -104,7 +107,9 @@ static parity_error *read_rope(const cJSON *root, const char *path, parity_rope_
     PARITY_TRY(read_number(partial_source, path, "partial_rotary_factor", 1.0, &rope->partial_rotary_factor));
     if (rope->partial_rotary_factor <= 0 || rope->partial_rotary_factor > 1)
         return PARITY_ERROR(PARITY_ERROR_DATA, "%s: field 'partial_rotary_factor' must be in (0, 1]", path);
-    PARITY_TRY(read_bool(root, path, "rope_interleave", false, &rope->interleaved));
+    bool interleave = false;
+    PARITY_TRY(read_bool(root, path, "rope_interleave", false, &interleave));
+    rope->layout = interleave ? PARITY_ROTARY_INTERLEAVED : PARITY_ROTARY_HALF_SPLIT;
     return NULL;
 }
 

@@ -10,28 +10,9 @@
 #include <stdint.h>
 
 #include "ops/core/error.h"
+#include "ops/rotary/rope_description.h"
 
 #define PARITY_MAX_LAYERS 256
-
-typedef enum parity_rope_type {
-    PARITY_ROPE_DEFAULT = 0,
-    PARITY_ROPE_LINEAR,
-    PARITY_ROPE_LLAMA3,
-    PARITY_ROPE_YARN,
-} parity_rope_type;
-
-typedef struct parity_rope_config {
-    parity_rope_type type;
-    double theta;
-    double factor;                          // linear, llama3, yarn
-    double low_freq_factor, high_freq_factor; // llama3
-    int64_t original_max_position_embeddings; // llama3, yarn
-    double beta_fast, beta_slow;            // yarn (defaults 32, 1)
-    double mscale, mscale_all_dim;          // yarn (DeepSeek); 0 = absent
-    double attention_factor;                // yarn; 0 = derive from factor
-    double partial_rotary_factor;           // 1 = full rotary
-    bool interleaved;                       // DeepSeek-V3 rope_interleave
-} parity_rope_config;
 
 typedef enum parity_layer_kind {
     PARITY_LAYER_FULL_ATTENTION = 0,
@@ -51,7 +32,7 @@ typedef struct parity_model_config {
     bool mlp_bias;
     int64_t max_position_embeddings;
     int64_t sliding_window;                 // 0 = none
-    parity_rope_config rope;
+    parity_rope_description rope;           // rope_parameters / rope_scaling, partial factor, interleave
     parity_layer_kind layer_kinds[PARITY_MAX_LAYERS];
 
     // MoE (qwen3_moe, qwen3_5_moe, deepseek_v3)

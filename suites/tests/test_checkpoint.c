@@ -324,7 +324,7 @@ Test(checkpoint, config_reads_both_rope_spellings_and_defaults) {
     cr_expect_not(parity_model_config_is_moe_layer(&config, 0));
     cr_expect(parity_model_config_is_moe_layer(&config, 1));
     cr_assert_null(parity_model_config_read(UPSTREAM "/deepseek_v3_tiny/config.json", &config));
-    cr_expect(config.rope.interleaved);
+    cr_expect_eq(config.rope.layout, PARITY_ROTARY_INTERLEAVED);
     cr_expect_not(parity_model_config_is_moe_layer(&config, 0));
 }
 
