@@ -45,5 +45,7 @@ extern const size_t all_backend_pair_count;
 // Each cases_<op>.c exports these.
 extern const op_case_list rms_norm_case_list;
 extern const op_invalid_list rms_norm_invalid_list;
+extern const op_case_list moe_router_case_list;
+extern const op_invalid_list moe_router_invalid_list;
 
 #endif
