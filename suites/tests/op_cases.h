@@ -47,5 +47,7 @@ extern const op_case_list rms_norm_case_list;
 extern const op_invalid_list rms_norm_invalid_list;
 extern const op_case_list moe_router_case_list;
 extern const op_invalid_list moe_router_invalid_list;
+extern const op_case_list moe_experts_case_list;
+extern const op_invalid_list moe_experts_invalid_list;
 
 #endif
