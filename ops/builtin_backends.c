@@ -14,6 +14,9 @@
 #include "ops/embedding/embedding.h"
 #include "ops/linear/linear.h"
 #include "ops/matmul/matmul.h"
+#include "ops/load_balancing_loss/load_balancing_loss.h"
+#include "ops/moe_experts/moe_experts.h"
+#include "ops/moe_router/moe_router.h"
 #include "ops/rms_norm/rms_norm.h"
 #include "ops/sigmoid_gate/sigmoid_gate.h"
 #include "ops/split/split.h"
@@ -43,5 +46,8 @@ const parity_builtin_backend_family parity_builtin_backends[] = {
     {"rotary cpu", parity_rotary_register_cpu},
     {"swiglu cpu", parity_swiglu_register_cpu},
     {"rms_norm_gated cpu", parity_rms_norm_gated_register_cpu},
+    {"moe_router cpu", parity_moe_router_register_cpu},
+    {"moe_experts cpu", parity_moe_experts_register_cpu},
+    {"load_balancing_loss cpu", parity_load_balancing_loss_register_cpu},
 };
 const size_t parity_builtin_backend_count = sizeof parity_builtin_backends / sizeof parity_builtin_backends[0];

@@ -20,6 +20,9 @@ const op_case_list *const all_op_cases[] = {
     &rotary_case_list,
     &swiglu_case_list,
     &rms_norm_gated_case_list,
+    &moe_router_case_list,
+    &moe_experts_case_list,
+    &load_balancing_loss_case_list,
 };
 const size_t all_op_case_list_count = sizeof all_op_cases / sizeof all_op_cases[0];
 
@@ -42,6 +45,9 @@ const op_invalid_list *const all_invalid_cases[] = {
     &rotary_invalid_list,
     &swiglu_invalid_list,
     &rms_norm_gated_invalid_list,
+    &moe_router_invalid_list,
+    &moe_experts_invalid_list,
+    &load_balancing_loss_invalid_list,
 };
 const size_t all_invalid_case_list_count = sizeof all_invalid_cases / sizeof all_invalid_cases[0];
 

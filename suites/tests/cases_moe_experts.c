@@ -1,0 +1,122 @@
+// cases_moe_experts.c: MoE experts rows (primes, a single token, K = 1 and K = E, experts no token
+// chose, f32 routing weights with bf16 activations as DeepSeek-V3 has them) and invalid calls.
+// The routing is given (expert_indices is an input), so the op is smooth in every float input.
+#include "moe_case_inputs.h"
+#include "op_cases.h"
+#include "ops/moe_experts/moe_experts.h"
+
+typedef struct moe_experts_params {
+    int64_t tokens, hidden, experts, intermediate, top_k;
+    int64_t unused_expert;  // an expert no token is routed to (-1: none forced)
+    bool f32_weights;       // routing weights in f32 when the activations are bf16 (DeepSeek-V3)
+} moe_experts_params;
+
+// Token t uses K consecutive experts (cyclically, skipping the unused one) starting at 3t, in
+// reverse order on odd tokens: distinct per token, varied slot order.
+static void route(const moe_experts_params *params, int64_t *indices) {
+    int64_t available[64], count = 0;
+    for (int64_t e = 0; e < params->experts && count < 64; e++)
+        if (e != params->unused_expert) available[count++] = e;
+    for (int64_t t = 0; t < params->tokens; t++)
+        for (int64_t k = 0; k < params->top_k; k++) {
+            int64_t offset = t % 2 ? params->top_k - 1 - k : k;
+            indices[t * params->top_k + k] = available[(3 * t + offset) % count];
+        }
+}
+
+static parity_error *moe_experts_setup(op_check_state *state, const void *raw) {
+    const moe_experts_params *params = raw;
+    int64_t N = params->tokens, H = params->hidden, E = params->experts, I = params->intermediate, K = params->top_k;
+    int64_t indices[256];
+    if (N * K > 256 || E > 64) return PARITY_ERROR(PARITY_ERROR_INTERNAL, "moe_experts rows: row too large");
+    route(params, indices);
+    op_check_input(state, "hidden", true, OP_CHECK_NORMAL, 0, 1, PARITY_SHAPE(N, H));
+    op_check_input(state, "gate_up_proj", true, OP_CHECK_NORMAL, 0, 0.3, PARITY_SHAPE(E, 2 * I, H));
+    op_check_input(state, "down_proj", true, OP_CHECK_NORMAL, 0, 0.3, PARITY_SHAPE(E, H, I));
+    op_check_indices(state, "expert_indices", indices, PARITY_SHAPE(N, K));
+    op_check_input(state, "routing_weights", true, OP_CHECK_UNIFORM, 0.1, 1.0, PARITY_SHAPE(N, K));
+    if (params->f32_weights && state->dtype == PARITY_BF16) PARITY_TRY(moe_retype_input(state, "routing_weights", PARITY_F32));
+    op_check_output(state, "output", true, PARITY_SHAPE(N, H));
+    return NULL;
+}
+
+static parity_moe_experts_args moe_experts_args_of(op_check_state *state) {
+    return (parity_moe_experts_args){op_check_value(state, "hidden"),          op_check_value(state, "gate_up_proj"),
+                                     op_check_value(state, "down_proj"),       op_check_value(state, "expert_indices"),
+                                     op_check_value(state, "routing_weights"), op_check_value(state, "output")};
+}
+
+static parity_error *moe_experts_forward(op_check_state *state, const void *raw) {
+    const parity_moe_experts_kernels *kernels = op_check_kernels(state);
+    parity_moe_experts_args args = moe_experts_args_of(state);
+    return kernels->forward(&args, &state->saved);
+}
+
+static parity_error *moe_experts_backward(op_check_state *state, const void *raw) {
+    const parity_moe_experts_kernels *kernels = op_check_kernels(state);
+    parity_moe_experts_args args = moe_experts_args_of(state);
+    parity_moe_experts_grads grads = {op_check_gradient(state, "output"), op_check_gradient(state, "hidden"),
+                                      op_check_gradient(state, "gate_up_proj"), op_check_gradient(state, "down_proj"),
+                                      op_check_gradient(state, "routing_weights")};
+    return kernels->backward(&args, &state->saved, &grads);
+}
+
+#define MOE_EXPERTS_ROW(label, tokens_, hidden_, experts_, intermediate_, top_k_, unused_, f32_weights_)      \
+    {PARITY_OP_MOE_EXPERTS, label, moe_experts_setup, moe_experts_forward, moe_experts_backward,              \
+     &(const moe_experts_params){tokens_, hidden_, experts_, intermediate_, top_k_, unused_, f32_weights_}, 0, 0}
+
+static const op_check_case moe_experts_cases[] = {
+    MOE_EXPERTS_ROW("E=4 K=2 N=7 H=16 I=8 expert 2 idle", 7, 16, 4, 8, 2, 2, false),
+    MOE_EXPERTS_ROW("E=5 K=3 N=11 H=13 I=7 expert 4 idle", 11, 13, 5, 7, 3, 4, false),
+    MOE_EXPERTS_ROW("E=8 K=1 N=5 H=12 I=5", 5, 12, 8, 5, 1, -1, false),
+    MOE_EXPERTS_ROW("E=4 K=2 N=1 H=16 I=8", 1, 16, 4, 8, 2, -1, false),
+    MOE_EXPERTS_ROW("E=3 K=3 N=4 H=48 I=11", 4, 48, 3, 11, 3, -1, false),
+    MOE_EXPERTS_ROW("E=4 K=2 N=6 H=16 I=8 f32 weights", 6, 16, 4, 8, 2, 3, true),
+};
+const op_case_list moe_experts_case_list = OP_CASE_LIST(moe_experts_cases);
+
+// ---- invalid calls ----
+static parity_error *call_experts(moe_tensor_bag *bag, parity_moe_experts_args args) {
+    parity_error *error = bag->error;
+    const parity_backend *backend;
+    parity_saved saved = {0};
+    if (!error) error = parity_registry_resolve(PARITY_OP_MOE_EXPERTS, "eager", PARITY_CPU, &backend);
+    if (!error) error = ((const parity_moe_experts_kernels *)backend->kernels)->forward(&args, &saved);
+    parity_saved_release(&saved);
+    moe_bag_release(bag);
+    return error;
+}
+
+static parity_error *call_with_expert_index_out_of_range(void) {
+    moe_tensor_bag bag = {0};
+    parity_tensor *indices = moe_bag_zeros(&bag, PARITY_I64, PARITY_SHAPE(3, 2));
+    if (indices) ((int64_t *)indices->data)[1 * 2 + 1] = 4; // token 1, slot 1 -> expert 4 of 4
+    return call_experts(&bag, (parity_moe_experts_args){
+                                  moe_bag_zeros(&bag, PARITY_F32, PARITY_SHAPE(3, 16)),
+                                  moe_bag_zeros(&bag, PARITY_F32, PARITY_SHAPE(4, 16, 16)),
+                                  moe_bag_zeros(&bag, PARITY_F32, PARITY_SHAPE(4, 16, 8)),
+                                  indices,
+                                  moe_bag_zeros(&bag, PARITY_F32, PARITY_SHAPE(3, 2)),
+                                  moe_bag_zeros(&bag, PARITY_F32, PARITY_SHAPE(3, 16)),
+                              });
+}
+
+static parity_error *call_with_gate_up_proj_not_fused(void) {
+    moe_tensor_bag bag = {0};
+    return call_experts(&bag, (parity_moe_experts_args){
+                                  moe_bag_zeros(&bag, PARITY_BF16, PARITY_SHAPE(3, 16)),
+                                  moe_bag_zeros(&bag, PARITY_BF16, PARITY_SHAPE(4, 8, 16)), // gate only: (E, I, H)
+                                  moe_bag_zeros(&bag, PARITY_BF16, PARITY_SHAPE(4, 16, 8)),
+                                  moe_bag_zeros(&bag, PARITY_I64, PARITY_SHAPE(3, 2)),
+                                  moe_bag_zeros(&bag, PARITY_BF16, PARITY_SHAPE(3, 2)),
+                                  moe_bag_zeros(&bag, PARITY_BF16, PARITY_SHAPE(3, 16)),
+                              });
+}
+
+static const op_invalid_case moe_experts_invalid_cases[] = {
+    {PARITY_OP_MOE_EXPERTS, "expert index >= E", call_with_expert_index_out_of_range,
+     "moe_experts: expert index 4 at token 1, slot 1 is outside [0, 4)"},
+    {PARITY_OP_MOE_EXPERTS, "gate_up_proj is not (E, 2I, H)", call_with_gate_up_proj_not_fused,
+     "moe_experts: gate_up_proj has shape (4, 8, 16), expected (4, 16, 16)"},
+};
+const op_invalid_list moe_experts_invalid_list = OP_CASE_LIST(moe_experts_invalid_cases);
