@@ -14,4 +14,8 @@ void parity_command_list_usage(FILE *stream);
 int parity_command_config(int argc, char **argv);
 void parity_command_config_usage(FILE *stream);
 
+// parity eval: one forward + backward of a model on a batch (loss, grad norms, logits sum).
+int parity_command_eval(int argc, char **argv);
+void parity_command_eval_usage(FILE *stream);
+
 #endif

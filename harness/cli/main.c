@@ -22,7 +22,9 @@ static const parity_command commands[] = {
      parity_command_list, parity_command_list_usage},
     {"config", "check a VeOmni kernel-selection config: resolve it for a device and report every problem",
      parity_command_config, parity_command_config_usage},
-    // Rows to come with their commands: eval, golden, run, report, bench.
+    {"eval", "one forward + backward of a model on a batch: loss, aux loss, gradient norms, logits sum",
+     parity_command_eval, parity_command_eval_usage},
+    // Rows to come with their commands: golden, run, report, bench.
 };
 static const size_t command_count = sizeof commands / sizeof commands[0];
 

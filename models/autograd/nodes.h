@@ -19,11 +19,17 @@
 #include "ops/gdn_gating/gdn_gating.h"
 #include "ops/l2_norm/l2_norm.h"
 #include "ops/linear/linear.h"
+#include "ops/load_balancing_loss/load_balancing_loss.h"
 #include "ops/matmul/matmul.h"
+#include "ops/moe_experts/moe_experts.h"
+#include "ops/moe_router/moe_router.h"
 #include "ops/registry.h"
 #include "ops/rms_norm/rms_norm.h"
+#include "ops/rms_norm_gated/rms_norm_gated.h"
+#include "ops/rotary/rotary.h"
 #include "ops/sigmoid_gate/sigmoid_gate.h"
 #include "ops/split/split.h"
+#include "ops/swiglu/swiglu.h"
 
 // (N, H) -> (N, H)
 parity_error *parity_node_rms_norm(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *input,
@@ -108,5 +114,38 @@ parity_error *parity_node_stack_rows(parity_tape *tape, const char *name, parity
 // (the loss + router_aux_loss_coef * aux_loss). b's dtype may differ from a's.
 parity_error *parity_node_weighted_sum(parity_tape *tape, const char *name, parity_variable *a, double weight_a,
                                        parity_variable *b, double weight_b, parity_variable **out);
+
+// ---- model ops with kernel-selection fields (lead) ----
+// query (N, Hq, D), key (N, Hk, D), positions (N) -> rotated query and key
+parity_error *parity_node_rotary(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *query,
+                                 parity_variable *key, const parity_tensor *positions, const parity_rope_description *rope,
+                                 parity_variable **query_out, parity_variable **key_out);
+// silu(gate) * up, (N, I)
+parity_error *parity_node_swiglu(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *gate,
+                                 parity_variable *up, parity_variable **out);
+// Qwen3.5 gated RMSNorm: input, gate (N, D), weight (D)
+parity_error *parity_node_rms_norm_gated(parity_tape *tape, const parity_backend *backend, const char *name,
+                                         parity_variable *input, parity_variable *gate, parity_variable *weight, double eps,
+                                         parity_variable **out);
+typedef struct parity_node_router_options {
+    parity_moe_router_kind kind;
+    int64_t top_k;
+    bool norm_topk_prob;
+    int64_t n_group, topk_group;       // DeepSeek-V3
+    double routed_scaling_factor;      // DeepSeek-V3
+} parity_node_router_options;
+// router_logits (N, E) -> routing weights (N, K) in weights_dtype, expert indices (N, K) int64
+parity_error *parity_node_moe_router(parity_tape *tape, const parity_backend *backend, const char *name,
+                                     const parity_node_router_options *options, parity_variable *logits,
+                                     const parity_tensor *correction_bias, parity_dtype weights_dtype,
+                                     parity_variable **weights, parity_variable **indices);
+// hidden (N, H), fused experts, routing -> (N, H)
+parity_error *parity_node_moe_experts(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *hidden,
+                                      parity_variable *gate_up_proj, parity_variable *down_proj, parity_variable *expert_indices,
+                                      parity_variable *routing_weights, parity_variable **out);
+// every MoE layer's raw router logits stacked (L * N, E) -> aux loss ()
+parity_error *parity_node_load_balancing_loss(parity_tape *tape, const parity_backend *backend, const char *name,
+                                              parity_variable *router_logits, int64_t num_layers, int64_t top_k,
+                                              parity_variable **loss);
 
 #endif

@@ -63,6 +63,14 @@ parity_error *parity_tape_borrow(parity_tape *tape, const char *name, const pari
     return NULL;
 }
 
+parity_error *parity_tape_adopt(parity_tape *tape, const char *name, parity_tensor *value, bool requires_gradient,
+                                parity_variable **out) {
+    PARITY_TRY(add_variable(tape, name, requires_gradient, out));
+    (*out)->value = *value;
+    memset(value, 0, sizeof *value);
+    return NULL;
+}
+
 typedef struct reshape_record {
     parity_variable *source, *output;
 } reshape_record;

@@ -56,6 +56,9 @@ parity_error *parity_tape_new_variable(parity_tape *tape, const char *name, pari
 // A variable viewing existing storage (a parameter, an input batch); the tape never frees the value.
 parity_error *parity_tape_borrow(parity_tape *tape, const char *name, const parity_tensor *value, bool requires_gradient,
                                  parity_variable **out);
+// A variable that takes ownership of `value` (the caller's struct is reset); freed with the tape.
+parity_error *parity_tape_adopt(parity_tape *tape, const char *name, parity_tensor *value, bool requires_gradient,
+                                parity_variable **out);
 // A variable that views another variable's value with a new shape (reshape); its gradient flows
 // back to `source` through a recorded reshape node.
 parity_error *parity_tape_reshape(parity_tape *tape, parity_variable *source, int ndim, const int64_t *shape,

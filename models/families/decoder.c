@@ -72,7 +72,7 @@ parity_error *decoder_forward(parity_model *model, parity_tape *tape, const pari
         parity_variable *stacked, *aux;
         PARITY_TRY(parity_node_stack_rows(tape, "router outputs", router_outputs, router_count, &stacked));
         PARITY_TRY(parity_node_load_balancing_loss(tape, family_backend(&context, PARITY_OP_LOAD_BALANCING_LOSS), "aux_loss",
-                                                   stacked, config->num_experts, config->num_experts_per_tok, &aux));
+                                                   stacked, router_count, config->num_experts_per_tok, &aux));
         outputs->aux_loss = aux;
         PARITY_TRY(parity_node_weighted_sum(tape, "loss", cross_entropy, 1.0, aux, config->router_aux_loss_coef, &outputs->loss));
     }

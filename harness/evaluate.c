@@ -1,0 +1,107 @@
+// evaluate.c: load weights and batch, resolve the kernel selection for exactly the ops the model
+// uses, bind them (no fallback), run one step.
+#include "harness/evaluate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/checkpoint/checkpoint.h"
+
+void parity_evaluation_release(parity_evaluation *evaluation) {
+    parity_ops_config_release(&evaluation->ops_config);
+    parity_step_result_release(&evaluation->step);
+}
+
+// Every problem of a config build, one per line, as one error.
+static parity_error *config_problems(parity_error *error, const parity_ops_config *config) {
+    char message[4096];
+    size_t used = 0;
+    message[0] = '\0';
+    for (size_t i = 0; i < config->problem_count && used < sizeof message; i++)
+        used += (size_t)snprintf(message + used, sizeof message - used, "\n  %s", config->problems[i].message);
+    parity_error_kind kind = parity_error_kind_of(error);
+    parity_error_free(error);
+    return parity_error_new(kind, __FILE__, __LINE__, "kernel selection cannot run:%s", message);
+}
+
+parity_error *parity_evaluate(const parity_evaluation_options *options, parity_evaluation *out) {
+    memset(out, 0, sizeof *out);
+    PARITY_TRY(parity_registry_register_builtins());
+    parity_parameters parameters = {0};
+    parity_error *error = NULL;
+    if (options->checkpoint) {
+        error = parity_checkpoint_load(options->checkpoint, PARITY_F64, &out->model_config, &parameters);
+    } else if (options->config_path) {
+        error = parity_model_config_read(options->config_path, &out->model_config);
+        if (!error)
+            error = parity_model_random_parameters(&out->model_config, options->seed,
+                                                   options->initializer_range > 0 ? options->initializer_range : 0.02, &parameters);
+    } else {
+        error = PARITY_ERROR(PARITY_ERROR_USAGE, "evaluation needs a checkpoint directory or a config.json with a seed");
+    }
+    if (error) {
+        parity_parameters_release(&parameters);
+        return error;
+    }
+    const parity_model_config *model_config = &out->model_config;
+    const parity_model_family *family = parity_model_family_find(model_config->model_type);
+    if (!family) {
+        parity_parameters_release(&parameters);
+        return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "no model implementation for model_type '%s'", model_config->model_type);
+    }
+
+    // The ops this model calls decide which fields matter (an unused field never blocks a run).
+    parity_op_requirement requirements[PARITY_MODEL_MAX_OPS];
+    size_t requirement_count = 0;
+    error = family->requirements(model_config, requirements, PARITY_MODEL_MAX_OPS, &requirement_count);
+    const char *needed[PARITY_MODEL_MAX_OPS + 1];
+    for (size_t i = 0; i < requirement_count; i++) needed[i] = requirements[i].op;
+    needed[requirement_count] = NULL;
+
+    parity_ops_settings settings = {0};
+    if (!error && options->eager_baseline) {
+        parity_ops_source baseline = {.kind = PARITY_OPS_FROM_DEFAULT};
+        for (size_t i = 0; i < PARITY_KERNEL_FIELD_COUNT && !error; i++)
+            error = parity_ops_settings_add(&settings, parity_kernel_fields[i].name, "eager", &baseline);
+    }
+    for (size_t i = 0; !error && options->settings && i < options->settings->count; i++) {
+        const parity_ops_setting *setting = &options->settings->items[i];
+        error = parity_ops_settings_add(&settings, setting->key, setting->value, &setting->source);
+    }
+    if (!error) {
+        parity_ops_config_options config_options = parity_ops_config_options_default();
+        config_options.device = options->device;
+        config_options.needed_ops = needed;
+        error = parity_ops_config_build(&settings, &config_options, &out->ops_config);
+        if (error) error = config_problems(error, &out->ops_config);
+    }
+    parity_ops_settings_free(&settings);
+
+    parity_op_choice choices[PARITY_MODEL_MAX_OPS];
+    for (size_t i = 0; i < requirement_count; i++) {
+        const char *backend = parity_ops_config_backend(&out->ops_config, requirements[i].op);
+        choices[i] = (parity_op_choice){requirements[i].op, backend ? backend : "eager"};
+    }
+    parity_op_selection selection = {choices, requirement_count};
+
+    parity_batch loaded = {0};
+    const parity_batch *batch = options->batch;
+    if (!error && options->batch_path) {
+        error = parity_batch_read(options->batch_path, model_config->vocab_size, &loaded);
+        batch = &loaded;
+    }
+    if (!error && !batch) error = PARITY_ERROR(PARITY_ERROR_USAGE, "evaluation needs a batch");
+    parity_model *model = NULL;
+    if (!error) error = parity_model_create(model_config, &parameters, options->device, options->dtype, &selection, &model);
+    if (!error) {
+        out->token_count = batch->token_count;
+        out->valid_target_count = batch->valid_target_count;
+        out->document_count = batch->document_count;
+        error = parity_model_step(model, batch, options->want_logits, &out->step);
+    }
+    parity_model_free(model);
+    parity_parameters_release(&parameters);
+    parity_batch_release(&loaded);
+    return error;
+}

@@ -1,0 +1,39 @@
+// evaluate.h: one forward + backward of a model on a batch under a kernel-selection config: the
+// unit of work behind `parity eval`, golden generation and every combo of `parity run`.
+// Weights come from a checkpoint directory, or are drawn from (seed, HF name) given a config.json.
+#ifndef PARITY_EVALUATE_H
+#define PARITY_EVALUATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "harness/config/ops_config.h"
+#include "harness/config/ops_settings.h"
+#include "models/model.h"
+
+typedef struct parity_evaluation_options {
+    const char *checkpoint;            // checkpoint directory, or NULL when weights are drawn from a seed
+    const char *config_path;           // config.json for drawn weights (checkpoint == NULL)
+    uint64_t seed;                     // drawn weights: the Philox seed
+    double initializer_range;          // drawn weights: std of normal-initialized matrices (0 = 0.02)
+    const char *batch_path;            // safetensors batch file
+    const parity_batch *batch;         // or a batch already in memory (batch_path == NULL)
+    parity_dtype dtype;
+    parity_device device;
+    const parity_ops_settings *settings; // YAML + --ops, may be NULL
+    bool eager_baseline;               // fields nobody set run "eager" instead of VeOmni's GPU defaults
+    bool want_logits;
+} parity_evaluation_options;
+
+typedef struct parity_evaluation {
+    parity_model_config model_config;
+    parity_ops_config ops_config;      // the resolved selection (always filled; release it)
+    parity_step_result step;
+    int64_t token_count, valid_target_count, document_count;
+} parity_evaluation;
+
+// Runs the evaluation. On a config problem the error lists every problem (ops_config has each).
+parity_error *parity_evaluate(const parity_evaluation_options *options, parity_evaluation *out);
+void parity_evaluation_release(parity_evaluation *evaluation);
+
+#endif
