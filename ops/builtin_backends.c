@@ -2,24 +2,27 @@
 // Values of the kernel-selection vocabulary without a row here are reported "not built yet".
 #include "ops/builtin_backends.h"
 
-#include "ops/cross_entropy/cross_entropy.h"
+#include "ops/add/add.h"
 #include "ops/attention/attention.h"
+#include "ops/broadcast_heads/broadcast_heads.h"
 #include "ops/causal_conv1d/causal_conv1d.h"
+#include "ops/concat/concat.h"
+#include "ops/cross_entropy/cross_entropy.h"
+#include "ops/embedding/embedding.h"
 #include "ops/gated_delta_rule/gated_delta_rule.h"
 #include "ops/gdn_gating/gdn_gating.h"
 #include "ops/l2_norm/l2_norm.h"
-#include "ops/add/add.h"
-#include "ops/broadcast_heads/broadcast_heads.h"
-#include "ops/concat/concat.h"
-#include "ops/embedding/embedding.h"
 #include "ops/linear/linear.h"
-#include "ops/matmul/matmul.h"
 #include "ops/load_balancing_loss/load_balancing_loss.h"
+#include "ops/matmul/matmul.h"
 #include "ops/moe_experts/moe_experts.h"
 #include "ops/moe_router/moe_router.h"
 #include "ops/rms_norm/rms_norm.h"
+#include "ops/rms_norm_gated/rms_norm_gated.h"
+#include "ops/rotary/rotary.h"
 #include "ops/sigmoid_gate/sigmoid_gate.h"
 #include "ops/split/split.h"
+#include "ops/swiglu/swiglu.h"
 
 const parity_builtin_backend_family parity_builtin_backends[] = {
     {"rms_norm cpu", parity_rms_norm_register_cpu},
@@ -37,12 +40,6 @@ const parity_builtin_backend_family parity_builtin_backends[] = {
     {"concat cpu", parity_concat_register_cpu},
     {"split cpu", parity_split_register_cpu},
     {"broadcast_heads cpu", parity_broadcast_heads_register_cpu},
-#include "ops/rms_norm_gated/rms_norm_gated.h"
-#include "ops/rotary/rotary.h"
-#include "ops/swiglu/swiglu.h"
-
-const parity_builtin_backend_family parity_builtin_backends[] = {
-    {"rms_norm cpu", parity_rms_norm_register_cpu},
     {"rotary cpu", parity_rotary_register_cpu},
     {"swiglu cpu", parity_swiglu_register_cpu},
     {"rms_norm_gated cpu", parity_rms_norm_gated_register_cpu},

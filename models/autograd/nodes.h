@@ -56,9 +56,10 @@ parity_error *parity_node_linear(parity_tape *tape, const parity_backend *backen
 parity_error *parity_node_matmul(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *a,
                                  parity_variable *b, bool transpose_a, bool transpose_b, parity_variable **out);
 
-// ids (N) int64 (not differentiable) -> (N, H)
+// ids (N) int64 (not differentiable) -> (N, H); padding_idx >= 0: that row gets no gradient (HF pad_token_id)
 parity_error *parity_node_embedding(parity_tape *tape, const parity_backend *backend, const char *name,
-                                    const parity_tensor *ids, parity_variable *weight, parity_variable **out);
+                                    const parity_tensor *ids, parity_variable *weight, int64_t padding_idx,
+                                    parity_variable **out);
 
 parity_error *parity_node_add(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *a,
                               parity_variable *b, parity_variable **out);

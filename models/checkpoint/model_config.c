@@ -197,6 +197,9 @@ parity_error *parity_model_config_parse(const char *json_text, const char *path,
     READ(read_bool(root, path, "attention_out_bias", config->attention_bias && !own_out_bias_rule, &config->attention_out_bias));
     READ(read_bool(root, path, "mlp_bias", false, &config->mlp_bias));
     READ(read_integer(root, path, "max_position_embeddings", false, 1, 4096, &config->max_position_embeddings));
+    READ(read_integer(root, path, "pad_token_id", false, 0, -1, &config->pad_token_id));
+    if (!error && config->pad_token_id >= config->vocab_size)
+        error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: pad_token_id %lld is outside the vocabulary", path, (long long)config->pad_token_id);
     bool use_sliding = false;
     READ(read_bool(root, path, "use_sliding_window", false, &use_sliding));
     int64_t sliding = 0;

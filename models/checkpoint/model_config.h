@@ -31,6 +31,7 @@ typedef struct parity_model_config {
     bool attention_out_bias;                // seed_oss
     bool mlp_bias;
     int64_t max_position_embeddings;
+    int64_t pad_token_id;                   // -1 when null: the embedding's padding_idx (no gradient)
     int64_t sliding_window;                 // 0 = none
     parity_rope_description rope;           // rope_parameters / rope_scaling, partial factor, interleave
     parity_layer_kind layer_kinds[PARITY_MAX_LAYERS];

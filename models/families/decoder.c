@@ -39,7 +39,7 @@ parity_error *decoder_forward(parity_model *model, parity_tape *tape, const pari
     parity_variable *embedding, *hidden;
     PARITY_TRY(family_parameter(&context, &embedding, "model.embed_tokens.weight"));
     PARITY_TRY(parity_node_embedding(tape, family_backend(&context, PARITY_OP_EMBEDDING), "model.embed_tokens", &batch->input_ids,
-                                     embedding, &hidden));
+                                     embedding, config->pad_token_id, &hidden));
     parity_variable *router_outputs[PARITY_MAX_LAYERS];
     int router_count = 0;
     for (int64_t layer = 0; layer < config->num_hidden_layers; layer++) {

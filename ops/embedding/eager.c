@@ -47,6 +47,7 @@ static parity_error *embedding_eager_backward(const parity_embedding_args *args,
     if (!error) error = parity_cpu_values_new(vocab * hidden, &dw);
     if (!error) {
         for (int64_t position = 0; position < positions; position++) {
+            if (args->has_padding_idx && ids[position] == args->padding_idx) continue; // the padding row stays at zero
             double *dw_row = dw.data + ids[position] * hidden;
             const double *dy_row = dy.data + position * hidden;
             for (int64_t i = 0; i < hidden; i++) dw_row[i] = parity_round_compute(dw_row[i] + dy_row[i], dtype);

@@ -16,6 +16,8 @@ typedef struct parity_embedding_args {
     const parity_tensor *ids;        // (N) int64, each in [0, V): any shape, flattened to N positions
     const parity_tensor *weight;     // (V, H)
     parity_tensor *output;           // (N, H): ids' shape, then H; weight's dtype
+    bool has_padding_idx;            // HF nn.Embedding(padding_idx=pad_token_id): positions holding
+    int64_t padding_idx;             //   padding_idx contribute no gradient to that row
 } parity_embedding_args;
 
 typedef struct parity_embedding_grads {

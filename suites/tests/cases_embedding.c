@@ -8,6 +8,7 @@ typedef struct embedding_params {
     int64_t vocab, hidden;
     int64_t batch, positions;       // ids (batch, positions)
     const int64_t *ids;             // batch * positions values
+    int64_t padding_idx;            // -1: none
 } embedding_params;
 
 static parity_error *embedding_setup(op_check_state *state, const void *raw) {
@@ -18,28 +19,34 @@ static parity_error *embedding_setup(op_check_state *state, const void *raw) {
     return NULL;
 }
 
-static parity_embedding_args embedding_args_of(op_check_state *state) {
-    return (parity_embedding_args){op_check_value(state, "ids"), op_check_value(state, "weight"), op_check_value(state, "y")};
+static parity_embedding_args embedding_args_of(op_check_state *state, const embedding_params *p) {
+    return (parity_embedding_args){.ids = op_check_value(state, "ids"), .weight = op_check_value(state, "weight"),
+                                   .output = op_check_value(state, "y"), .has_padding_idx = p->padding_idx >= 0,
+                                   .padding_idx = p->padding_idx};
 }
 
 static parity_error *embedding_forward(op_check_state *state, const void *raw) {
     const parity_embedding_kernels *kernels = op_check_kernels(state);
-    parity_embedding_args args = embedding_args_of(state);
+    parity_embedding_args args = embedding_args_of(state, raw);
     return kernels->forward(&args, &state->saved);
 }
 
 static parity_error *embedding_backward(op_check_state *state, const void *raw) {
     const parity_embedding_kernels *kernels = op_check_kernels(state);
-    parity_embedding_args args = embedding_args_of(state);
+    parity_embedding_args args = embedding_args_of(state, raw);
     parity_embedding_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "weight")};
     return kernels->backward(&args, &state->saved, &grads);
 }
 
-#define EMBEDDING_ROW(label, vocab_, hidden_, batch_, positions_, ...)                                     \
+#define EMBEDDING_PADDED_ROW(label, vocab_, hidden_, batch_, positions_, padding_, ...)                   \
     {PARITY_OP_EMBEDDING, label, embedding_setup, embedding_forward, embedding_backward,                   \
-     &(const embedding_params){vocab_, hidden_, batch_, positions_, (const int64_t[]){__VA_ARGS__}}, 0, 0}
+     &(const embedding_params){vocab_, hidden_, batch_, positions_, (const int64_t[]){__VA_ARGS__}, padding_}, 0, 0}
+#define EMBEDDING_ROW(label, vocab_, hidden_, batch_, positions_, ...)                                     \
+    EMBEDDING_PADDED_ROW(label, vocab_, hidden_, batch_, positions_, -1, __VA_ARGS__)
 
 static const op_check_case embedding_cases[] = {
+    // A padding_idx no id uses changes nothing (test_embedding_padding.c covers an id that does).
+    EMBEDDING_PADDED_ROW("padding_idx=3 V=7 N=6", 7, 5, 1, 6, 3, 1, 4, 6, 0, 2, 5),
     EMBEDDING_ROW("V=11 H=13 N=7 repeated ids", 11, 13, 1, 7, 3, 0, 10, 3, 3, 7, 0),
     EMBEDDING_ROW("V=1 H=5 N=4", 1, 5, 1, 4, 0, 0, 0, 0),
     EMBEDDING_ROW("V=17 H=48 N=1", 17, 48, 1, 1, 16),
@@ -55,7 +62,7 @@ static parity_error *call_embedding(parity_dtype ids_dtype, int64_t last_id) {
     parity_tensor *y = invalid_call_tensor(&scratch, PARITY_F32, PARITY_SHAPE(4, 8));
     if (!scratch.error) parity_tensor_set(ids, 3, (double)last_id);
     const parity_embedding_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_EMBEDDING);
-    if (kernels) scratch.error = kernels->forward(&(parity_embedding_args){ids, weight, y}, &scratch.saved);
+    if (kernels) scratch.error = kernels->forward(&(parity_embedding_args){.ids = ids, .weight = weight, .output = y}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

@@ -132,7 +132,7 @@ enum { DENSE_TOKENS = 5, DENSE_VOCAB = 7, DENSE_HIDDEN = 4 };
 static parity_error *dense_forward(parity_tape *tape, const graph *g, parity_variable *const *p, parity_variable **loss) {
     // p: embed (V, H), proj (6, H), proj_bias (6), norm (H), lm_head (V, H)
     parity_variable *h0, *projected, *parts[3], *joined, *residual, *normed;
-    PARITY_TRY(parity_node_embedding(tape, eager(PARITY_OP_EMBEDDING), "embed", &g->data[0], p[0], &h0)); // (N, H)
+    PARITY_TRY(parity_node_embedding(tape, eager(PARITY_OP_EMBEDDING), "embed", &g->data[0], p[0], -1, &h0)); // (N, H)
     PARITY_TRY(parity_node_linear(tape, eager(PARITY_OP_LINEAR), "proj", h0, p[1], p[2], &projected));  // (N, 6)
     PARITY_TRY(parity_node_split(tape, eager(PARITY_OP_SPLIT), "split", projected, (int64_t[]){2, 3, 1}, 3, parts));
     // parts[1] is never used (split's backward gets a NULL dpart); parts[2] is used twice.
@@ -419,7 +419,7 @@ static parity_error *tied_forward(parity_tape *tape, const graph *g, parity_vari
     // p: table (V, H) used as both the embedding and the lm_head; or (untied) embed, lm_head borrowed from it
     parity_variable *embedded, *doubled;
     parity_variable *head = g->option ? p[1] : p[0];
-    PARITY_TRY(parity_node_embedding(tape, eager(PARITY_OP_EMBEDDING), "embed", &g->data[0], p[0], &embedded));
+    PARITY_TRY(parity_node_embedding(tape, eager(PARITY_OP_EMBEDDING), "embed", &g->data[0], p[0], -1, &embedded));
     PARITY_TRY(parity_node_add(tape, eager(PARITY_OP_ADD), "doubled", embedded, embedded, &doubled)); // 2 * x
     return parity_node_cross_entropy(tape, eager(PARITY_OP_CROSS_ENTROPY), "loss", doubled, head, &g->data[1], 0, loss,
                                      NULL);

@@ -28,7 +28,8 @@ static parity_error *embedding_backward(parity_tape *tape, parity_node *node) {
 }
 
 parity_error *parity_node_embedding(parity_tape *tape, const parity_backend *backend, const char *name,
-                                    const parity_tensor *ids, parity_variable *weight, parity_variable **out) {
+                                    const parity_tensor *ids, parity_variable *weight, int64_t padding_idx,
+                                    parity_variable **out) {
     PARITY_CHECK(ids && ids->ndim < PARITY_MAX_DIMS && weight->value.ndim == 2, PARITY_ERROR_SHAPE,
                  "%s: embedding (%s): ids have rank %d and weight rank %d, expected ids of rank < %d and (V, H)", name,
                  backend->name, ids ? ids->ndim : -1, weight->value.ndim, PARITY_MAX_DIMS);
@@ -39,10 +40,12 @@ parity_error *parity_node_embedding(parity_tape *tape, const parity_backend *bac
     PARITY_TRY(parity_tape_new_variable(tape, name, weight->value.dtype, ids->ndim + 1, shape, weight->requires_gradient, out));
     embedding_record *record = malloc(sizeof *record);
     if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording embedding");
-    *record = (embedding_record){backend->kernels, {NULL, &weight->value, &(*out)->value}, *ids, weight, *out};
+    *record = (embedding_record){backend->kernels, {.ids = NULL, .weight = &weight->value, .output = &(*out)->value}, *ids, weight, *out};
     record->ids.owns_data = false;
     record->ids.allocated_bytes = 0;
     record->args.ids = &record->ids;
+    record->args.has_padding_idx = padding_idx >= 0;
+    record->args.padding_idx = padding_idx;
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
     if (error) {
