@@ -11,6 +11,7 @@
 void parity_evaluation_release(parity_evaluation *evaluation) {
     parity_ops_config_release(&evaluation->ops_config);
     parity_step_result_release(&evaluation->step);
+    parity_parameters_release(&evaluation->gradients);
 }
 
 // Every problem of a config build, one per line, as one error.
@@ -99,6 +100,14 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         out->valid_target_count = batch->valid_target_count;
         out->document_count = batch->document_count;
         error = parity_model_step(model, batch, options->want_logits, &out->step);
+    }
+    for (size_t i = 0; !error && options->keep_gradients && i < model->parameters.count; i++) {
+        const parity_parameter *parameter = &model->parameters.items[i];
+        if (!parameter->gradient.data) continue;
+        parity_tensor host;
+        error = parity_tensor_to(&host, &parameter->gradient, PARITY_CPU, PARITY_F64);
+        if (!error) error = parity_parameters_add(&out->gradients, parameter->name, &host);
+        parity_tensor_release(&host);
     }
     parity_model_free(model);
     parity_parameters_release(&parameters);

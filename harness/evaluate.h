@@ -23,12 +23,14 @@ typedef struct parity_evaluation_options {
     const parity_ops_settings *settings; // YAML + --ops, may be NULL
     bool eager_baseline;               // fields nobody set run "eager" instead of VeOmni's GPU defaults
     bool want_logits;
+    bool keep_gradients;               // move every parameter gradient (CPU, f64) into the result
 } parity_evaluation_options;
 
 typedef struct parity_evaluation {
     parity_model_config model_config;
     parity_ops_config ops_config;      // the resolved selection (always filled; release it)
     parity_step_result step;
+    parity_parameters gradients;       // keep_gradients: name -> gradient (CPU, f64), HF names
     int64_t token_count, valid_target_count, document_count;
 } parity_evaluation;
 

@@ -224,7 +224,6 @@ parity_error *parity_model_step(parity_model *model, const parity_batch *batch, 
     if (!error) error = parity_tape_backward(&tape, outputs.loss);
     // Collect each parameter's gradient (the tape's borrowed variables carry them).
     if (!error) {
-        result->parameter_count = model->parameters.count;
         result->parameter_names = calloc(model->parameters.count ? model->parameters.count : 1, sizeof *result->parameter_names);
         result->parameter_grad_norms = calloc(model->parameters.count ? model->parameters.count : 1, sizeof(double));
         if (!result->parameter_names || !result->parameter_grad_norms) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "step result");
@@ -232,10 +231,13 @@ parity_error *parity_model_step(parity_model *model, const parity_batch *batch, 
     double total = 0;
     for (size_t p = 0; !error && p < model->parameters.count; p++) {
         parity_parameter *parameter = &model->parameters.items[p];
-        snprintf(result->parameter_names[p], sizeof result->parameter_names[p], "%s", parameter->name);
         parity_tensor_release(&parameter->gradient);
         parity_variable *variable = model->parameter_variables[p];
-        if (!variable || !variable->has_gradient) continue; // not reached by the loss (HF reports no gradient either)
+        // Not reached by the loss, or not trained (DeepSeek-V3's e_score_correction_bias is a buffer):
+        // HF reports no gradient either.
+        if (!variable || !variable->has_gradient) continue;
+        size_t reported = result->parameter_count++;
+        snprintf(result->parameter_names[reported], sizeof result->parameter_names[reported], "%s", parameter->name);
         parameter->gradient = variable->gradient;           // hand the gradient over to the parameter
         memset(&variable->gradient, 0, sizeof variable->gradient);
         variable->has_gradient = false;
@@ -243,7 +245,7 @@ parity_error *parity_model_step(parity_model *model, const parity_batch *batch, 
         if (!error) error = norm_of(&parameter->gradient, &norm);
         if (!error && !isfinite(norm) && !result->first_non_finite[0])
             snprintf(result->first_non_finite, sizeof result->first_non_finite, "gradient of %s", parameter->name);
-        result->parameter_grad_norms[p] = norm;
+        result->parameter_grad_norms[reported] = norm;
         total += norm * norm;
     }
     result->grad_norm = sqrt(total);

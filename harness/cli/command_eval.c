@@ -14,12 +14,13 @@
 #include "harness/config/ops_override.h"
 #include "harness/config/yaml_ops.h"
 #include "harness/evaluate.h"
+#include "models/checkpoint/safetensors.h"
 
 void parity_command_eval_usage(FILE *stream) {
     fprintf(stream,
             "usage: parity eval (--checkpoint DIR | --config config.json --seed N) --batch FILE.safetensors\n"
             "                   [--dtype fp64|fp32|bf16] [--device cpu|cuda] [--ops field=value,...]\n"
-            "                   [--ops-file VEOMNI.yaml] [--logits] [--json]\n"
+            "                   [--ops-file VEOMNI.yaml] [--logits] [--save-grads FILE] [--json]\n"
             "\n"
             "Runs one forward + backward and reports loss, aux_loss (null for models without one), grad_norm\n"
             "(L2 over every gradient), the gradient norm of every parameter (HF names, fused experts) and the\n"
@@ -36,6 +37,7 @@ void parity_command_eval_usage(FILE *stream) {
             "                       fields run eager\n"
             "  --ops-file FILE      a VeOmni YAML whose model.ops_implementation block selects backends\n"
             "  --logits             compute the logits (cross-entropy eager only) for logits_sum\n"
+            "  --save-grads FILE    write every parameter gradient (f32, HF names) to a safetensors file\n"
             "  --json               print one JSON object\n"
             "\n"
             "exit status: 0 ok; 1 NaN/Inf in the loss or a gradient; 2 usage or config error (unknown or\n"
@@ -47,6 +49,7 @@ typedef struct eval_arguments {
     const char *ops[16];
     int ops_count;
     const char *ops_file;
+    const char *save_gradients;
     bool json;
 } eval_arguments;
 
@@ -63,6 +66,10 @@ static int parse_arguments(int argc, char **argv, eval_arguments *arguments) {
         else if (OPTION("--config")) options->config_path = value;
         else if (OPTION("--batch")) options->batch_path = value;
         else if (OPTION("--ops-file")) arguments->ops_file = value;
+        else if (OPTION("--save-grads")) {
+            arguments->save_gradients = value;
+            options->keep_gradients = true;
+        }
         else if (OPTION("--seed")) {
             char *end = NULL;
             if (value) options->seed = strtoull(value, &end, 10);
@@ -151,6 +158,22 @@ static void print_summary(const eval_arguments *arguments, const parity_evaluati
     if (step->first_non_finite[0]) printf("non-finite   first in %s\n", step->first_non_finite);
 }
 
+// Every gradient as f32 (the precision of the upstream grads.safetensors), atomically.
+static parity_error *save_gradients(const char *path, const parity_parameters *gradients) {
+    parity_tensor *converted = calloc(gradients->count ? gradients->count : 1, sizeof *converted);
+    parity_safetensors_item *items = calloc(gradients->count ? gradients->count : 1, sizeof *items);
+    parity_error *error = converted && items ? NULL : PARITY_ERROR(PARITY_ERROR_MEMORY, "saving gradients");
+    for (size_t i = 0; !error && i < gradients->count; i++) {
+        error = parity_tensor_to(&converted[i], &gradients->items[i].value, PARITY_CPU, PARITY_F32);
+        items[i] = (parity_safetensors_item){gradients->items[i].name, &converted[i]};
+    }
+    if (!error) error = parity_safetensors_write(path, items, gradients->count);
+    for (size_t i = 0; converted && i < gradients->count; i++) parity_tensor_release(&converted[i]);
+    free(converted);
+    free(items);
+    return error;
+}
+
 int parity_command_eval(int argc, char **argv) {
     eval_arguments arguments;
     memset(&arguments, 0, sizeof arguments);
@@ -171,6 +194,13 @@ int parity_command_eval(int argc, char **argv) {
     if (error) {
         parity_evaluation_release(&evaluation);
         return parity_cli_report_error("eval", error);
+    }
+    if (arguments.save_gradients) {
+        error = save_gradients(arguments.save_gradients, &evaluation.gradients);
+        if (error) {
+            parity_evaluation_release(&evaluation);
+            return parity_cli_report_error("eval", error);
+        }
     }
     if (arguments.json) print_json(&arguments, &evaluation);
     else print_summary(&arguments, &evaluation);

@@ -1,0 +1,75 @@
+// upstream_reference.c: reference.json reader.
+#include "golden/upstream_reference.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void parity_upstream_run_release(parity_upstream_run *run) {
+    free(run->parameter_names);
+    free(run->parameter_grad_norms);
+    memset(run, 0, sizeof *run);
+}
+
+bool parity_upstream_run_norm(const parity_upstream_run *run, const char *name, double *out) {
+    for (size_t i = 0; i < run->parameter_count; i++)
+        if (strcmp(run->parameter_names[i], name) == 0) {
+            *out = run->parameter_grad_norms[i];
+            return true;
+        }
+    return false;
+}
+
+parity_error *parity_upstream_run_read(const char *directory, const char *tag, parity_upstream_run *out) {
+    memset(out, 0, sizeof *out);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/reference.json", directory);
+    FILE *stream = fopen(path, "rb");
+    if (!stream) return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
+    fseek(stream, 0, SEEK_END);
+    long size = ftell(stream);
+    fseek(stream, 0, SEEK_SET);
+    char *text = malloc(size > 0 ? (size_t)size + 1 : 1);
+    size_t got = text ? fread(text, 1, (size_t)(size > 0 ? size : 0), stream) : 0;
+    fclose(stream);
+    if (!text || got != (size_t)size) {
+        free(text);
+        return PARITY_ERROR(PARITY_ERROR_IO, "%s: read failed", path);
+    }
+    text[size] = '\0';
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    parity_error *error = NULL;
+    const cJSON *run = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "runs"), tag);
+    const cJSON *loss = cJSON_GetObjectItemCaseSensitive(run, "loss");
+    const cJSON *aux = cJSON_GetObjectItemCaseSensitive(run, "aux_loss");
+    const cJSON *grad_norm = cJSON_GetObjectItemCaseSensitive(run, "grad_norm");
+    const cJSON *norms = cJSON_GetObjectItemCaseSensitive(run, "param_grad_norms");
+    if (!root) error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: not valid JSON", path);
+    else if (!run) error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: no run '%s'", path, tag);
+    else if (!cJSON_IsNumber(loss) || !cJSON_IsNumber(grad_norm) || !cJSON_IsObject(norms))
+        error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: run '%s' lacks loss, grad_norm or param_grad_norms", path, tag);
+    if (!error) {
+        out->loss = loss->valuedouble;
+        out->grad_norm = grad_norm->valuedouble;
+        out->has_aux_loss = cJSON_IsNumber(aux);
+        out->aux_loss = out->has_aux_loss ? aux->valuedouble : 0;
+        size_t count = (size_t)cJSON_GetArraySize(norms);
+        out->parameter_names = calloc(count ? count : 1, sizeof *out->parameter_names);
+        out->parameter_grad_norms = calloc(count ? count : 1, sizeof *out->parameter_grad_norms);
+        if (!out->parameter_names || !out->parameter_grad_norms) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "%s", path);
+        for (const cJSON *item = norms->child; item && !error; item = item->next) {
+            if (!cJSON_IsNumber(item)) {
+                error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: norm of '%s' is not a number", path, item->string);
+                break;
+            }
+            snprintf(out->parameter_names[out->parameter_count], sizeof out->parameter_names[0], "%s", item->string);
+            out->parameter_grad_norms[out->parameter_count++] = item->valuedouble;
+        }
+    }
+    cJSON_Delete(root);
+    if (error) parity_upstream_run_release(out);
+    return error;
+}
