@@ -79,9 +79,28 @@ parity_error *parity_model_create(const parity_model_config *config, parity_para
     model->dtype = dtype;
     model->family = family;
     parity_error *error = bind_ops(model, selection);
-    // Move every parameter to the run's device and dtype.
-    for (size_t i = 0; !error && i < parameters->count; i++) {
-        parity_parameter *parameter = &parameters->items[i];
+    // Every parameter the model declares must be there with its declared shape; they are taken in
+    // the declared (HF module) order and moved to the run's device and dtype. Tensors the model does
+    // not use (e.g. extra prediction heads) are left out.
+    parity_parameter_spec *specs = NULL;
+    size_t spec_count = 0;
+    if (!error) error = family->parameter_specs(config, &specs, &spec_count);
+    for (size_t i = 0; !error && i < spec_count; i++) {
+        parity_parameter *parameter;
+        error = parity_parameters_require(parameters, specs[i].name, config->path, &parameter);
+        if (error) break;
+        bool shape_ok = parameter->value.ndim == specs[i].ndim;
+        for (int dim = 0; shape_ok && dim < specs[i].ndim; dim++) shape_ok = parameter->value.shape[dim] == specs[i].shape[dim];
+        if (!shape_ok) {
+            char actual[160], expected[160] = "(";
+            for (int dim = 0; dim < specs[i].ndim; dim++)
+                snprintf(expected + strlen(expected), sizeof expected - strlen(expected), "%s%lld", dim ? ", " : "",
+                         (long long)specs[i].shape[dim]);
+            strncat(expected, ")", sizeof expected - strlen(expected) - 1);
+            error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: tensor '%s' has shape %s, the config implies %s", config->path,
+                                 specs[i].name, parity_tensor_shape_string(&parameter->value, actual, sizeof actual), expected);
+            break;
+        }
         parity_tensor converted;
         if (parameter->value.dtype == dtype && parity_device_equal(parameter->value.device, device)) {
             converted = parameter->value;
@@ -94,6 +113,7 @@ parity_error *parity_model_create(const parity_model_config *config, parity_para
         error = parity_parameters_add(&model->parameters, parameter->name, &converted);
         parity_tensor_release(&converted);
     }
+    free(specs);
     parity_parameters_release(parameters);
     if (!error) {
         model->parameter_variables = calloc(model->parameters.count ? model->parameters.count : 1, sizeof *model->parameter_variables);

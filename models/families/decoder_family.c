@@ -184,14 +184,13 @@ static parity_error *decoder_parameter_specs(const parity_model_config *config, 
     for (int64_t layer = 0; layer < config->num_hidden_layers && !error; layer++) {
         char module[96];
         snprintf(module, sizeof module, "model.layers.%lld", (long long)layer);
-        error = SPEC(norm, PARITY_SHAPE(hidden), "%s.input_layernorm.weight", module);
-        if (!error) error = SPEC(norm, PARITY_SHAPE(hidden), "%s.post_attention_layernorm.weight", module);
+        // HF module order: the mixer, the MLP, then the two norms of the layer
         char mixer[128], mlp[128];
         snprintf(mlp, sizeof mlp, "%s.mlp", module);
-        if (!error && config->layer_kinds[layer] == PARITY_LAYER_LINEAR_ATTENTION) {
+        if (config->layer_kinds[layer] == PARITY_LAYER_LINEAR_ATTENTION) {
             snprintf(mixer, sizeof mixer, "%s.linear_attn", module);
             error = gated_delta_net_specs(&specs, config, mixer);
-        } else if (!error) {
+        } else {
             snprintf(mixer, sizeof mixer, "%s.self_attn", module);
             error = strcmp(config->model_type, "deepseek_v3") == 0 ? mla_specs(&specs, config, mixer)
                                                                    : attention_specs(&specs, config, mixer);
@@ -199,6 +198,8 @@ static parity_error *decoder_parameter_specs(const parity_model_config *config, 
         if (!error)
             error = parity_model_config_is_moe_layer(config, layer) ? moe_specs(&specs, config, mlp)
                                                                     : mlp_specs(&specs, mlp, hidden, config->intermediate_size);
+        if (!error) error = SPEC(norm, PARITY_SHAPE(hidden), "%s.input_layernorm.weight", module);
+        if (!error) error = SPEC(norm, PARITY_SHAPE(hidden), "%s.post_attention_layernorm.weight", module);
     }
     if (!error) error = SPEC(norm, PARITY_SHAPE(hidden), "model.norm.weight");
     if (!error && !config->tie_word_embeddings) error = SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(config->vocab_size, hidden), "lm_head.weight");

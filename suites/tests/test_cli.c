@@ -2,6 +2,8 @@
 // folder (build/parity next to build/parity-tests), checking exit codes and what the output names.
 // Each row is a command line, its exit status and a piece of its output.
 #include <criterion/criterion.h>
+
+#include "cli_runner.h"
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,46 +28,6 @@ static const char full_config_example[] =
     "    swiglu_mlp_implementation: eager           # disable Liger for MLP only\n"
     "    rotary_pos_emb_implementation: liger_kernel\n"
     "    load_balancing_loss_implementation: triton\n";
-
-// The parity binary beside this test binary; ./build/parity when /proc is unavailable.
-static void parity_path(char *path, size_t size) {
-    char self[4096];
-    ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (length <= 0) {
-        snprintf(path, size, "./build/parity");
-        return;
-    }
-    self[length] = '\0';
-    snprintf(path, size, "%s/parity", dirname(self));
-}
-
-typedef struct command_result {
-    int exit_code;
-    char *output; // stdout and stderr together
-} command_result;
-
-static command_result run_parity(const char *arguments) {
-    char path[4200], command[8192];
-    parity_path(path, sizeof path);
-    snprintf(command, sizeof command, "env -u MODELING_BACKEND NO_COLOR=1 '%s' %s 2>&1", path, arguments);
-    FILE *pipe = popen(command, "r");
-    cr_assert_not_null(pipe, "popen %s", command);
-    size_t capacity = 1 << 16, used = 0;
-    char *output = malloc(capacity);
-    cr_assert_not_null(output);
-    size_t got;
-    while ((got = fread(output + used, 1, capacity - used - 1, pipe)) > 0) {
-        used += got;
-        if (capacity - used < 4096) {
-            capacity *= 2;
-            output = realloc(output, capacity);
-            cr_assert_not_null(output);
-        }
-    }
-    output[used] = '\0';
-    int status = pclose(pipe);
-    return (command_result){WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
 
 static void write_temporary(const char *text, char *path) {
     strcpy(path, "/tmp/parity-test-cli-XXXXXX");
