@@ -1,0 +1,62 @@
+// golden.h: an eager fp64 golden stored in HDF5 (golden/<suite>/<model>/<case>.h5): what every
+// combo of a suite is compared with. It records where it came from (provenance), exactly what was
+// run (model config, weight source with checksum, the batch itself), the expected fp64 values, and
+// how far eager itself lands in each lower precision (the basis of the tolerance rule).
+#ifndef PARITY_GOLDEN_H
+#define PARITY_GOLDEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/core/error.h"
+#include "ops/core/tensor.h"
+
+#define PARITY_GOLDEN_SCHEMA_VERSION 1
+
+typedef struct parity_golden_values {
+    double loss;
+    double aux_loss;          // NAN when has_aux_loss is false
+    bool has_aux_loss;
+    double grad_norm;
+    double logits_sum;        // NAN when not computed
+    size_t parameter_count;
+    char (*parameter_names)[160];
+    double *parameter_grad_norms;
+} parity_golden_values;
+
+typedef struct parity_golden_precision {
+    char dtype[16];           // "fp32", "bf16"
+    parity_golden_values eager; // eager's own values in that dtype (error = |eager - fp64|)
+} parity_golden_precision;
+
+typedef struct parity_golden {
+    int schema_version;
+    // provenance
+    char git_sha[64], created[32], host[128], device[160], compiler[128], libraries[512], command[1024];
+    // what was run
+    char suite[64], model[64], case_name[64];
+    char model_type[64];
+    char *model_config_json;  // the config.json text (owned)
+    char weight_source[1024]; // "checkpoint <dir>" or "seed <N> from config"
+    char weight_sha256[65];   // of model.safetensors (checkpoint) or of the config text (seed)
+    uint64_t weight_seed;
+    char batch_source[1024];  // batch file path, or "plain [B, T] seed N" / "packed [...] seed N"
+    char batch_sha256[65];
+    parity_tensor input_ids, labels, position_ids; // int64 (B, T); position_ids empty when absent
+    // expected values (eager, fp64)
+    parity_golden_values expected;
+    parity_golden_precision precisions[2];
+    size_t precision_count;
+} parity_golden;
+
+// Writes atomically (temp file + rename). Refuses to replace an existing file unless `force`.
+parity_error *parity_golden_write(const char *path, const parity_golden *golden, bool force);
+// Reads and validates (schema_version, required datasets and attributes). A missing, truncated or
+// schema-mismatched file is a DATA/IO error naming the file and what is wrong.
+parity_error *parity_golden_read(const char *path, parity_golden *out);
+void parity_golden_release(parity_golden *golden);
+// The eager values of `dtype` ("fp32", "bf16"), or NULL.
+const parity_golden_values *parity_golden_eager(const parity_golden *golden, const char *dtype);
+
+#endif

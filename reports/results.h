@@ -1,0 +1,98 @@
+// results.h: the results of a `parity run`: a context block and one record per combo. This is the
+// contract between the harness (which fills it and writes results.json) and every report writer
+// (which only read it: JSON, JUnit XML, Markdown, HTML). `parity report DIR` re-renders every
+// report from results.json alone, so everything a report shows must be in here.
+#ifndef PARITY_RESULTS_H
+#define PARITY_RESULTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/core/error.h"
+
+#define PARITY_RESULTS_SCHEMA_VERSION 1
+
+typedef enum parity_combo_status {
+    PARITY_COMBO_PASS = 0,
+    PARITY_COMBO_FAIL,           // a metric exceeded its tolerance, or NaN/Inf appeared
+    PARITY_COMBO_NOT_SUPPORTED,  // a backend cannot do what the model needs (a reason says what)
+    PARITY_COMBO_ERROR,          // the combo could not run (environment, data)
+    PARITY_COMBO_EXCLUDED,       // the suite excludes it (a reason says why)
+} parity_combo_status;
+
+// "pass", "fail", "not_supported", "error", "excluded"
+const char *parity_combo_status_name(parity_combo_status status);
+bool parity_combo_status_parse(const char *name, parity_combo_status *out);
+
+typedef struct parity_metric {
+    char name[192];          // "loss", "aux_loss", "grad_norm", "grad_norm:model.layers.0.mlp.up_proj.weight"
+    double value;            // this combo's value
+    double golden;           // the fp64 eager golden
+    double error;            // |value - golden|
+    double tolerance;        // max(k * |eager_same_dtype - golden|, floor)
+    double ratio;            // error / tolerance (<= 1 passes)
+    bool pass;
+} parity_metric;
+
+typedef struct parity_field_choice {
+    char field[64];          // kernel-selection field, e.g. "attn_implementation" (or its alias in ids)
+    char value[64];          // e.g. "sdpa"
+} parity_field_choice;
+
+#define PARITY_COMBO_MAX_FIELDS 16
+
+typedef struct parity_combo_result {
+    char id[320];            // stable and readable: "qwen3_tiny/attn=sdpa,ce=chunk_loss/bf16/cpu"
+    char suite[64], model[64], batch[64], dtype[16], device[32];
+    parity_field_choice fields[PARITY_COMBO_MAX_FIELDS];
+    size_t field_count;
+    bool is_eager_baseline;  // every swept field eager: the combo tolerances are derived from
+    parity_combo_status status;
+    char reason[1024];       // not_supported / error / excluded / fail: why (first failing metric, first NaN tensor)
+    parity_metric *metrics;
+    size_t metric_count;
+    double *samples_ms;      // timed repeats (wall ms on CPU, CUDA-event ms on GPU)
+    size_t sample_count;
+    size_t warmup_count;
+    double median_ms;
+    double noise;            // relative: (p90 - p10) / median, or MAD / median (results.json says which)
+    int64_t peak_memory_bytes;
+    int64_t tokens;          // tokens per step, for tokens/s
+} parity_combo_result;
+
+typedef struct parity_results_context {
+    int schema_version;
+    char suite[64];
+    char git_sha[64];
+    char host[128];
+    char device[160];        // "cpu" or "NVIDIA H200 (SM90, 139 GiB)"
+    char driver_version[32], cuda_version[32];
+    char libraries[512];     // "OpenBLAS 0.3.21, HDF5 1.10.8, cuBLAS 13.0, NCCL 2.28"
+    char command[1024];
+    char started[32], finished[32]; // ISO 8601 UTC
+    char tolerance_rule[256];       // "parity: max(k * eager error, floor); k = 2 loss-like, 3 gradients"
+    char timing_method[128];        // "CUDA events, 3 warm-up, median of 10" / "wall clock ..."
+} parity_results_context;
+
+typedef struct parity_results {
+    parity_results_context context;
+    parity_combo_result *combos;
+    size_t combo_count, combo_capacity;
+} parity_results;
+
+// Appends a zeroed combo record and returns it (NULL on allocation failure).
+parity_combo_result *parity_results_add_combo(parity_results *results);
+parity_error *parity_metric_add(parity_combo_result *combo, const parity_metric *metric);
+parity_error *parity_combo_set_samples(parity_combo_result *combo, const double *samples_ms, size_t count);
+void parity_results_release(parity_results *results);
+
+// results.json (Google Benchmark style: context + records). Writes atomically (temp + rename).
+parity_error *parity_results_write_json(const char *path, const parity_results *results);
+// Reads results.json back, validating schema_version; a malformed file is a DATA error naming it.
+parity_error *parity_results_read_json(const char *path, parity_results *out);
+
+// Counts by status.
+void parity_results_counts(const parity_results *results, size_t counts[5]);
+
+#endif
