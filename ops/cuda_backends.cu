@@ -1,6 +1,11 @@
 // cuda_backends.cu: registers every CUDA backend family of this build. Adding a family = one row.
 extern "C" {
 #include "ops/cuda_backends.h"
+#include "ops/load_balancing_loss/load_balancing_loss_cuda.h"
+#include "ops/rms_norm/rms_norm_cuda.h"
+#include "ops/rms_norm_gated/rms_norm_gated_cuda.h"
+#include "ops/rotary/rotary_cuda.h"
+#include "ops/swiglu/swiglu_cuda.h"
 }
 
 typedef parity_error *(*cuda_family_registration)(void);
@@ -10,6 +15,13 @@ static const struct {
     cuda_family_registration register_family;
 } cuda_families[] = {
     {"none yet", nullptr}, // rows land with the CUDA backends
+    {"rms_norm liger_kernel", parity_rms_norm_register_cuda_liger_kernel},
+    {"rms_norm triton", parity_rms_norm_register_cuda_triton},
+    {"rms_norm_gated fla", parity_rms_norm_gated_register_cuda_fla},
+    {"rotary liger_kernel", parity_rotary_register_cuda_liger_kernel},
+    {"rotary triton", parity_rotary_register_cuda_triton},
+    {"swiglu liger_kernel", parity_swiglu_register_cuda_liger_kernel},
+    {"load_balancing_loss triton", parity_load_balancing_loss_register_cuda_triton},
 };
 
 extern "C" parity_error *parity_register_cuda_backends(void) {

@@ -1,0 +1,278 @@
+// fused_rows.cuh: what the fused CUDA backends (liger_kernel, triton, fla) share. For .cu files only.
+//   - element<D>: storage and compute types of a float dtype with the hardware conversions (one
+//     cvt.rn.bf16.f32 per bf16 store: the same round-to-nearest-even as parity_f32_to_bf16, at
+//     memory speed). f32 and bf16 compute in f32, f64 in f64.
+//   - load_values / store_values: VEC consecutive elements as one 16-byte access when the caller
+//     says the addresses allow it, element by element otherwise. Which thread holds which element
+//     never depends on that choice, so results do not either.
+//   - row_layout: how one row of `hidden` elements spreads over a group of threads (VEC elements
+//     per access, ITEMS accesses per thread, `threads` threads): a function of hidden and the dtype
+//     only, never of the number of rows, which is what makes the row kernels batch invariant.
+//   - group_sum: the sum over one row group's threads in a fixed tree order (every thread of the
+//     group gets the same bits).
+//   - check_on_device: the USAGE error for a tensor that is not contiguous on the call's device.
+#ifndef PARITY_CUDA_FUSED_ROWS_CUH
+#define PARITY_CUDA_FUSED_ROWS_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "ops/core/cuda/cuda_check.h"
+
+extern "C" {
+#include "ops/core/device.h"
+#include "ops/core/dtype.h"
+#include "ops/core/tensor.h"
+}
+
+namespace parity_fused {
+
+template <parity_dtype D> struct element;
+
+template <> struct element<PARITY_F64> {
+    using storage = double;
+    using compute = double;
+    __device__ __forceinline__ static compute load(storage value) { return value; }
+    __device__ __forceinline__ static storage store(compute value) { return value; }
+};
+
+template <> struct element<PARITY_F32> {
+    using storage = float;
+    using compute = float;
+    __device__ __forceinline__ static compute load(storage value) { return value; }
+    __device__ __forceinline__ static storage store(compute value) { return value; }
+};
+
+template <> struct element<PARITY_BF16> {
+    using storage = __nv_bfloat16;
+    using compute = float;
+    __device__ __forceinline__ static compute load(storage value) { return __bfloat162float(value); }
+    __device__ __forceinline__ static storage store(compute value) { return __float2bfloat16_rn(value); }
+};
+
+// A compute value rounded to what the storage dtype holds (identity for f32 and f64).
+template <parity_dtype D> __device__ __forceinline__ typename element<D>::compute round_storage(typename element<D>::compute v) {
+    return element<D>::load(element<D>::store(v));
+}
+
+// Elements per 16-byte access.
+template <parity_dtype D> constexpr int full_vector() { return (int)(16 / sizeof(typename element<D>::storage)); }
+
+template <typename T, int N> struct alignas(sizeof(T) * N) packed {
+    T v[N];
+};
+
+template <parity_dtype D, int VEC>
+__device__ __forceinline__ void load_values(const typename element<D>::storage *source, bool vectorized,
+                                            typename element<D>::compute (&out)[VEC]) {
+    using S = typename element<D>::storage;
+    if (VEC > 1 && vectorized) {
+        packed<S, VEC> data = *reinterpret_cast<const packed<S, VEC> *>(source);
+#pragma unroll
+        for (int j = 0; j < VEC; j++) out[j] = element<D>::load(data.v[j]);
+    } else {
+#pragma unroll
+        for (int j = 0; j < VEC; j++) out[j] = element<D>::load(source[j]);
+    }
+}
+
+template <parity_dtype D, int VEC>
+__device__ __forceinline__ void store_values(typename element<D>::storage *destination, bool vectorized,
+                                             const typename element<D>::compute (&values)[VEC]) {
+    using S = typename element<D>::storage;
+    if (VEC > 1 && vectorized) {
+        packed<S, VEC> data;
+#pragma unroll
+        for (int j = 0; j < VEC; j++) data.v[j] = element<D>::store(values[j]);
+        *reinterpret_cast<packed<S, VEC> *>(destination) = data;
+    } else {
+#pragma unroll
+        for (int j = 0; j < VEC; j++) destination[j] = element<D>::store(values[j]);
+    }
+}
+
+// VEC storage elements as they sit in memory: kept in registers between passes, so a row costs
+// half the registers of its f32 values in bf16.
+template <parity_dtype D, int VEC> using raw_vector = packed<typename element<D>::storage, VEC>;
+
+template <parity_dtype D, int VEC>
+__device__ __forceinline__ raw_vector<D, VEC> load_raw(const typename element<D>::storage *source, bool vectorized) {
+    if (VEC > 1 && vectorized) return *reinterpret_cast<const raw_vector<D, VEC> *>(source);
+    raw_vector<D, VEC> out;
+#pragma unroll
+    for (int j = 0; j < VEC; j++) out.v[j] = source[j];
+    return out;
+}
+
+template <parity_dtype D, int VEC> __device__ __forceinline__ raw_vector<D, VEC> zero_raw() {
+    raw_vector<D, VEC> out;
+#pragma unroll
+    for (int j = 0; j < VEC; j++) out.v[j] = element<D>::store(0);
+    return out;
+}
+
+// True when every pointer is 16-byte aligned (NULL counts as aligned).
+inline bool aligned16(const void *a, const void *b = nullptr, const void *c = nullptr, const void *d = nullptr,
+                      const void *e = nullptr, const void *f = nullptr) {
+    const void *pointers[] = {a, b, c, d, e, f};
+    for (const void *p : pointers)
+        if ((uintptr_t)p % 16 != 0) return false;
+    return true;
+}
+
+// How one row spreads over a group of `threads` threads: thread t of the group holds the VEC
+// elements at column (i * threads + t) * VEC for i < ITEMS.
+struct row_layout {
+    int vector;  // VEC: the 16-byte width when hidden is a multiple of it, else 1
+    int items;   // ITEMS: 1, 2, 4 or 8
+    int threads; // a multiple of 32, at most 1024
+};
+
+// The layout for rows of `hidden` elements; false when a row does not fit in one group's
+// registers (more than 1024 threads x 8 accesses). `few_items` prefers more threads with fewer
+// accesses each (kernels that hold several tensors of the row, like a backward).
+inline bool row_layout_for(int64_t hidden, int full_width, bool few_items, row_layout *out) {
+    int vector = hidden % full_width == 0 ? full_width : 1;
+    int64_t vectors = hidden / vector;
+    struct choice {
+        int cap, items;
+    };
+    static const choice wide[] = {{256, 1}, {256, 2}, {256, 4}, {512, 4}, {1024, 4}, {1024, 8}};
+    static const choice narrow[] = {{256, 1}, {512, 1}, {512, 2}, {1024, 2}, {1024, 4}, {1024, 8}};
+    for (const choice &c : few_items ? narrow : wide) {
+        int64_t threads = (vectors + c.items - 1) / c.items;
+        if (threads <= c.cap) {
+            out->vector = vector;
+            out->items = c.items;
+            out->threads = (int)((threads + 31) / 32 * 32);
+            return true;
+        }
+    }
+    return false;
+}
+
+// Calls fn(integral_constant<VEC>, integral_constant<ITEMS>) for the layout's compile-time shape.
+template <int FULL, typename Fn> auto dispatch_layout(const row_layout &layout, Fn &&fn) {
+    using one = std::integral_constant<int, 1>;
+    using full = std::integral_constant<int, FULL>;
+    if (layout.vector == FULL) {
+        switch (layout.items) {
+        case 1: return fn(full{}, std::integral_constant<int, 1>{});
+        case 2: return fn(full{}, std::integral_constant<int, 2>{});
+        case 4: return fn(full{}, std::integral_constant<int, 4>{});
+        default: return fn(full{}, std::integral_constant<int, 8>{});
+        }
+    }
+    switch (layout.items) {
+    case 1: return fn(one{}, std::integral_constant<int, 1>{});
+    case 2: return fn(one{}, std::integral_constant<int, 2>{});
+    case 4: return fn(one{}, std::integral_constant<int, 4>{});
+    default: return fn(one{}, std::integral_constant<int, 8>{});
+    }
+}
+
+// Sum over the `threads` consecutive threads of this thread's group (threads a multiple of 32, the
+// group's warps consecutive), in a fixed order; every thread of the group gets the same value.
+// Every thread of the block must call it (it may __syncthreads). `scratch` holds 32 values.
+template <typename T> __device__ __forceinline__ T group_sum(T value, T *scratch, int threads) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xffffffffu, value, offset);
+    if (threads == 32) return value;
+    int warp = threadIdx.x >> 5, first_warp = (threadIdx.x / threads) * (threads >> 5);
+    __syncthreads(); // the previous call's readers are done with scratch
+    if ((threadIdx.x & 31) == 0) scratch[warp] = value;
+    __syncthreads();
+    T total = 0;
+    for (int w = 0; w < (threads >> 5); w++) total += scratch[first_warp + w];
+    return total;
+}
+
+// Warp-level sum in a butterfly: all 32 lanes get the same bits.
+template <typename T> __device__ __forceinline__ T warp_sum(T value) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xffffffffu, value, offset);
+    return value;
+}
+
+template <typename T> __device__ __forceinline__ T warp_max(T value) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) value = max(value, __shfl_xor_sync(0xffffffffu, value, offset));
+    return value;
+}
+
+template <parity_dtype D> struct dtype_tag {
+    static constexpr parity_dtype value = D;
+};
+
+// Calls fn(dtype_tag<D>{}) for the float dtype D == dtype; USAGE error naming `what` otherwise.
+template <typename Fn> parity_error *dispatch_float(parity_dtype dtype, const char *what, Fn &&fn) {
+    switch (dtype) {
+    case PARITY_F64: return fn(dtype_tag<PARITY_F64>{});
+    case PARITY_F32: return fn(dtype_tag<PARITY_F32>{});
+    case PARITY_BF16: return fn(dtype_tag<PARITY_BF16>{});
+    default:
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: dtype %s is not supported (fp64, fp32, bf16)", what,
+                            parity_dtype_name(dtype));
+    }
+}
+
+// out[c] = sum over b < blocks of partial[b, c], stored to D: each column sums 32 strided slices,
+// then the 32 slice sums in order. The second stage of the dweight reductions (fixed order).
+template <parity_dtype D>
+__global__ void sum_partials_kernel(const typename element<D>::compute *partial, // (blocks, columns)
+                                    int64_t blocks, int64_t columns,
+                                    typename element<D>::storage *out) { // (columns)
+    using C = typename element<D>::compute;
+    __shared__ C slices[32][33];
+    const int64_t column = (int64_t)blockIdx.x * 32 + threadIdx.x;
+    C sum = 0;
+    if (column < columns)
+        for (int64_t b = threadIdx.y; b < blocks; b += 32) sum += partial[b * columns + column];
+    slices[threadIdx.y][threadIdx.x] = sum;
+    __syncthreads();
+    if (threadIdx.y != 0 || column >= columns) return;
+    C total = 0;
+    for (int slice = 0; slice < 32; slice++) total += slices[slice][threadIdx.x];
+    out[column] = element<D>::store(total);
+}
+
+template <parity_dtype D>
+inline parity_error *sum_partials(const typename element<D>::compute *partial, int64_t blocks, int64_t columns,
+                                  typename element<D>::storage *out) {
+    if (columns == 0) return NULL;
+    sum_partials_kernel<D><<<(unsigned)((columns + 31) / 32), dim3(32, 32)>>>(partial, blocks, columns, out);
+    PARITY_CUDA_TRY_LAUNCH("sum_partials_kernel");
+    return NULL;
+}
+
+inline parity_device cuda_device(int index) {
+    parity_device device = {PARITY_DEVICE_CUDA, index};
+    return device;
+}
+
+// USAGE error unless `tensor` (NULL passes) is contiguous on `device`.
+inline parity_error *check_on_device(const char *op, const char *name, const parity_tensor *tensor, parity_device device) {
+    if (!tensor) return NULL;
+    char where[32], wanted[32];
+    if (!parity_device_equal(tensor->device, device))
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: %s is on %s, the CUDA backend needs it on %s", op, name,
+                            parity_device_format(tensor->device, where, sizeof where),
+                            parity_device_format(device, wanted, sizeof wanted));
+    if (!parity_tensor_is_contiguous(tensor))
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: %s is not contiguous; the CUDA backend needs contiguous tensors", op,
+                            name);
+    return NULL;
+}
+
+// The device's multiprocessor count (for persistent grids).
+inline parity_error *multiprocessor_count(int device_index, int *count) {
+    PARITY_CUDA_TRY(cudaDeviceGetAttribute(count, cudaDevAttrMultiProcessorCount, device_index));
+    return NULL;
+}
+
+} // namespace parity_fused
+
+#endif

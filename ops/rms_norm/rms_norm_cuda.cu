@@ -1,0 +1,335 @@
+// rms_norm_cuda.cu: the fused RMSNorm kernels and their launchers (see rms_norm_cuda.h).
+#include <algorithm>
+
+#include "ops/core/cuda/fused_rows.cuh"
+
+extern "C" {
+#include "ops/core/cpu_math.h"
+#include "ops/rms_norm/rms_norm_cuda.h"
+}
+
+using namespace parity_fused;
+
+namespace {
+
+constexpr int fixed_tile_rows = 64; // FIXED_TILES: rows per dw partial, whatever the device
+
+// Register budgets. Forward layouts of up to 2 accesses per thread run in blocks of at most 256
+// threads, 6 blocks per multiprocessor; backward layouts of 1 access run in blocks of at most 512
+// threads, 2 per multiprocessor (64 registers). Longer rows may use 1024-thread blocks.
+template <int ITEMS> constexpr int forward_max_threads() { return ITEMS <= 2 ? 256 : 1024; }
+template <int ITEMS> constexpr int forward_min_blocks() { return ITEMS <= 2 ? 6 : 1; }
+template <int ITEMS> constexpr int backward_max_threads() { return ITEMS <= 1 ? 512 : 1024; }
+template <int ITEMS> constexpr int backward_min_blocks() { return ITEMS <= 1 ? 2 : 1; }
+
+// One row per group of `threads` threads, `blockDim.x / threads` rows per block. The row stays in
+// registers (as stored) between the sum of squares and the output.
+template <parity_dtype D, int VEC, int ITEMS, bool OFFSET>
+__global__ void __launch_bounds__(forward_max_threads<ITEMS>(), forward_min_blocks<ITEMS>()) rms_norm_forward_kernel(const typename element<D>::storage *x,      // (N, H)
+                                        const typename element<D>::storage *weight, // (H)
+                                        typename element<D>::storage *y,            // (N, H)
+                                        typename element<D>::compute *inverse_rms,  // (N)
+                                        int64_t rows, int64_t hidden, int threads, typename element<D>::compute eps,
+                                        bool vectorized) {
+    using C = typename element<D>::compute;
+    __shared__ C scratch[32];
+    const int groups = blockDim.x / threads, group = threadIdx.x / threads, t = threadIdx.x % threads;
+    const int64_t row = (int64_t)blockIdx.x * groups + group;
+    const bool active = row < rows;
+    const auto *x_row = x + (active ? row : 0) * hidden;
+
+    raw_vector<D, VEC> xs[ITEMS];
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+        const int64_t column = ((int64_t)i * threads + t) * VEC;
+        xs[i] = active && column < hidden ? load_raw<D, VEC>(x_row + column, vectorized) : zero_raw<D, VEC>();
+    }
+    C sum_squares = 0;
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            const C value = element<D>::load(xs[i].v[j]);
+            sum_squares += value * value;
+        }
+    sum_squares = group_sum(sum_squares, scratch, threads);
+    const C inverse = C(1) / sqrt(sum_squares / C(hidden) + eps);
+    if (!active) return; // no barrier follows
+    if (t == 0) inverse_rms[row] = inverse;
+    auto *y_row = y + row * hidden;
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+        const int64_t column = ((int64_t)i * threads + t) * VEC;
+        if (column >= hidden) continue;
+        C w[VEC], out[VEC];
+        load_values<D, VEC>(weight + column, vectorized, w);
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            const C x_hat = element<D>::load(xs[i].v[j]) * inverse;
+            out[j] = OFFSET ? x_hat * (C(1) + w[j]) : round_storage<D>(x_hat) * w[j];
+        }
+        store_values<D, VEC>(y_row + column, vectorized, out);
+    }
+}
+
+// Block b walks rows [b * rows_per_block, (b + 1) * rows_per_block) with its groups side by side,
+// writes dx, and leaves its columns' sum of dy * x_hat in dweight_partial[b] (NULL: no dw).
+// x and dy of the row stay in registers as stored; x_hat and g = dy * w_eff are recomputed for dx.
+template <parity_dtype D, int VEC, int ITEMS, bool OFFSET>
+__global__ void __launch_bounds__(backward_max_threads<ITEMS>(), backward_min_blocks<ITEMS>()) rms_norm_backward_kernel(const typename element<D>::storage *x,         // (N, H)
+                                         const typename element<D>::storage *weight,    // (H)
+                                         const typename element<D>::storage *doutput,   // (N, H)
+                                         const typename element<D>::compute *inverse_rms, // (N)
+                                         typename element<D>::storage *dinput,          // (N, H) or NULL
+                                         typename element<D>::compute *dweight_partial, // (blocks, H) or NULL
+                                         int64_t rows, int64_t hidden, int threads, int64_t rows_per_block,
+                                         bool vectorized) {
+    using C = typename element<D>::compute;
+    extern __shared__ unsigned char combine_bytes[]; // H compute values when the block has several groups
+    __shared__ C scratch[32];
+    const int groups = blockDim.x / threads, group = threadIdx.x / threads, t = threadIdx.x % threads;
+    const int64_t first = (int64_t)blockIdx.x * rows_per_block;
+    const int64_t last = first + rows_per_block < rows ? first + rows_per_block : rows;
+
+    C dweight[ITEMS][VEC];
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+        for (int j = 0; j < VEC; j++) dweight[i][j] = 0;
+
+    const int64_t iterations = (rows_per_block + groups - 1) / groups; // the same for every group
+    for (int64_t iteration = 0; iteration < iterations; iteration++) {
+        const int64_t row = first + iteration * groups + group;
+        const bool active = row < last;
+        const C inverse = active ? inverse_rms[row] : C(0);
+        const auto *x_row = x + (active ? row : 0) * hidden;
+        const auto *dy_row = doutput + (active ? row : 0) * hidden;
+        // x, dy and w (re-read from L1 each row: cheaper than holding it in registers) as stored
+        raw_vector<D, VEC> xs[ITEMS], dys[ITEMS], ws[ITEMS];
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) {
+            const int64_t column = ((int64_t)i * threads + t) * VEC;
+            const bool inside = active && column < hidden;
+            xs[i] = inside ? load_raw<D, VEC>(x_row + column, vectorized) : zero_raw<D, VEC>();
+            dys[i] = inside ? load_raw<D, VEC>(dy_row + column, vectorized) : zero_raw<D, VEC>();
+            ws[i] = inside ? load_raw<D, VEC>(weight + column, vectorized) : zero_raw<D, VEC>();
+        }
+        C dot = 0; // sum of g * x_hat over the row, g = dy * w_eff
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+            for (int j = 0; j < VEC; j++) {
+                const C x_hat = element<D>::load(xs[i].v[j]) * inverse;
+                const C dy = element<D>::load(dys[i].v[j]);
+                const C w = OFFSET ? C(1) + element<D>::load(ws[i].v[j]) : element<D>::load(ws[i].v[j]);
+                dweight[i][j] += dy * x_hat;
+                dot += (dy * w) * x_hat;
+            }
+        dot = group_sum(dot, scratch, threads);
+        const C mean_dot = dot / C(hidden);
+        // dx = inverse * (g - x_hat * mean_dot), written from the stored x, dy and w so that only
+        // those stay live across the reduction (not the f32 x_hat and g of the first pass)
+        const C x_scale = inverse * inverse * mean_dot;
+        if (active && dinput) {
+            auto *dx_row = dinput + row * hidden;
+#pragma unroll
+            for (int i = 0; i < ITEMS; i++) {
+                const int64_t column = ((int64_t)i * threads + t) * VEC;
+                if (column >= hidden) continue;
+                C dx[VEC];
+#pragma unroll
+                for (int j = 0; j < VEC; j++) {
+                    const C w = OFFSET ? C(1) + element<D>::load(ws[i].v[j]) : element<D>::load(ws[i].v[j]);
+                    dx[j] = (inverse * w) * element<D>::load(dys[i].v[j]) - x_scale * element<D>::load(xs[i].v[j]);
+                }
+                store_values<D, VEC>(dx_row + column, vectorized, dx);
+            }
+        }
+    }
+    if (!dweight_partial) return;
+    // The groups' column sums into group 0, in group order.
+    C *combined = reinterpret_cast<C *>(combine_bytes);
+    for (int source = 1; source < groups; source++) {
+        if (group == source) {
+#pragma unroll
+            for (int i = 0; i < ITEMS; i++) {
+                const int64_t column = ((int64_t)i * threads + t) * VEC;
+                if (column < hidden)
+#pragma unroll
+                    for (int j = 0; j < VEC; j++) combined[column + j] = dweight[i][j];
+            }
+        }
+        __syncthreads();
+        if (group == 0) {
+#pragma unroll
+            for (int i = 0; i < ITEMS; i++) {
+                const int64_t column = ((int64_t)i * threads + t) * VEC;
+                if (column < hidden)
+#pragma unroll
+                    for (int j = 0; j < VEC; j++) dweight[i][j] += combined[column + j];
+            }
+        }
+        __syncthreads();
+    }
+    if (group != 0) return;
+    C *partial = dweight_partial + (int64_t)blockIdx.x * hidden;
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+        const int64_t column = ((int64_t)i * threads + t) * VEC;
+        if (column < hidden)
+#pragma unroll
+            for (int j = 0; j < VEC; j++) partial[column + j] = dweight[i][j];
+    }
+}
+
+} // namespace
+
+namespace {
+
+template <parity_dtype D>
+parity_error *launch_forward(const parity_rms_norm_args *args, typename element<D>::compute *inverse_rms, int64_t rows,
+                             int64_t hidden, const row_layout &layout) {
+    using S = typename element<D>::storage;
+    using C = typename element<D>::compute;
+    const int groups = std::max(1, 256 / layout.threads);
+    const unsigned block = (unsigned)(groups * layout.threads);
+    const unsigned grid = (unsigned)((rows + groups - 1) / groups);
+    const bool vectorized = layout.vector > 1 && aligned16(args->input->data, args->weight->data, args->output->data);
+    const S *x = (const S *)args->input->data, *weight = (const S *)args->weight->data;
+    S *y = (S *)args->output->data;
+    const C eps = (C)args->eps;
+    const bool offset = args->variant == PARITY_RMS_NORM_OFFSET;
+    return dispatch_layout<full_vector<D>()>(layout, [&](auto vec, auto items) -> parity_error * {
+        constexpr int VEC = decltype(vec)::value, ITEMS = decltype(items)::value;
+        if (offset)
+            rms_norm_forward_kernel<D, VEC, ITEMS, true>
+                <<<grid, block>>>(x, weight, y, inverse_rms, rows, hidden, layout.threads, eps, vectorized);
+        else
+            rms_norm_forward_kernel<D, VEC, ITEMS, false>
+                <<<grid, block>>>(x, weight, y, inverse_rms, rows, hidden, layout.threads, eps, vectorized);
+        PARITY_CUDA_TRY_LAUNCH("rms_norm_forward_kernel");
+        return NULL;
+    });
+}
+
+template <parity_dtype D>
+parity_error *launch_backward(const parity_rms_norm_args *args, const typename element<D>::compute *inverse_rms,
+                              const parity_rms_norm_grads *grads, int64_t rows, int64_t hidden, const row_layout &layout,
+                              parity_rms_norm_cuda_policy policy) {
+    using S = typename element<D>::storage;
+    using C = typename element<D>::compute;
+    const int device_index = args->input->device.index;
+    const int groups = std::min(8, std::max(1, 512 / layout.threads));
+    const unsigned block = (unsigned)(groups * layout.threads);
+    const size_t shared = groups > 1 ? (size_t)hidden * sizeof(C) : 0;
+    const bool vectorized = layout.vector > 1 && aligned16(args->input->data, args->weight->data, grads->doutput->data,
+                                                           grads->dinput ? grads->dinput->data : nullptr);
+    const S *x = (const S *)args->input->data, *weight = (const S *)args->weight->data;
+    const S *dy = (const S *)grads->doutput->data;
+    S *dx = grads->dinput ? (S *)grads->dinput->data : nullptr;
+    const bool offset = args->variant == PARITY_RMS_NORM_OFFSET;
+    int multiprocessors = 1;
+    PARITY_TRY(multiprocessor_count(device_index, &multiprocessors));
+
+    return dispatch_layout<full_vector<D>()>(layout, [&](auto vec, auto items) -> parity_error * {
+        constexpr int VEC = decltype(vec)::value, ITEMS = decltype(items)::value;
+        auto kernel = offset ? rms_norm_backward_kernel<D, VEC, ITEMS, true> : rms_norm_backward_kernel<D, VEC, ITEMS, false>;
+        int64_t rows_per_block = fixed_tile_rows;
+        if (policy == PARITY_RMS_NORM_CUDA_PERSISTENT) {
+            int per_multiprocessor = 0;
+            PARITY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel, (int)block, shared));
+            int64_t resident = (int64_t)multiprocessors * std::max(1, per_multiprocessor);
+            int64_t wanted = (rows + groups - 1) / groups;
+            int64_t blocks = std::max<int64_t>(1, std::min(resident, wanted));
+            rows_per_block = (rows + blocks - 1) / blocks;
+        }
+        const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+        parity_tensor partial = {};
+        if (grads->dweight) {
+            int64_t shape[2] = {blocks, hidden};
+            PARITY_TRY(parity_tensor_alloc(&partial, D == PARITY_F64 ? PARITY_F64 : PARITY_F32, args->input->device, 2, shape));
+        }
+        kernel<<<(unsigned)blocks, block, shared>>>(x, weight, dy, inverse_rms, dx, (C *)partial.data, rows, hidden,
+                                                     layout.threads, rows_per_block, vectorized);
+        parity_error *error = NULL;
+        cudaError_t status = cudaGetLastError();
+        if (status != cudaSuccess)
+            error = PARITY_ERROR(PARITY_ERROR_DEVICE, "rms_norm_backward_kernel launch failed: %s", cudaGetErrorString(status));
+        if (!error && grads->dweight)
+            error = sum_partials<D>((const C *)partial.data, blocks, hidden,
+                                                (S *)grads->dweight->data);
+        parity_tensor_release(&partial);
+        return error;
+    });
+}
+
+parity_error *check_devices(const parity_rms_norm_args *args, const parity_rms_norm_grads *grads, const char *backend) {
+    const parity_device device = args->input->device;
+    if (device.type != PARITY_DEVICE_CUDA)
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "rms_norm: input is on %s; the %s backend runs on cuda",
+                            parity_device_type_name(device.type), backend);
+    PARITY_TRY(check_on_device("rms_norm", "input", args->input, device));
+    PARITY_TRY(check_on_device("rms_norm", "weight", args->weight, device));
+    PARITY_TRY(check_on_device("rms_norm", "output", args->output, device));
+    if (grads) {
+        PARITY_TRY(check_on_device("rms_norm", "doutput", grads->doutput, device));
+        PARITY_TRY(check_on_device("rms_norm", "dinput", grads->dinput, device));
+        PARITY_TRY(check_on_device("rms_norm", "dweight", grads->dweight, device));
+    }
+    return NULL;
+}
+
+parity_error *layout_of(const parity_rms_norm_args *args, int64_t hidden, bool backward, const char *backend,
+                        row_layout *layout) {
+    int full_width = (int)(16 / parity_dtype_size(args->input->dtype));
+    if (!row_layout_for(hidden, full_width, backward, layout))
+        return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED,
+                            "rms_norm: the %s backend holds a row in one block's registers; hidden %lld is too long "
+                            "(at most %d elements, or %d when hidden is not a multiple of %d)",
+                            backend, (long long)hidden, 8192 * full_width, 8192, full_width);
+    return NULL;
+}
+
+} // namespace
+
+extern "C" parity_error *parity_rms_norm_cuda_forward(const parity_rms_norm_args *args, parity_saved *saved,
+                                                      const char *backend) {
+    int64_t rows, hidden;
+    PARITY_TRY(parity_rms_norm_check(args, &rows, &hidden));
+    PARITY_TRY(check_devices(args, NULL, backend));
+    row_layout layout;
+    PARITY_TRY(layout_of(args, hidden, false, backend, &layout));
+    const parity_dtype dtype = args->input->dtype;
+    parity_tensor *inverse_rms;
+    int64_t shape[1] = {rows};
+    PARITY_TRY(parity_saved_alloc(saved, &inverse_rms, parity_compute_dtype(dtype), args->input->device, 1, shape));
+    if (rows == 0) return NULL;
+    PARITY_CUDA_TRY(cudaSetDevice(args->input->device.index));
+    return dispatch_float(dtype, "rms_norm", [&](auto tag) -> parity_error * {
+        constexpr parity_dtype D = decltype(tag)::value;
+        return launch_forward<D>(args, (typename element<D>::compute *)inverse_rms->data, rows, hidden, layout);
+    });
+}
+
+extern "C" parity_error *parity_rms_norm_cuda_backward(const parity_rms_norm_args *args, const parity_saved *saved,
+                                                       const parity_rms_norm_grads *grads,
+                                                       parity_rms_norm_cuda_policy policy, const char *backend) {
+    int64_t rows, hidden;
+    PARITY_TRY(parity_rms_norm_check(args, &rows, &hidden));
+    PARITY_TRY(parity_rms_norm_check_grads(args, grads));
+    PARITY_TRY(check_devices(args, grads, backend));
+    row_layout layout;
+    PARITY_TRY(layout_of(args, hidden, true, backend, &layout));
+    const parity_tensor *inverse_rms;
+    PARITY_TRY(parity_saved_get(saved, 0, &inverse_rms));
+    PARITY_CUDA_TRY(cudaSetDevice(args->input->device.index));
+    if (rows == 0) {
+        if (grads->dweight) PARITY_CUDA_TRY(cudaMemset(grads->dweight->data, 0, parity_tensor_nbytes(grads->dweight)));
+        return NULL;
+    }
+    return dispatch_float(args->input->dtype, "rms_norm", [&](auto tag) -> parity_error * {
+        constexpr parity_dtype D = decltype(tag)::value;
+        return launch_backward<D>(args, (const typename element<D>::compute *)inverse_rms->data, grads, rows, hidden,
+                                  layout, policy);
+    });
+}
