@@ -1,6 +1,7 @@
 // cuda_backends.cu: registers every CUDA backend family of this build. Adding a family = one row.
 extern "C" {
 #include "ops/cuda_backends.h"
+#include "ops/cross_entropy/fused_linear_cuda.h"
 #include "ops/load_balancing_loss/load_balancing_loss_cuda.h"
 #include "ops/rms_norm/rms_norm_cuda.h"
 #include "ops/rms_norm_gated/rms_norm_gated_cuda.h"
@@ -22,6 +23,8 @@ static const struct {
     {"rotary triton", parity_rotary_register_cuda_triton},
     {"swiglu liger_kernel", parity_swiglu_register_cuda_liger_kernel},
     {"load_balancing_loss triton", parity_load_balancing_loss_register_cuda_triton},
+    {"cross_entropy liger_kernel", parity_cross_entropy_register_cuda_liger_kernel},
+    {"cross_entropy chunk_loss", parity_cross_entropy_register_cuda_chunk_loss},
 };
 
 extern "C" parity_error *parity_register_cuda_backends(void) {

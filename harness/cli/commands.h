@@ -18,4 +18,8 @@ void parity_command_config_usage(FILE *stream);
 int parity_command_eval(int argc, char **argv);
 void parity_command_eval_usage(FILE *stream);
 
+// parity bench op: CUDA backends of an op side by side, against the device's ceilings and PyTorch.
+int parity_command_bench(int argc, char **argv);
+void parity_command_bench_usage(FILE *stream);
+
 #endif

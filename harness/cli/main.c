@@ -24,7 +24,9 @@ static const parity_command commands[] = {
      parity_command_config, parity_command_config_usage},
     {"eval", "one forward + backward of a model on a batch: loss, aux loss, gradient norms, logits sum",
      parity_command_eval, parity_command_eval_usage},
-    // Rows to come with their commands: golden, run, report, bench.
+    {"bench", "time the CUDA backends of an op side by side (GB/s or TFLOP/s, % of the device ceilings, PyTorch peers)",
+     parity_command_bench, parity_command_bench_usage},
+    // Rows to come with their commands: golden, run, report.
 };
 static const size_t command_count = sizeof commands / sizeof commands[0];
 

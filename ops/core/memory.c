@@ -79,3 +79,14 @@ void parity_memory_reset_peak(parity_device device) {
     device_counters *counters = counters_for(device);
     if (counters) atomic_store(&counters->peak, atomic_load(&counters->current));
 }
+
+void parity_memory_account(parity_device device, size_t bytes, bool released) {
+    device_counters *counters = counters_for(device);
+    if (!counters) return;
+    if (!released) {
+        account_alloc(counters, bytes);
+        return;
+    }
+    atomic_fetch_sub(&counters->current, bytes);
+    atomic_fetch_sub(&counters->count, 1);
+}

@@ -3,6 +3,7 @@
 #ifndef PARITY_MEMORY_H
 #define PARITY_MEMORY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ops/core/device.h"
@@ -25,6 +26,9 @@ void parity_memory_free(parity_device device, void *pointer, size_t bytes);
 parity_memory_stats parity_memory_get_stats(parity_device device);
 // Sets the peak to the current value (start of a measured region).
 void parity_memory_reset_peak(parity_device device);
+// Accounts `bytes` taken (released = false) or given back (released = true) outside
+// parity_memory_alloc, e.g. scratch from CUDA's stream-ordered pool, so current and peak stay true.
+void parity_memory_account(parity_device device, size_t bytes, bool released);
 
 #ifdef __cplusplus
 }

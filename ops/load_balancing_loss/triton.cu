@@ -241,31 +241,23 @@ parity_error *forward(const parity_load_balancing_loss_args *args, parity_saved 
     // Scratch: the blocks' probability sums and counts, and the ticket counter.
     const size_t probability_bytes = (size_t)grid * experts * parity_dtype_size(compute);
     const size_t count_bytes = (size_t)grid * experts * sizeof(unsigned);
-    parity_tensor scratch = {};
-    int64_t scratch_shape[1] = {(int64_t)(probability_bytes + count_bytes + 16)};
-    PARITY_TRY(parity_tensor_alloc(&scratch, PARITY_U8, device, 1, scratch_shape));
-    unsigned char *base = (unsigned char *)scratch.data;
+    pool_scratch scratch;
+    PARITY_TRY(scratch.alloc(device, probability_bytes + count_bytes + 16));
+    unsigned char *base = scratch.as<unsigned char>();
     unsigned *blocks_done = (unsigned *)(base + probability_bytes + count_bytes);
-    parity_error *error = NULL;
-    cudaError_t status = cudaMemsetAsync(blocks_done, 0, sizeof(unsigned));
-    if (status != cudaSuccess)
-        error = PARITY_ERROR(PARITY_ERROR_DEVICE, "load_balancing_loss: cudaMemsetAsync failed: %s", cudaGetErrorString(status));
-    if (!error)
-        error = dispatch_float(dtype, "load_balancing_loss", [&](auto tag) -> parity_error * {
-            constexpr parity_dtype D = decltype(tag)::value;
-            using S = typename element<D>::storage;
-            using C = typename element<D>::compute;
-            return dispatch_experts(experts, [&](auto lanes) -> parity_error * {
-                load_balancing_loss_forward_kernel<D, decltype(lanes)::value><<<grid, block_threads>>>(
-                    (const S *)args->router_logits->data, rows, (int)experts, (int)args->top_k, (C *)base,
-                    (unsigned *)(base + probability_bytes), blocks_done, (C *)tokens_per_expert->data,
-                    (C *)args->loss->data);
-                PARITY_CUDA_TRY_LAUNCH("load_balancing_loss_forward_kernel");
-                return NULL;
-            });
+    PARITY_CUDA_TRY(cudaMemsetAsync(blocks_done, 0, sizeof(unsigned)));
+    return dispatch_float(dtype, "load_balancing_loss", [&](auto tag) -> parity_error * {
+        constexpr parity_dtype D = decltype(tag)::value;
+        using S = typename element<D>::storage;
+        using C = typename element<D>::compute;
+        return dispatch_experts(experts, [&](auto lanes) -> parity_error * {
+            load_balancing_loss_forward_kernel<D, decltype(lanes)::value><<<grid, block_threads>>>(
+                (const S *)args->router_logits->data, rows, (int)experts, (int)args->top_k, (C *)base,
+                (unsigned *)(base + probability_bytes), blocks_done, (C *)tokens_per_expert->data, (C *)args->loss->data);
+            PARITY_CUDA_TRY_LAUNCH("load_balancing_loss_forward_kernel");
+            return NULL;
         });
-    parity_tensor_release(&scratch);
-    return error;
+    });
 }
 
 parity_error *backward(const parity_load_balancing_loss_args *args, const parity_saved *saved,

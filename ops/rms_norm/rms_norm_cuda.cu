@@ -244,21 +244,13 @@ parity_error *launch_backward(const parity_rms_norm_args *args, const typename e
             rows_per_block = (rows + blocks - 1) / blocks;
         }
         const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
-        parity_tensor partial = {};
-        if (grads->dweight) {
-            int64_t shape[2] = {blocks, hidden};
-            PARITY_TRY(parity_tensor_alloc(&partial, D == PARITY_F64 ? PARITY_F64 : PARITY_F32, args->input->device, 2, shape));
-        }
-        kernel<<<(unsigned)blocks, block, shared>>>(x, weight, dy, inverse_rms, dx, (C *)partial.data, rows, hidden,
+        pool_scratch partial;
+        if (grads->dweight) PARITY_TRY(partial.alloc(args->input->device, (size_t)(blocks * hidden) * sizeof(C)));
+        kernel<<<(unsigned)blocks, block, shared>>>(x, weight, dy, inverse_rms, dx, partial.as<C>(), rows, hidden,
                                                      layout.threads, rows_per_block, vectorized);
+        PARITY_CUDA_TRY_LAUNCH("rms_norm_backward_kernel");
         parity_error *error = NULL;
-        cudaError_t status = cudaGetLastError();
-        if (status != cudaSuccess)
-            error = PARITY_ERROR(PARITY_ERROR_DEVICE, "rms_norm_backward_kernel launch failed: %s", cudaGetErrorString(status));
-        if (!error && grads->dweight)
-            error = sum_partials<D>((const C *)partial.data, blocks, hidden,
-                                                (S *)grads->dweight->data);
-        parity_tensor_release(&partial);
+        if (grads->dweight) error = sum_partials<D>(partial.as<const C>(), blocks, hidden, (S *)grads->dweight->data);
         return error;
     });
 }

@@ -29,8 +29,13 @@ const char backend_name[] = "fla";
 
 template <typename C> __device__ __forceinline__ C sigmoid_of(C x) { return C(1) / (C(1) + exp(-x)); }
 
+// Block-size bounds matching the launches (row layouts of fused_rows.cuh): forward layouts of up to
+// 2 accesses run in blocks of <= 256 threads, backward layouts of 1 access in blocks of <= 512.
+template <int ITEMS> constexpr int forward_max_threads() { return ITEMS <= 2 ? 256 : 1024; }
+template <int ITEMS> constexpr int backward_max_threads() { return ITEMS <= 1 ? 512 : 1024; }
+
 template <parity_dtype D, int VEC, int ITEMS>
-__global__ void rms_norm_gated_forward_kernel(const typename element<D>::storage *x,      // (N, D)
+__global__ void __launch_bounds__(forward_max_threads<ITEMS>()) rms_norm_gated_forward_kernel(const typename element<D>::storage *x,      // (N, D)
                                               const typename element<D>::storage *gate,   // (N, D)
                                               const typename element<D>::storage *weight, // (D)
                                               typename element<D>::storage *y,            // (N, D)
@@ -79,7 +84,7 @@ __global__ void rms_norm_gated_forward_kernel(const typename element<D>::storage
 // Block b walks rows [b * rows_per_block, (b + 1) * rows_per_block); dweight_partial[b] gets its
 // columns' dw (NULL: no dw). dinput / dgate NULL: not written.
 template <parity_dtype D, int VEC, int ITEMS>
-__global__ void rms_norm_gated_backward_kernel(const typename element<D>::storage *x,          // (N, D)
+__global__ void __launch_bounds__(backward_max_threads<ITEMS>()) rms_norm_gated_backward_kernel(const typename element<D>::storage *x,          // (N, D)
                                                const typename element<D>::storage *gate,       // (N, D)
                                                const typename element<D>::storage *weight,     // (D)
                                                const typename element<D>::storage *doutput,    // (N, D)
@@ -281,24 +286,16 @@ parity_error *backward(const parity_rms_norm_gated_args *args, const parity_save
             const int64_t wanted = std::max<int64_t>(1, std::min(resident, (rows + groups - 1) / groups));
             const int64_t rows_per_block = (rows + wanted - 1) / wanted;
             const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
-            parity_tensor partial = {};
-            if (grads->dweight) {
-                int64_t shape[2] = {blocks, hidden};
-                PARITY_TRY(parity_tensor_alloc(&partial, parity_compute_dtype(D), args->input->device, 2, shape));
-            }
+            pool_scratch partial;
+            if (grads->dweight) PARITY_TRY(partial.alloc(args->input->device, (size_t)(blocks * hidden) * sizeof(C)));
             kernel<<<(unsigned)blocks, block, shared>>>(
                 (const S *)args->input->data, (const S *)args->gate->data, (const S *)args->weight->data,
                 (const S *)grads->doutput->data, (const C *)inverse_rms->data,
                 grads->dinput ? (S *)grads->dinput->data : nullptr, grads->dgate ? (S *)grads->dgate->data : nullptr,
-                (C *)partial.data, rows, hidden, layout.threads, rows_per_block, vectorized);
+                partial.as<C>(), rows, hidden, layout.threads, rows_per_block, vectorized);
+            PARITY_CUDA_TRY_LAUNCH("rms_norm_gated_backward_kernel");
             parity_error *error = NULL;
-            cudaError_t status = cudaGetLastError();
-            if (status != cudaSuccess)
-                error = PARITY_ERROR(PARITY_ERROR_DEVICE, "rms_norm_gated_backward_kernel launch failed: %s",
-                                     cudaGetErrorString(status));
-            if (!error && grads->dweight)
-                error = sum_partials<D>((const C *)partial.data, blocks, hidden, (S *)grads->dweight->data);
-            parity_tensor_release(&partial);
+            if (grads->dweight) error = sum_partials<D>(partial.as<const C>(), blocks, hidden, (S *)grads->dweight->data);
             return error;
         });
     });

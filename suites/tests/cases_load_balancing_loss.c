@@ -49,6 +49,8 @@ static const op_check_case load_balancing_loss_cases[] = {
     LOAD_BALANCING_ROW("E=5 K=3 layers=3 N=1", 3, 1, 5, 3),
     LOAD_BALANCING_ROW("E=4 K=2 layers=1 N=1", 1, 1, 4, 2),
     LOAD_BALANCING_ROW("E=7 K=2 layers=2 N=13", 2, 13, 7, 2),
+    LOAD_BALANCING_ROW("E=128 K=8 layers=2 N=50", 2, 50, 128, 8),
+    LOAD_BALANCING_ROW("E=60 K=4 layers=3 N=7", 3, 7, 60, 4),
 };
 const op_case_list load_balancing_loss_case_list = OP_CASE_LIST(load_balancing_loss_cases);
 

@@ -45,6 +45,11 @@ static const op_check_case rms_norm_cases[] = {
     RMS_NORM_ROW("standard rows=3 hidden=64 eps=1e-2", 3, 64, PARITY_RMS_NORM_STANDARD, 1e-2),
     RMS_NORM_ROW("offset rows=5 hidden=48", 5, 48, PARITY_RMS_NORM_OFFSET, 1e-6),
     RMS_NORM_ROW("offset rows=2 hidden=17", 2, 17, PARITY_RMS_NORM_OFFSET, 1e-6),
+    // 151k outputs: central differences on their sum carry ~1e-6 relative round-off, hence 1e-5
+    {PARITY_OP_RMS_NORM, "standard rows=37 hidden=4096", rms_norm_setup, rms_norm_forward, rms_norm_backward,
+     &(const rms_norm_params){37, 4096, PARITY_RMS_NORM_STANDARD, 1e-6}, 1e-5, 0},
+    RMS_NORM_ROW("offset rows=300 hidden=1000", 300, 1000, PARITY_RMS_NORM_OFFSET, 1e-6),
+    RMS_NORM_ROW("standard rows=3 hidden=8191 (prime)", 3, 8191, PARITY_RMS_NORM_STANDARD, 1e-6),
 };
 const op_case_list rms_norm_case_list = OP_CASE_LIST(rms_norm_cases);
 

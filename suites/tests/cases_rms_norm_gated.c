@@ -45,6 +45,7 @@ static const op_check_case rms_norm_gated_cases[] = {
     RMS_NORM_GATED_ROW("rows=1 hidden=1 eps=1", 1, 1, 1.0),
     RMS_NORM_GATED_ROW("rows=3 hidden=31 eps=1e-2", 3, 31, 1e-2),
     RMS_NORM_GATED_ROW("rows=5 hidden=16 (Qwen3.5 head_v_dim)", 5, 16, 1e-6),
+    RMS_NORM_GATED_ROW("rows=65 hidden=128", 65, 128, 1e-6),
 };
 const op_case_list rms_norm_gated_case_list = OP_CASE_LIST(rms_norm_gated_cases);
 

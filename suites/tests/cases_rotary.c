@@ -61,6 +61,7 @@ static const int64_t long_context_positions[] = {0, 1, 31, 255, 1024, 2000, 0, 7
 
 static const op_check_case rotary_cases[] = {
     ROTARY_ROW("default N=7 Hq=4 Hk=2 D=48", 7, 4, 2, 48, NULL, .theta = 10000),
+    ROTARY_ROW("default N=33 Hq=32 Hk=8 D=128 (16-byte path)", 33, 32, 8, 128, NULL, .theta = 500000),
     ROTARY_ROW("default N=1 Hq=1 Hk=1 D=8 position=5", 1, 1, 1, 8, single_position, .theta = 10000),
     ROTARY_ROW("default packed 0 1 2 0 1 Hq=3 Hk=1 D=32", 5, 3, 1, 32, packed_positions, .theta = 1e6),
     ROTARY_ROW("partial 0.25 D=32 packed Hq=2 Hk=1 (Qwen3.5)", 5, 2, 1, 32, packed_positions, .theta = 1e7,

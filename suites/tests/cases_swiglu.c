@@ -43,6 +43,7 @@ static const op_check_case swiglu_cases[] = {
     SWIGLU_ROW("rows=1 intermediate=1", 1, 1, 1),
     SWIGLU_ROW("rows=3 intermediate=97", 3, 97, 1),
     SWIGLU_ROW("rows=5 intermediate=11 wide gates", 5, 11, 6),
+    SWIGLU_ROW("rows=129 intermediate=1031 (16-byte path and a tail)", 129, 1031, 2),
 };
 const op_case_list swiglu_case_list = OP_CASE_LIST(swiglu_cases);
 

@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <mutex>
 #include <type_traits>
 
 #include "ops/core/cuda/cuda_check.h"
@@ -25,6 +26,7 @@
 extern "C" {
 #include "ops/core/device.h"
 #include "ops/core/dtype.h"
+#include "ops/core/memory.h"
 #include "ops/core/tensor.h"
 }
 
@@ -266,6 +268,53 @@ inline parity_error *check_on_device(const char *op, const char *name, const par
                             name);
     return NULL;
 }
+
+// Scratch memory from the device's stream-ordered pool (cudaMallocAsync on the default stream),
+// given back with cudaFreeAsync by the destructor: unlike cudaMalloc/cudaFree it neither maps pages
+// on every call nor synchronizes the device, so a kernel's scratch costs no host stall. The pool
+// keeps what it got (release threshold raised once per device). Counted in parity_memory's
+// current/peak bytes while held.
+struct pool_scratch {
+    void *data = nullptr;
+    size_t bytes = 0;
+    parity_device device = {PARITY_DEVICE_CUDA, 0};
+    pool_scratch() = default;
+    pool_scratch(const pool_scratch &) = delete;
+    pool_scratch &operator=(const pool_scratch &) = delete;
+    ~pool_scratch() { release(); }
+
+    parity_error *alloc(parity_device on, size_t size) {
+        release();
+        PARITY_TRY(keep_pool(on.index));
+        PARITY_CUDA_TRY(cudaMallocAsync(&data, size ? size : 1, 0));
+        device = on;
+        bytes = size;
+        parity_memory_account(device, bytes, false);
+        return NULL;
+    }
+    template <typename T> T *as(size_t byte_offset = 0) const { return (T *)((unsigned char *)data + byte_offset); }
+    void release() {
+        if (!data) return;
+        cudaFreeAsync(data, 0);
+        parity_memory_account(device, bytes, true);
+        data = nullptr;
+        bytes = 0;
+    }
+
+  private:
+    static parity_error *keep_pool(int device_index) {
+        static std::mutex lock;
+        static bool configured[64];
+        std::lock_guard<std::mutex> guard(lock);
+        if (device_index < 0 || device_index >= 64 || configured[device_index]) return NULL;
+        cudaMemPool_t pool;
+        PARITY_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device_index));
+        uint64_t threshold = UINT64_MAX;
+        PARITY_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+        configured[device_index] = true;
+        return NULL;
+    }
+};
 
 // The device's multiprocessor count (for persistent grids).
 inline parity_error *multiprocessor_count(int device_index, int *count) {

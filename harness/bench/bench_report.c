@@ -1,0 +1,399 @@
+// bench_report.c: peers, text table, JSON and Markdown of a bench report (see bench_report.h).
+#include "harness/bench/bench_report.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/cli/text_table.h"
+
+static const double gibibyte = 1024.0 * 1024.0 * 1024.0;
+
+// ---- peers ----
+
+static parity_error *read_file(const char *path, char **out) {
+    *out = NULL;
+    FILE *file = fopen(path, "rb");
+    if (!file) return PARITY_ERROR(PARITY_ERROR_IO, "parity bench: cannot open peers file %s: %s", path, strerror(errno));
+    size_t capacity = 1 << 16, size = 0;
+    char *text = malloc(capacity);
+    while (text) {
+        size += fread(text + size, 1, capacity - size - 1, file);
+        if (size < capacity - 1) break;
+        char *grown = realloc(text, capacity * 2);
+        if (!grown) { free(text); text = NULL; break; }
+        text = grown;
+        capacity *= 2;
+    }
+    bool failed = ferror(file);
+    fclose(file);
+    if (!text) return PARITY_ERROR(PARITY_ERROR_MEMORY, "parity bench: reading %s", path);
+    if (failed) {
+        free(text);
+        return PARITY_ERROR(PARITY_ERROR_IO, "parity bench: reading peers file %s failed", path);
+    }
+    text[size] = '\0';
+    *out = text;
+    return NULL;
+}
+
+static const char *json_string(const cJSON *object, const char *name) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, name);
+    return cJSON_IsString(item) ? item->valuestring : NULL;
+}
+
+static bool json_number(const cJSON *object, const char *name, double *value) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, name);
+    if (!cJSON_IsNumber(item)) return false;
+    *value = item->valuedouble;
+    return true;
+}
+
+static parity_error *peer_row(const char *path, const cJSON *item, int index, parity_bench_result *row) {
+    memset(row, 0, sizeof *row);
+    const char *op = json_string(item, "op"), *pass = json_string(item, "pass"), *shape = json_string(item, "shape");
+    const char *dtype = json_string(item, "dtype"), *peer = json_string(item, "peer");
+    double median = 0, value = 0;
+    if (!op || !pass || !shape || !dtype || !peer || !json_number(item, "median_ms", &median) || !(median > 0))
+        return PARITY_ERROR(PARITY_ERROR_DATA,
+                            "%s: peers[%d] needs strings op, pass, shape, dtype, peer and a positive number median_ms", path,
+                            index);
+    const parity_bench_op *bench_op = parity_bench_find_op(op);
+    parity_bench_shape parsed;
+    if (!bench_op) return PARITY_ERROR(PARITY_ERROR_DATA, "%s: peers[%d].op '%s' is not an op parity bench knows", path, index, op);
+    parity_error *error = parity_bench_parse_shape(bench_op, shape, &parsed);
+    if (error) return parity_error_wrap(error, __FILE__, __LINE__, "%s: peers[%d].shape", path, index);
+    parity_dtype parsed_dtype;
+    if (!parity_dtype_parse(dtype, &parsed_dtype))
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s: peers[%d].dtype '%s' is not a dtype", path, index, dtype);
+    if (strcmp(pass, "fwd") != 0 && strcmp(pass, "fwd+bwd") != 0)
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s: peers[%d].pass '%s' is neither fwd nor fwd+bwd", path, index, pass);
+    bool backward = strcmp(pass, "fwd+bwd") == 0;
+    snprintf(row->op, sizeof row->op, "%s", op);
+    snprintf(row->pass, sizeof row->pass, "%s", pass);
+    parity_bench_shape_string(&parsed, row->shape, sizeof row->shape);
+    snprintf(row->dtype, sizeof row->dtype, "%s", parity_dtype_name(parsed_dtype));
+    snprintf(row->backend, sizeof row->backend, "torch:%s", peer);
+    row->is_peer = row->ok = true;
+    snprintf(row->status, sizeof row->status, "peer");
+    row->timing.median_ms = median;
+    row->timing.min_ms = json_number(item, "min_ms", &value) ? value : NAN;
+    row->timing.max_ms = json_number(item, "max_ms", &value) ? value : NAN;
+    row->timing.noise = json_number(item, "noise", &value) ? value : NAN;
+    row->timing.runs = json_number(item, "runs", &value) ? (int)value : 0;
+    row->extra_peak_bytes = json_number(item, "extra_peak_bytes", &value) ? value : -1;
+    double seconds = median * 1e-3;
+    row->bytes = bench_op->bytes(&parsed, parsed_dtype, backward);
+    row->gigabytes_per_second = row->bytes / seconds / 1e9;
+    if (bench_op->flop_bound) {
+        row->flops = bench_op->flops(&parsed, backward);
+        row->teraflops = row->flops / seconds / 1e12;
+    }
+    row->gradient_bytes = bench_op->gradient_bytes(&parsed, parsed_dtype);
+    return NULL;
+}
+
+parity_error *parity_bench_read_peers(const char *path, parity_bench_report *report) {
+    char *text;
+    PARITY_TRY(read_file(path, &text));
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!root) return PARITY_ERROR(PARITY_ERROR_DATA, "%s: not valid JSON (near '%.40s')", path, cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+    parity_error *error = NULL;
+    const cJSON *peers = cJSON_GetObjectItemCaseSensitive(root, "peers");
+    if (!cJSON_IsArray(peers)) error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: field 'peers' must be an array", path);
+    const char *torch = json_string(root, "torch");
+    snprintf(report->context.torch_version, sizeof report->context.torch_version, "%s", torch ? torch : "");
+    snprintf(report->context.peers_file, sizeof report->context.peers_file, "%s", path);
+    size_t first_peer = report->count;
+    int index = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, peers) {
+        if (error) break;
+        parity_bench_result row;
+        error = peer_row(path, item, index++, &row);
+        if (!error) error = parity_bench_report_add(report, &row);
+    }
+    cJSON_Delete(root);
+    if (error) return error;
+    // every parity row: the first peer of the same op, pass, shape and dtype
+    for (size_t i = 0; i < report->count; i++) {
+        parity_bench_result *row = &report->results[i];
+        if (row->is_peer) continue;
+        for (size_t p = first_peer; p < report->count; p++) {
+            const parity_bench_result *peer = &report->results[p];
+            if (!peer->is_peer || strcmp(peer->op, row->op) || strcmp(peer->pass, row->pass) ||
+                strcmp(peer->shape, row->shape) || strcmp(peer->dtype, row->dtype))
+                continue;
+            row->peer_median_ms = peer->timing.median_ms;
+            snprintf(row->peer, sizeof row->peer, "%s", peer->backend);
+            break;
+        }
+    }
+    return NULL;
+}
+
+// ---- formatting ----
+
+static const char *format_bytes(double bytes, char *buffer, size_t size) {
+    if (bytes < 0) snprintf(buffer, size, "-");
+    else snprintf(buffer, size, "%.2f GiB", bytes / gibibyte);
+    return buffer;
+}
+
+static void format_rate(const parity_bench_result *row, char *rate, size_t rate_size, char *fraction, size_t fraction_size) {
+    if (!row->ok) {
+        snprintf(rate, rate_size, "-");
+        snprintf(fraction, fraction_size, "-");
+    } else if (row->flops > 0) {
+        snprintf(rate, rate_size, "%.0f TFLOP/s", row->teraflops);
+        snprintf(fraction, fraction_size, row->gemm_fraction > 0 ? "%.0f%% gemm" : "-", 100 * row->gemm_fraction);
+    } else {
+        snprintf(rate, rate_size, "%.0f GB/s", row->gigabytes_per_second);
+        snprintf(fraction, fraction_size, row->copy_fraction > 0 ? "%.0f%% copy" : "-", 100 * row->copy_fraction);
+    }
+}
+
+static void format_speedup(const parity_bench_result *row, char *buffer, size_t size) {
+    if (row->ok && !row->is_peer && row->peer_median_ms > 0)
+        snprintf(buffer, size, "%.2fx", row->peer_median_ms / row->timing.median_ms);
+    else snprintf(buffer, size, "-");
+}
+
+void parity_bench_print_table(const parity_bench_report *report, FILE *stream, bool use_color) {
+    const parity_bench_context *c = &report->context;
+    fprintf(stream, "device   %s (SM %d.%d, %d SMs, L2 %.0f MiB), CUDA runtime %s, driver %s\n", c->device_name,
+            c->compute_capability / 10, c->compute_capability % 10, c->multiprocessors, c->l2_bytes / 1048576.0,
+            c->runtime, c->driver);
+    fprintf(stream, "ceilings copy %.0f GB/s (2 GiB, read + write, noise %.1f%%), cuBLAS bf16 GEMM %lld^3 %.0f TFLOP/s (noise %.1f%%)\n",
+            c->copy_gigabytes_per_second, 100 * c->copy_timing.noise, (long long)c->gemm_n, c->gemm_teraflops,
+            100 * c->gemm_timing.noise);
+    fprintf(stream, "timing   CUDA events, L2 flushed (%.0f MiB written) before each run, %d warm-up, median of %d runs (%d for flop-bound ops)\n",
+            c->flush_bytes / 1048576.0, c->warmup, c->runs, c->flop_bound_runs);
+    if (c->peers_file[0]) fprintf(stream, "peers    %s (torch %s); 'vs torch' = torch median / parity median\n", c->peers_file, c->torch_version);
+    static const char *const headers[] = {"op shape dtype", "pass", "backend", "median ms (noise)", "rate", "of ceiling",
+                                          "extra peak", "vs torch"};
+    parity_text_table *table = parity_text_table_new(8, headers);
+    if (!table) return;
+    for (size_t i = 0; i < report->count; i++) {
+        const parity_bench_result *row = &report->results[i];
+        char what[128], median[64], rate[32], fraction[32], extra[32], speedup[16];
+        snprintf(what, sizeof what, "%s %s %s", row->op, row->shape, row->dtype);
+        if (row->ok) snprintf(median, sizeof median, "%.4f (%.1f%%)", row->timing.median_ms, 100 * row->timing.noise);
+        else snprintf(median, sizeof median, "%.60s", row->status);
+        format_rate(row, rate, sizeof rate, fraction, sizeof fraction);
+        format_bytes(row->extra_peak_bytes, extra, sizeof extra);
+        format_speedup(row, speedup, sizeof speedup);
+        const char *cells[] = {what, row->pass, row->backend, median, rate, fraction, extra, speedup};
+        parity_text_table_add_row(table, cells);
+    }
+    parity_text_table_print(table, stream, use_color);
+    parity_text_table_free(table);
+}
+
+// ---- files ----
+
+typedef parity_error *(*write_body)(const parity_bench_report *report, FILE *stream);
+
+// Writes through a temporary file renamed into place: no half-written file is ever left at `path`.
+static parity_error *write_atomically(const char *path, const parity_bench_report *report, write_body body) {
+    char temporary[4096];
+    snprintf(temporary, sizeof temporary, "%s.tmp.%ld", path, (long)getpid());
+    FILE *stream = fopen(temporary, "w");
+    if (!stream) return PARITY_ERROR(PARITY_ERROR_IO, "parity bench: cannot write %s: %s", temporary, strerror(errno));
+    parity_error *error = body(report, stream);
+    if (fclose(stream) != 0 && !error)
+        error = PARITY_ERROR(PARITY_ERROR_IO, "parity bench: writing %s failed: %s", temporary, strerror(errno));
+    if (!error && rename(temporary, path) != 0)
+        error = PARITY_ERROR(PARITY_ERROR_IO, "parity bench: cannot move %s to %s: %s", temporary, path, strerror(errno));
+    if (error) remove(temporary);
+    return error;
+}
+
+static cJSON *timing_json(const parity_bench_timing *timing) {
+    cJSON *object = cJSON_CreateObject();
+    cJSON_AddNumberToObject(object, "median_ms", timing->median_ms);
+    cJSON_AddNumberToObject(object, "min_ms", isnan(timing->min_ms) ? -1 : timing->min_ms);
+    cJSON_AddNumberToObject(object, "max_ms", isnan(timing->max_ms) ? -1 : timing->max_ms);
+    cJSON_AddNumberToObject(object, "noise", isnan(timing->noise) ? -1 : timing->noise);
+    cJSON_AddNumberToObject(object, "runs", timing->runs);
+    return object;
+}
+
+static parity_error *json_body(const parity_bench_report *report, FILE *stream) {
+    const parity_bench_context *c = &report->context;
+    cJSON *root = cJSON_CreateObject(), *context = cJSON_AddObjectToObject(root, "context");
+    cJSON_AddStringToObject(context, "tool", "parity bench op");
+    cJSON_AddStringToObject(context, "device", c->device_name);
+    cJSON_AddNumberToObject(context, "compute_capability", c->compute_capability);
+    cJSON_AddNumberToObject(context, "multiprocessors", c->multiprocessors);
+    cJSON_AddNumberToObject(context, "l2_bytes", c->l2_bytes);
+    cJSON_AddNumberToObject(context, "memory_bytes", c->memory_bytes);
+    cJSON_AddStringToObject(context, "cuda_runtime", c->runtime);
+    cJSON_AddStringToObject(context, "cuda_driver", c->driver);
+    cJSON_AddNumberToObject(context, "copy_bytes", c->copy_bytes);
+    cJSON_AddNumberToObject(context, "copy_gigabytes_per_second", c->copy_gigabytes_per_second);
+    cJSON_AddItemToObject(context, "copy_timing", timing_json(&c->copy_timing));
+    cJSON_AddNumberToObject(context, "gemm_n", (double)c->gemm_n);
+    cJSON_AddNumberToObject(context, "gemm_bf16_teraflops", c->gemm_teraflops);
+    cJSON_AddItemToObject(context, "gemm_timing", timing_json(&c->gemm_timing));
+    cJSON_AddNumberToObject(context, "l2_flush_bytes", c->flush_bytes);
+    cJSON_AddNumberToObject(context, "warmup", c->warmup);
+    cJSON_AddNumberToObject(context, "runs", c->runs);
+    cJSON_AddNumberToObject(context, "flop_bound_runs", c->flop_bound_runs);
+    cJSON_AddStringToObject(context, "peers_file", c->peers_file);
+    cJSON_AddStringToObject(context, "torch", c->torch_version);
+    cJSON_AddStringToObject(context, "extra_peak_bytes_means",
+                            "device memory at the fwd+bwd peak beyond what was held before it; for parity rows the "
+                            "inputs and the caller's gradient buffers (gradient_bytes) were held before, for torch rows "
+                            "only the inputs (autograd allocates .grad inside)");
+    cJSON *rows = cJSON_AddArrayToObject(root, "benchmarks");
+    for (size_t i = 0; i < report->count; i++) {
+        const parity_bench_result *row = &report->results[i];
+        cJSON *object = cJSON_CreateObject();
+        cJSON_AddStringToObject(object, "op", row->op);
+        cJSON_AddStringToObject(object, "pass", row->pass);
+        cJSON_AddStringToObject(object, "shape", row->shape);
+        cJSON_AddStringToObject(object, "dtype", row->dtype);
+        cJSON_AddStringToObject(object, "backend", row->backend);
+        cJSON_AddBoolToObject(object, "peer", row->is_peer);
+        cJSON_AddStringToObject(object, "status", row->status);
+        if (row->ok) {
+            cJSON_AddItemToObject(object, "timing", timing_json(&row->timing));
+            cJSON_AddNumberToObject(object, "bytes", row->bytes);
+            cJSON_AddNumberToObject(object, "gigabytes_per_second", row->gigabytes_per_second);
+            cJSON_AddNumberToObject(object, "copy_fraction", row->copy_fraction);
+            if (row->flops > 0) {
+                cJSON_AddNumberToObject(object, "flops", row->flops);
+                cJSON_AddNumberToObject(object, "teraflops", row->teraflops);
+                cJSON_AddNumberToObject(object, "gemm_fraction", row->gemm_fraction);
+            }
+            cJSON_AddNumberToObject(object, "extra_peak_bytes", row->extra_peak_bytes);
+            cJSON_AddNumberToObject(object, "gradient_bytes", row->gradient_bytes);
+            if (row->peer_median_ms > 0) {
+                cJSON_AddStringToObject(object, "peer", row->peer);
+                cJSON_AddNumberToObject(object, "peer_median_ms", row->peer_median_ms);
+                cJSON_AddNumberToObject(object, "speedup_vs_peer", row->peer_median_ms / row->timing.median_ms);
+            }
+        }
+        cJSON_AddItemToArray(rows, object);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) return PARITY_ERROR(PARITY_ERROR_MEMORY, "parity bench: rendering JSON");
+    bool failed = fputs(text, stream) < 0 || fputc('\n', stream) == EOF;
+    free(text);
+    return failed ? PARITY_ERROR(PARITY_ERROR_IO, "parity bench: writing JSON failed") : NULL;
+}
+
+parity_error *parity_bench_write_json(const parity_bench_report *report, const char *path) {
+    if (!path) return json_body(report, stdout);
+    return write_atomically(path, report, json_body);
+}
+
+// The targets of the GPU issue (H200, bf16, medians), checked against the best parity backend.
+typedef struct bench_target {
+    const char *op, *pass, *shape;
+    double minimum_gigabytes_per_second; // 0: none
+    bool not_slower_than_peer;           // the first torch peer of the row (anchor time when absent)
+    double anchor_peer_ms;
+    double maximum_extra_gib;            // 0: none
+    const char *what;
+} bench_target;
+
+static const bench_target targets[] = {
+    {"rms_norm", "fwd", "16384x4096", 3800, false, 0, 0, "RMSNorm fwd >= 3.8 TB/s"},
+    {"rms_norm", "fwd+bwd", "16384x4096", 3400, false, 0, 0, "RMSNorm fwd+bwd >= 3.4 TB/s"},
+    {"swiglu", "fwd", "16384x8192", 3800, false, 0, 0, "SwiGLU fwd >= 3.8 TB/s"},
+    {"rotary", "fwd", "16384x32x8x128", 3500, false, 0, 0, "RoPE fwd >= 3.5 TB/s"},
+    {"cross_entropy", "fwd+bwd", "8192x4096x151936", 0, true, 58.7, 1.5,
+     "fused linear+CE fwd+bwd no slower than PyTorch eager, <= 1.5 GiB extra peak"},
+};
+
+static const parity_bench_result *best_row(const parity_bench_report *report, const bench_target *target) {
+    const parity_bench_result *best = NULL;
+    for (size_t i = 0; i < report->count; i++) {
+        const parity_bench_result *row = &report->results[i];
+        if (row->is_peer || !row->ok || strcmp(row->op, target->op) || strcmp(row->pass, target->pass) ||
+            strcmp(row->shape, target->shape) || strcmp(row->dtype, "bf16") || strcmp(row->backend, "eager") == 0)
+            continue;
+        if (!best || row->timing.median_ms < best->timing.median_ms) best = row;
+    }
+    return best;
+}
+
+static void target_line(const parity_bench_report *report, const bench_target *target, FILE *stream) {
+    const parity_bench_result *row = best_row(report, target);
+    if (!row) {
+        fprintf(stream, "| %s | not measured in this run | - |\n", target->what);
+        return;
+    }
+    char measured[256], verdict[256];
+    if (target->minimum_gigabytes_per_second > 0) {
+        snprintf(measured, sizeof measured, "%s: %.0f GB/s (%.0f%% of copy)", row->backend, row->gigabytes_per_second,
+                 100 * row->copy_fraction);
+        if (row->gigabytes_per_second >= target->minimum_gigabytes_per_second) snprintf(verdict, sizeof verdict, "met");
+        else
+            snprintf(verdict, sizeof verdict, "missed by %.0f GB/s (%.1f%%)",
+                     target->minimum_gigabytes_per_second - row->gigabytes_per_second,
+                     100 * (1 - row->gigabytes_per_second / target->minimum_gigabytes_per_second));
+    } else {
+        double peer = row->peer_median_ms > 0 ? row->peer_median_ms : target->anchor_peer_ms;
+        double extra_gib = row->extra_peak_bytes / gibibyte;
+        snprintf(measured, sizeof measured, "%s: %.2f ms vs torch %.2f ms%s, extra peak %.2f GiB (+ %.2f GiB gradients)",
+                 row->backend, row->timing.median_ms, peer, row->peer_median_ms > 0 ? "" : " (anchor)", extra_gib,
+                 row->gradient_bytes / gibibyte);
+        bool fast = row->timing.median_ms <= peer, small = extra_gib <= target->maximum_extra_gib;
+        if (fast && small) snprintf(verdict, sizeof verdict, "met");
+        else
+            snprintf(verdict, sizeof verdict, "missed:%s%s", fast ? "" : " slower than torch", small ? "" : " memory over");
+    }
+    fprintf(stream, "| %s | %s | %s |\n", target->what, measured, verdict);
+}
+
+static parity_error *markdown_body(const parity_bench_report *report, FILE *stream) {
+    const parity_bench_context *c = &report->context;
+    fprintf(stream, "# parity bench: %s\n\n", c->device_name);
+    fprintf(stream, "CUDA runtime %s, driver %s, SM %d.%d, %d SMs, L2 %.0f MiB. Ceilings measured in the same run: "
+                    "device copy **%.0f GB/s** (2 GiB, read + write, noise %.1f%%), cuBLAS bf16 GEMM %lld^3 **%.0f TFLOP/s** "
+                    "(noise %.1f%%).\n\n",
+            c->runtime, c->driver, c->compute_capability / 10, c->compute_capability % 10, c->multiprocessors,
+            c->l2_bytes / 1048576.0, c->copy_gigabytes_per_second, 100 * c->copy_timing.noise, (long long)c->gemm_n,
+            c->gemm_teraflops, 100 * c->gemm_timing.noise);
+    fprintf(stream, "Timing: CUDA events around each call, L2 flushed (%.0f MiB written) before every run, %d warm-up runs, "
+                    "median of %d runs (%d for cross_entropy); noise = median absolute deviation / median. Rates count "
+                    "the bytes that must move (each input read once, each output written once) or the GEMM flops "
+                    "(cross_entropy: 6 N H V). Extra peak = device memory at the fwd+bwd peak beyond what was held "
+                    "before it: for parity the inputs and the caller's gradient buffers (listed apart), for torch the "
+                    "inputs only.%s%s%s\n\n",
+            c->flush_bytes / 1048576.0, c->warmup, c->runs, c->flop_bound_runs,
+            c->peers_file[0] ? " PyTorch peers (torch " : "", c->peers_file[0] ? c->torch_version : "",
+            c->peers_file[0] ? ") from tools/bench_torch_peers.py in the same device call; speedup = torch median / parity median." : "");
+    fprintf(stream, "## Targets\n\n| target | best parity backend | verdict |\n|---|---|---|\n");
+    for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) target_line(report, &targets[t], stream);
+    fprintf(stream, "\n## Results\n\n| op | shape | dtype | pass | backend | median ms | noise | rate | of ceiling | extra peak | gradients | vs torch |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < report->count; i++) {
+        const parity_bench_result *row = &report->results[i];
+        char rate[32], fraction[32], extra[32], gradients[32], speedup[16];
+        format_rate(row, rate, sizeof rate, fraction, sizeof fraction);
+        format_bytes(row->extra_peak_bytes, extra, sizeof extra);
+        format_bytes(row->ok && !strcmp(row->pass, "fwd+bwd") ? row->gradient_bytes : -1, gradients, sizeof gradients);
+        format_speedup(row, speedup, sizeof speedup);
+        if (row->ok)
+            fprintf(stream, "| %s | %s | %s | %s | %s | %.4f | %.1f%% | %s | %s | %s | %s | %s |\n", row->op, row->shape,
+                    row->dtype, row->pass, row->backend, row->timing.median_ms, 100 * row->timing.noise, rate, fraction,
+                    extra, gradients, speedup);
+        else
+            fprintf(stream, "| %s | %s | %s | %s | %s | %s | | | | | | |\n", row->op, row->shape, row->dtype, row->pass,
+                    row->backend, row->status);
+    }
+    return ferror(stream) ? PARITY_ERROR(PARITY_ERROR_IO, "parity bench: writing Markdown failed") : NULL;
+}
+
+parity_error *parity_bench_write_markdown(const parity_bench_report *report, const char *path) {
+    return write_atomically(path, report, markdown_body);
+}

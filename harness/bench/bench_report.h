@@ -1,0 +1,29 @@
+// bench_report.h: what `parity bench` does with a report: read the PyTorch peers measured by
+// tools/bench_torch_peers.py in the same device call (rows of the same op/pass/shape/dtype get the
+// first peer's time beside theirs), print a text table, write JSON (context + rows, Google
+// Benchmark's shape) and a Markdown table with the perf-anchors targets checked. Files are written
+// atomically (a temporary file renamed into place).
+#ifndef PARITY_BENCH_REPORT_H
+#define PARITY_BENCH_REPORT_H
+
+#include <stdio.h>
+
+#include "harness/bench/bench_run.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Adds the peers of `path` as rows (backend "torch:<peer>") and links every parity row to its first
+// peer. DATA error naming the file and the field for malformed JSON; IO error when unreadable.
+parity_error *parity_bench_read_peers(const char *path, parity_bench_report *report);
+
+void parity_bench_print_table(const parity_bench_report *report, FILE *stream, bool use_color);
+// JSON to `path`, or to stdout when path is NULL.
+parity_error *parity_bench_write_json(const parity_bench_report *report, const char *path);
+parity_error *parity_bench_write_markdown(const parity_bench_report *report, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,228 @@
+// bench_run.c: see bench_run.h.
+#include "harness/bench/bench_run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/bench/bench_timer.h"
+#include "ops/core/cuda_api.h"
+#include "ops/core/memory.h"
+#include "ops/registry.h"
+
+enum {
+    COPY_CEILING_RUNS = 10,
+    GEMM_CEILING_RUNS = 20,
+    GEMM_CEILING_N = 8192,
+};
+static const size_t copy_ceiling_bytes = (size_t)2 << 30; // 2 GiB, as perf-anchors.md
+
+parity_error *parity_bench_report_add(parity_bench_report *report, const parity_bench_result *result) {
+    if (report->count == report->capacity) {
+        size_t capacity = report->capacity ? 2 * report->capacity : 32;
+        parity_bench_result *grown = realloc(report->results, capacity * sizeof *grown);
+        if (!grown) return PARITY_ERROR(PARITY_ERROR_MEMORY, "parity bench: growing the report to %zu rows", capacity);
+        report->results = grown;
+        report->capacity = capacity;
+    }
+    report->results[report->count++] = *result;
+    return NULL;
+}
+
+void parity_bench_report_release(parity_bench_report *report) {
+    free(report->results);
+    memset(report, 0, sizeof *report);
+}
+
+bool parity_bench_report_has_errors(const parity_bench_report *report) {
+    for (size_t i = 0; i < report->count; i++)
+        if (!report->results[i].is_peer && !report->results[i].ok && strncmp(report->results[i].status, "error", 5) == 0)
+            return true;
+    return false;
+}
+
+// ---- one pass of one backend ----
+
+typedef struct pass_context {
+    const parity_bench_op *op;
+    void *inputs;
+    const void *kernels;
+    parity_saved saved;
+    bool backward;
+} pass_context;
+
+static parity_error *pass_step(void *raw) {
+    pass_context *context = raw;
+    PARITY_TRY(context->op->forward(context->inputs, context->kernels, &context->saved));
+    if (context->backward) PARITY_TRY(context->op->backward(context->inputs, context->kernels, &context->saved));
+    return NULL;
+}
+
+static parity_error *pass_after(void *raw) {
+    parity_saved_release(&((pass_context *)raw)->saved);
+    return NULL;
+}
+
+// Device memory at the peak of one fwd+bwd beyond what was held before it (inputs, outputs and
+// gradient buffers are allocated before).
+static parity_error *measure_extra_peak(pass_context *context, parity_device device, double *extra) {
+    PARITY_TRY(parity_cuda_synchronize(device.index));
+    parity_memory_stats before = parity_memory_get_stats(device);
+    parity_memory_reset_peak(device);
+    parity_error *error = pass_step(context);
+    if (!error) error = parity_cuda_synchronize(device.index);
+    parity_memory_stats after = parity_memory_get_stats(device);
+    pass_after(context);
+    if (!error) *extra = (double)after.peak_bytes - (double)before.current_bytes;
+    return error;
+}
+
+static void set_status(parity_bench_result *result, const char *prefix, parity_error *error) {
+    char message[200];
+    parity_error_format(error, message, sizeof message);
+    snprintf(result->status, sizeof result->status, "%s: %s", prefix, message);
+    parity_error_free(error);
+}
+
+static void time_pass(const parity_bench_options *options, const parity_bench_context *context, parity_bench_timer *timer,
+                      const parity_bench_op *op, const parity_bench_shape *shape, void *inputs,
+                      const parity_backend *backend, bool backward, parity_bench_result *result) {
+    pass_context pass = {.op = op, .inputs = inputs, .kernels = backend->kernels, .backward = backward};
+    int runs = op->flop_bound ? options->flop_bound_runs : options->runs;
+    int warmup = op->flop_bound ? (options->warmup < 3 ? options->warmup : 3) : options->warmup;
+    parity_error *error = parity_bench_timer_measure(timer, pass_step, pass_after, &pass, warmup, runs, &result->timing);
+    pass_after(&pass);
+    if (error) {
+        set_status(result, parity_error_kind_of(error) == PARITY_ERROR_UNSUPPORTED ? "not supported" : "error", error);
+        return;
+    }
+    result->ok = true;
+    snprintf(result->status, sizeof result->status, "ok");
+    double seconds = result->timing.median_ms * 1e-3;
+    result->bytes = op->bytes(shape, options->dtype, backward);
+    result->gigabytes_per_second = result->bytes / seconds / 1e9;
+    result->copy_fraction = result->gigabytes_per_second / context->copy_gigabytes_per_second;
+    if (op->flop_bound) {
+        result->flops = op->flops(shape, backward);
+        result->teraflops = result->flops / seconds / 1e12;
+        result->gemm_fraction = result->teraflops / context->gemm_teraflops;
+    }
+    result->gradient_bytes = op->gradient_bytes(shape, options->dtype);
+    if (backward) {
+        error = measure_extra_peak(&pass, options->device, &result->extra_peak_bytes);
+        if (error) {
+            result->ok = false;
+            set_status(result, "error (peak memory run)", error);
+        }
+    }
+}
+
+// The backends to time for `op`: the named ones, or every cuda backend of the op (test-only excluded).
+static size_t backends_for(const parity_bench_options *options, const char *op, const char **names, size_t capacity) {
+    size_t count = 0;
+    if (options->backends) {
+        for (size_t i = 0; i < options->backend_count && count < capacity; i++) names[count++] = options->backends[i];
+        return count;
+    }
+    for (size_t i = 0; i < parity_registry_count() && count < capacity; i++) {
+        const parity_backend *backend = parity_registry_at(i);
+        if (backend->device == PARITY_DEVICE_CUDA && strcmp(backend->op, op) == 0 &&
+            !(backend->capabilities & PARITY_CAP_TEST_ONLY))
+            names[count++] = backend->name;
+    }
+    return count;
+}
+
+static parity_error *bench_shape(const parity_bench_options *options, const parity_bench_context *context,
+                                 parity_bench_timer *timer, const parity_bench_op *op, const parity_bench_shape *shape,
+                                 parity_bench_report *report) {
+    const char *names[32];
+    size_t backend_count = backends_for(options, op->op, names, 32);
+    void *inputs = NULL;
+    parity_error *setup_error = op->setup(shape, options->dtype, options->device, &inputs);
+    for (size_t b = 0; b < backend_count; b++) {
+        for (int pass = op->forward_pass ? 0 : 1; pass < 2; pass++) {
+            parity_bench_result result;
+            memset(&result, 0, sizeof result);
+            result.extra_peak_bytes = -1;
+            snprintf(result.op, sizeof result.op, "%s", op->op);
+            snprintf(result.pass, sizeof result.pass, "%s", pass ? "fwd+bwd" : "fwd");
+            parity_bench_shape_string(shape, result.shape, sizeof result.shape);
+            snprintf(result.dtype, sizeof result.dtype, "%s", parity_dtype_name(options->dtype));
+            snprintf(result.backend, sizeof result.backend, "%s", names[b]);
+            const parity_backend *backend = NULL;
+            parity_error *error = setup_error ? NULL
+                                              : parity_registry_resolve(op->op, names[b], options->device, &backend);
+            if (setup_error) {
+                char message[200];
+                snprintf(result.status, sizeof result.status, "error: setting up inputs: %s",
+                         parity_error_format(setup_error, message, sizeof message));
+            } else if (error) {
+                set_status(&result, "not available", error);
+            } else if (!(backend->dtypes & PARITY_DTYPE_BIT(options->dtype))) {
+                snprintf(result.status, sizeof result.status, "not supported: no %s", parity_dtype_name(options->dtype));
+            } else {
+                time_pass(options, context, timer, op, shape, inputs, backend, pass == 1, &result);
+            }
+            fprintf(stderr, "parity bench: %s %s %s %s: %s%s\n", result.op, result.shape, result.pass, result.backend,
+                    result.ok ? "" : result.status, result.ok ? "timed" : "");
+            PARITY_TRY(parity_bench_report_add(report, &result));
+        }
+    }
+    parity_error_free(setup_error);
+    if (inputs) op->teardown(inputs);
+    return NULL;
+}
+
+static parity_error *measure_context(const parity_bench_options *options, parity_bench_timer *timer,
+                                     parity_bench_context *context) {
+    parity_device_info info;
+    PARITY_TRY(parity_device_query(options->device, &info));
+    snprintf(context->device_name, sizeof context->device_name, "%s", info.name);
+    context->compute_capability = info.compute_capability;
+    context->multiprocessors = info.multiprocessors;
+    context->l2_bytes = (double)info.l2_cache_bytes;
+    context->memory_bytes = (double)info.total_memory;
+    parity_cuda_versions(context->runtime, sizeof context->runtime, context->driver, sizeof context->driver);
+    context->flush_bytes = (double)parity_bench_timer_flush_bytes(timer);
+    context->warmup = options->warmup;
+    context->runs = options->runs;
+    context->flop_bound_runs = options->flop_bound_runs;
+    context->copy_bytes = (double)copy_ceiling_bytes;
+    PARITY_TRY_CONTEXT(parity_bench_copy_ceiling(timer, copy_ceiling_bytes, COPY_CEILING_RUNS, &context->copy_timing,
+                                                 &context->copy_gigabytes_per_second),
+                       "measuring the device copy bandwidth");
+    context->gemm_n = GEMM_CEILING_N;
+    PARITY_TRY_CONTEXT(parity_bench_gemm_ceiling(timer, GEMM_CEILING_N, GEMM_CEILING_RUNS, &context->gemm_timing,
+                                                 &context->gemm_teraflops),
+                       "measuring the cuBLAS bf16 GEMM rate");
+    fprintf(stderr, "parity bench: %s: copy %.0f GB/s, cuBLAS bf16 GEMM %.0f TFLOP/s\n", context->device_name,
+            context->copy_gigabytes_per_second, context->gemm_teraflops);
+    return NULL;
+}
+
+parity_error *parity_bench_run(const parity_bench_options *options, parity_bench_report *report) {
+    PARITY_CHECK(options->device.type == PARITY_DEVICE_CUDA, PARITY_ERROR_USAGE,
+                 "parity bench: --device %s: bench times CUDA backends; use --device cuda",
+                 parity_device_type_name(options->device.type));
+    PARITY_CHECK(options->runs >= 1 && options->flop_bound_runs >= 1 && options->warmup >= 0, PARITY_ERROR_USAGE,
+                 "parity bench: runs must be >= 1 and warm-up >= 0");
+    parity_device_info info;
+    PARITY_TRY(parity_device_query(options->device, &info)); // a clear "no CUDA device" before anything else
+    parity_bench_timer *timer;
+    PARITY_TRY(parity_bench_timer_open(options->device.index, &timer));
+    parity_error *error = measure_context(options, timer, &report->context);
+    for (size_t o = 0; !error && o < options->op_count; o++) {
+        const parity_bench_op *op = options->ops[o];
+        size_t shape_count = 0;
+        while (!options->shapes && op->default_shapes[shape_count]) shape_count++;
+        if (options->shapes) shape_count = options->shape_count;
+        for (size_t s = 0; !error && s < shape_count; s++) {
+            parity_bench_shape shape;
+            error = parity_bench_parse_shape(op, options->shapes ? options->shapes[s] : op->default_shapes[s], &shape);
+            if (!error) error = bench_shape(options, &report->context, timer, op, &shape, report);
+        }
+    }
+    parity_bench_timer_close(timer);
+    return error;
+}

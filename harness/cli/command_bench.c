@@ -1,0 +1,220 @@
+// command_bench.c: `parity bench op OP|all`: the CUDA backends of an op side by side on the same
+// inputs (bench_run.h), with the device ceilings measured in the same run and, with --peers, the
+// PyTorch peers measured in the same device call (tools/bench_torch_peers.py). Prints a table, or
+// JSON with --json; --output / --markdown write files atomically.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/bench/bench_report.h"
+#include "harness/bench/bench_run.h"
+#include "harness/cli/cli_support.h"
+#include "harness/cli/commands.h"
+#include "ops/registry.h"
+
+enum { MAX_LIST = 32 };
+
+void parity_command_bench_usage(FILE *stream) {
+    fprintf(stream,
+            "usage: parity bench op OP|all --device cuda[:N] [--backends a,b,...] [--shape S]... [--dtype bf16|fp32|fp64]\n"
+            "                      [--runs N] [--warmup N] [--peers FILE] [--json] [--output FILE] [--markdown FILE]\n"
+            "\n"
+            "Times the CUDA backends of an op side by side on the same random inputs: CUDA events around each\n"
+            "call, warm-up calls first, the L2 flushed before every run, the median of the runs with its noise\n"
+            "(median absolute deviation / median). Reports GB/s (bytes that must move) or TFLOP/s and the share\n"
+            "of the device copy bandwidth and of the cuBLAS bf16 GEMM rate, both measured in the same run, and\n"
+            "for fwd+bwd the extra peak device memory.\n"
+            "\n"
+            "  OP              one of:");
+    for (size_t i = 0; i < parity_bench_op_count(); i++) fprintf(stream, " %s", parity_bench_op_at(i)->op);
+    fprintf(stream,
+            "; all = every one\n"
+            "  --device D      cuda or cuda:N (required: bench times CUDA backends)\n"
+            "  --backends L    comma-separated backend names (default: every backend of the op on cuda)\n"
+            "  --shape S       a shape in the op's format, repeatable (default: the op's default shapes,\n"
+            "                  those of perf-anchors.md first); formats:\n");
+    for (size_t i = 0; i < parity_bench_op_count(); i++) {
+        const parity_bench_op *op = parity_bench_op_at(i);
+        fprintf(stream, "                    %-20s %s (default", op->op, op->shape_format);
+        for (const char *const *shape = op->default_shapes; *shape; shape++) fprintf(stream, " %s", *shape);
+        fprintf(stream, ")\n");
+    }
+    fprintf(stream,
+            "  --dtype T       bf16 (default), fp32 or fp64\n"
+            "  --runs N        timed runs per measurement (default 30; 20 for cross_entropy; at least 20 is\n"
+            "                  what the baselines use)\n"
+            "  --warmup N      untimed runs first (default 5)\n"
+            "  --peers FILE    PyTorch peers written by tools/bench_torch_peers.py: printed beside, with speedups\n"
+            "  --json          print the report as JSON instead of the table\n"
+            "  --output FILE   also write the JSON report to FILE\n"
+            "  --markdown FILE also write a Markdown table (with the perf-anchors targets checked) to FILE\n"
+            "\n"
+            "exit status: 0 ok; 1 a backend failed while timed; 2 usage error, unknown op or backend, no CUDA\n"
+            "             device; 3 unreadable peers file or device failure\n");
+}
+
+typedef struct bench_arguments {
+    const char *op;
+    parity_device device;
+    bool device_given;
+    char backend_text[512];
+    const char *backends[MAX_LIST];
+    size_t backend_count;
+    const char *shapes[MAX_LIST];
+    size_t shape_count;
+    parity_dtype dtype;
+    int runs, warmup;
+    bool runs_given;
+    const char *peers, *output, *markdown;
+    bool json;
+} bench_arguments;
+
+static bool parse_count(const char *name, const char *value, int minimum, int *out) {
+    char *end = NULL;
+    long parsed = value ? strtol(value, &end, 10) : -1;
+    if (!value || !*value || *end || parsed < minimum || parsed > 100000) {
+        fprintf(stderr, "parity bench: %s '%s' is not an integer >= %d\n", name, value ? value : "", minimum);
+        return false;
+    }
+    *out = (int)parsed;
+    return true;
+}
+
+static int parse_arguments(int argc, char **argv, bench_arguments *arguments) {
+    arguments->dtype = PARITY_BF16;
+    arguments->runs = 30;
+    arguments->warmup = 5;
+    if (argc < 3 || strcmp(argv[1], "op") != 0) {
+        fprintf(stderr, "parity bench: expected 'parity bench op OP|all ...' (see parity bench --help)\n");
+        return PARITY_EXIT_CONFIG;
+    }
+    arguments->op = argv[2];
+    for (int i = 3; i < argc; i++) {
+        const char *value = NULL;
+        parity_cli_option_match match = PARITY_CLI_OPTION_NO_MATCH;
+#define OPTION(name) ((match = parity_cli_option_value(argc, argv, &i, (name), &value)) != PARITY_CLI_OPTION_NO_MATCH)
+        if (OPTION("--device")) {
+            if (match == PARITY_CLI_OPTION_MATCHED && !parity_device_parse(value, &arguments->device)) {
+                fprintf(stderr, "parity bench: --device '%s' is not a device (cuda, cuda:N)\n", value);
+                return PARITY_EXIT_CONFIG;
+            }
+            arguments->device_given = true;
+        } else if (OPTION("--backends")) {
+            if (match == PARITY_CLI_OPTION_MATCHED) {
+                snprintf(arguments->backend_text, sizeof arguments->backend_text, "%s", value);
+                char *saveptr = NULL;
+                for (char *name = strtok_r(arguments->backend_text, ",", &saveptr); name;
+                     name = strtok_r(NULL, ",", &saveptr)) {
+                    if (arguments->backend_count == MAX_LIST) {
+                        fprintf(stderr, "parity bench: at most %d backends\n", MAX_LIST);
+                        return PARITY_EXIT_CONFIG;
+                    }
+                    arguments->backends[arguments->backend_count++] = name;
+                }
+                if (!arguments->backend_count) {
+                    fprintf(stderr, "parity bench: --backends '%s' names no backend\n", value);
+                    return PARITY_EXIT_CONFIG;
+                }
+            }
+        } else if (OPTION("--shape")) {
+            if (match == PARITY_CLI_OPTION_MATCHED) {
+                if (arguments->shape_count == MAX_LIST) {
+                    fprintf(stderr, "parity bench: at most %d shapes\n", MAX_LIST);
+                    return PARITY_EXIT_CONFIG;
+                }
+                arguments->shapes[arguments->shape_count++] = value;
+            }
+        } else if (OPTION("--dtype")) {
+            if (match == PARITY_CLI_OPTION_MATCHED &&
+                (!parity_dtype_parse(value, &arguments->dtype) ||
+                 !(arguments->dtype == PARITY_BF16 || arguments->dtype == PARITY_F32 || arguments->dtype == PARITY_F64))) {
+                fprintf(stderr, "parity bench: --dtype '%s' is not bf16, fp32 or fp64\n", value);
+                return PARITY_EXIT_CONFIG;
+            }
+        } else if (OPTION("--runs")) {
+            if (match == PARITY_CLI_OPTION_MATCHED && !parse_count("--runs", value, 1, &arguments->runs))
+                return PARITY_EXIT_CONFIG;
+            arguments->runs_given = true;
+        } else if (OPTION("--warmup")) {
+            if (match == PARITY_CLI_OPTION_MATCHED && !parse_count("--warmup", value, 0, &arguments->warmup))
+                return PARITY_EXIT_CONFIG;
+        } else if (OPTION("--peers")) arguments->peers = value;
+        else if (OPTION("--output")) arguments->output = value;
+        else if (OPTION("--markdown")) arguments->markdown = value;
+        else if (strcmp(argv[i], "--json") == 0) arguments->json = true;
+        else {
+            fprintf(stderr, "parity bench: unknown argument '%s' (see parity bench --help)\n", argv[i]);
+            return PARITY_EXIT_CONFIG;
+        }
+        if (match == PARITY_CLI_OPTION_MISSING_VALUE) return PARITY_EXIT_CONFIG;
+#undef OPTION
+    }
+    if (!arguments->device_given) {
+        fprintf(stderr, "parity bench: --device is required (cuda or cuda:N)\n");
+        return PARITY_EXIT_CONFIG;
+    }
+    return PARITY_EXIT_OK;
+}
+
+int parity_command_bench(int argc, char **argv) {
+    bench_arguments arguments;
+    memset(&arguments, 0, sizeof arguments);
+    int status = parse_arguments(argc, argv, &arguments);
+    if (status != PARITY_EXIT_OK) return status;
+
+    const parity_bench_op *ops[16];
+    size_t op_count = 0;
+    if (strcmp(arguments.op, "all") == 0) {
+        for (size_t i = 0; i < parity_bench_op_count() && op_count < 16; i++) ops[op_count++] = parity_bench_op_at(i);
+        if (arguments.shape_count) {
+            fprintf(stderr, "parity bench: --shape needs a single op (shape formats differ between ops)\n");
+            return PARITY_EXIT_CONFIG;
+        }
+    } else {
+        ops[0] = parity_bench_find_op(arguments.op);
+        if (!ops[0]) {
+            fprintf(stderr, "parity bench: unknown op '%s' (see parity bench --help for the ops it times)\n", arguments.op);
+            return PARITY_EXIT_CONFIG;
+        }
+        op_count = 1;
+        for (size_t s = 0; s < arguments.shape_count; s++) {
+            parity_bench_shape shape;
+            parity_error *error = parity_bench_parse_shape(ops[0], arguments.shapes[s], &shape);
+            if (error) return parity_cli_report_error("bench", error);
+        }
+        // a named backend must exist on cuda for this op (availability is checked when it runs)
+        for (size_t b = 0; b < arguments.backend_count; b++)
+            if (!parity_registry_find(ops[0]->op, arguments.backends[b], PARITY_DEVICE_CUDA)) {
+                fprintf(stderr, "parity bench: %s has no backend '%s' on cuda (see parity list backends --device cuda)\n",
+                        ops[0]->op, arguments.backends[b]);
+                return PARITY_EXIT_CONFIG;
+            }
+    }
+    parity_bench_options options = {
+        .ops = ops,
+        .op_count = op_count,
+        .backends = arguments.backend_count ? arguments.backends : NULL,
+        .backend_count = arguments.backend_count,
+        .shapes = arguments.shape_count ? arguments.shapes : NULL,
+        .shape_count = arguments.shape_count,
+        .dtype = arguments.dtype,
+        .device = arguments.device,
+        .warmup = arguments.warmup,
+        .runs = arguments.runs,
+        .flop_bound_runs = arguments.runs_given ? arguments.runs : 20,
+    };
+    parity_bench_report report;
+    memset(&report, 0, sizeof report);
+    parity_error *error = parity_bench_run(&options, &report);
+    if (!error && arguments.peers) error = parity_bench_read_peers(arguments.peers, &report);
+    if (!error && arguments.output) error = parity_bench_write_json(&report, arguments.output);
+    if (!error && arguments.markdown) error = parity_bench_write_markdown(&report, arguments.markdown);
+    if (!error) {
+        if (arguments.json) error = parity_bench_write_json(&report, NULL);
+        else parity_bench_print_table(&report, stdout, parity_cli_use_color(stdout));
+    }
+    bool failures = !error && parity_bench_report_has_errors(&report);
+    parity_bench_report_release(&report);
+    if (error) return parity_cli_report_error("bench", error);
+    return failures ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
+}

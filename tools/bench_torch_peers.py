@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""bench_torch_peers.py: times the PyTorch peers of `parity bench op` on the same shapes, the same way,
+and writes them as JSON for `parity bench op ... --peers FILE` (so the ratio is measured in one device call).
+
+Timing matches harness/bench/bench_timer.cu: before every run a buffer >= 4x the L2 is written (the L2
+flush), CUDA events around the call alone, warm-up runs first, the median of the runs and the noise
+(median absolute deviation / median). fwd+bwd rows also report the extra peak memory: the most memory
+allocated during one fwd+bwd beyond what the inputs held before (autograd allocates the .grad tensors
+inside, so they are counted here).
+
+Peers (bf16 unless --dtype):
+  rms_norm       F.rms_norm, and the HF eager RMSNorm (x.float(), pow, mean, rsqrt, w * x.to(dtype))
+  swiglu         F.silu(gate) * up (HF's MLP activation, eager)
+  rotary         HF eager RoPE: cos/sin from inv_freq and position_ids (LlamaRotaryEmbedding), then
+                 apply_rotary_pos_emb on q (B, Hq, T, D) and k (B, Hk, T, D)
+  cross_entropy  eager linear + cross-entropy: logits = hidden @ weight.T, F.cross_entropy(logits.float())
+
+Needs PyTorch with CUDA (present on the GPU host). Usage:
+  python3 tools/bench_torch_peers.py --out peers.json [--runs 30] [--warmup 5] [--ops rms_norm,swiglu,...]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+ROTARY_SEQUENCE = 4096  # as harness/bench/bench_ops.c: positions restart every 4096 tokens
+
+
+def summarize(times):
+    median = statistics.median(times)
+    noise = statistics.median([abs(t - median) for t in times]) / median if median > 0 else float("nan")
+    return {"median_ms": median, "min_ms": min(times), "max_ms": max(times), "noise": noise, "runs": len(times)}
+
+
+class Timer:
+    def __init__(self, warmup, runs):
+        self.warmup, self.runs = warmup, runs
+        l2 = torch.cuda.get_device_properties(0).L2_cache_size
+        self.flush = torch.empty(max(4 * l2, 256 << 20), dtype=torch.uint8, device="cuda")
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.stop = torch.cuda.Event(enable_timing=True)
+
+    def measure(self, step, before=None, runs=None):
+        runs = runs or self.runs
+        times = []
+        for i in range(self.warmup + runs):
+            if before:
+                before()
+            self.flush.fill_(i & 0xFF)
+            self.start.record()
+            step()
+            self.stop.record()
+            torch.cuda.synchronize()
+            if i >= self.warmup:
+                times.append(self.start.elapsed_time(self.stop))
+        return summarize(times)
+
+
+def extra_peak(step, before=None):
+    """Memory allocated at the peak of one call beyond what was allocated before it."""
+    if before:
+        before()
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - base
+
+
+def clear_grads(*tensors):
+    def clear():
+        for t in tensors:
+            t.grad = None
+    return clear
+
+
+def row(op, pass_, shape, dtype, peer, timing, extra=None):
+    entry = {"op": op, "pass": pass_, "shape": shape, "dtype": dtype, "peer": peer}
+    entry.update(timing)
+    if extra is not None:
+        entry["extra_peak_bytes"] = extra
+    print(f"{op:14} {shape:18} {pass_:8} {peer:28} {timing['median_ms']:9.4f} ms (noise {100 * timing['noise']:.1f}%)"
+          + (f", extra peak {extra / 2**30:.2f} GiB" if extra is not None else ""), file=sys.stderr, flush=True)
+    return entry
+
+
+def rms_norm_peers(timer, dtype, name):
+    rows, hidden = 16384, 4096
+    shape = f"{rows}x{hidden}"
+    x = torch.randn(rows, hidden, device="cuda", dtype=dtype)
+    w = torch.empty(hidden, device="cuda", dtype=dtype).uniform_(0.5, 1.5)
+    dy = torch.randn(rows, hidden, device="cuda", dtype=dtype)
+    eps = 1e-6
+
+    def eager(x, w):  # HF LlamaRMSNorm
+        x32 = x.float()
+        variance = x32.pow(2).mean(-1, keepdim=True)
+        return w * (x32 * torch.rsqrt(variance + eps)).to(dtype)
+
+    peers = [("F.rms_norm", lambda x, w: F.rms_norm(x, (hidden,), w, eps)), ("eager (HF LlamaRMSNorm)", eager)]
+    out = []
+    for peer, fn in peers:
+        with torch.no_grad():
+            out.append(row("rms_norm", "fwd", shape, name, peer, timer.measure(lambda: fn(x, w))))
+        xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+        step = lambda: fn(xg, wg).backward(dy)
+        out.append(row("rms_norm", "fwd+bwd", shape, name, peer, timer.measure(step, clear_grads(xg, wg)),
+                       extra_peak(step, clear_grads(xg, wg))))
+    return out
+
+
+def swiglu_peers(timer, dtype, name):
+    rows, inter = 16384, 8192
+    shape = f"{rows}x{inter}"
+    gate = torch.randn(rows, inter, device="cuda", dtype=dtype)
+    up = torch.randn(rows, inter, device="cuda", dtype=dtype)
+    dy = torch.randn(rows, inter, device="cuda", dtype=dtype)
+    out = []
+    with torch.no_grad():
+        out.append(row("swiglu", "fwd", shape, name, "eager F.silu(gate) * up", timer.measure(lambda: F.silu(gate) * up)))
+    g, u = gate.clone().requires_grad_(), up.clone().requires_grad_()
+    step = lambda: (F.silu(g) * u).backward(dy)
+    out.append(row("swiglu", "fwd+bwd", shape, name, "eager F.silu(gate) * up", timer.measure(step, clear_grads(g, u)),
+                   extra_peak(step, clear_grads(g, u))))
+    return out
+
+
+def rotary_peers(timer, dtype, name):
+    tokens, hq, hk, d = 16384, 32, 8, 128
+    batch, seq = tokens // ROTARY_SEQUENCE, ROTARY_SEQUENCE
+    shape = f"{tokens}x{hq}x{hk}x{d}"
+    q = torch.randn(batch, hq, seq, d, device="cuda", dtype=dtype)
+    k = torch.randn(batch, hk, seq, d, device="cuda", dtype=dtype)
+    dq = torch.randn_like(q)
+    dk = torch.randn_like(k)
+    position_ids = torch.arange(seq, device="cuda").unsqueeze(0).expand(batch, -1)
+    inv_freq = 1.0 / (500000.0 ** (torch.arange(0, d, 2, dtype=torch.int64, device="cuda").float() / d))
+
+    def rotate_half(x):
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    def rope(q, k):  # HF LlamaRotaryEmbedding.forward + apply_rotary_pos_emb
+        freqs = (inv_freq[None, :, None].expand(batch, -1, 1) @ position_ids[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos().to(dtype).unsqueeze(1), emb.sin().to(dtype).unsqueeze(1)
+        return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+    out = []
+    with torch.no_grad():
+        out.append(row("rotary", "fwd", shape, name, "eager HF apply_rotary_pos_emb", timer.measure(lambda: rope(q, k))))
+    qg, kg = q.clone().requires_grad_(), k.clone().requires_grad_()
+
+    def step():
+        qo, ko = rope(qg, kg)
+        torch.autograd.backward([qo, ko], [dq, dk])
+
+    out.append(row("rotary", "fwd+bwd", shape, name, "eager HF apply_rotary_pos_emb", timer.measure(step, clear_grads(qg, kg)),
+                   extra_peak(step, clear_grads(qg, kg))))
+    return out
+
+
+def cross_entropy_peers(timer, dtype, name, runs):
+    out = []
+    for tokens, hidden, vocab in ((8192, 4096, 151936), (16384, 2048, 32000)):
+        shape = f"{tokens}x{hidden}x{vocab}"
+        h = torch.randn(tokens, hidden, device="cuda", dtype=dtype).requires_grad_()
+        w = (0.02 * torch.randn(vocab, hidden, device="cuda", dtype=dtype)).requires_grad_()
+        t = torch.randint(0, vocab, (tokens,), device="cuda")
+
+        def step():
+            logits = h @ w.t()
+            F.cross_entropy(logits.float(), t).backward()
+
+        out.append(row("cross_entropy", "fwd+bwd", shape, name, "eager linear + F.cross_entropy",
+                       timer.measure(step, clear_grads(h, w), runs=runs), extra_peak(step, clear_grads(h, w))))
+        del h, w, t
+        torch.cuda.empty_cache()
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", required=True, help="JSON file to write (atomically)")
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--flop-bound-runs", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"])
+    parser.add_argument("--ops", default="rms_norm,swiglu,rotary,cross_entropy")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("bench_torch_peers: no CUDA device visible to PyTorch", file=sys.stderr)
+        return 3
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    torch.manual_seed(0)
+    timer = Timer(args.warmup, args.runs)
+    peers = []
+    for op in args.ops.split(","):
+        if op == "rms_norm":
+            peers += rms_norm_peers(timer, dtype, args.dtype)
+        elif op == "swiglu":
+            peers += swiglu_peers(timer, dtype, args.dtype)
+        elif op == "rotary":
+            peers += rotary_peers(timer, dtype, args.dtype)
+        elif op == "cross_entropy":
+            peers += cross_entropy_peers(timer, dtype, args.dtype, args.flop_bound_runs)
+        else:
+            print(f"bench_torch_peers: unknown op '{op}'", file=sys.stderr)
+            return 2
+        torch.cuda.empty_cache()
+    report = {"tool": "tools/bench_torch_peers.py", "torch": torch.__version__,
+              "device": torch.cuda.get_device_name(0), "cuda": torch.version.cuda, "peers": peers}
+    temporary = f"{args.out}.tmp.{os.getpid()}"
+    with open(temporary, "w") as stream:
+        json.dump(report, stream, indent=2)
+    os.replace(temporary, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
