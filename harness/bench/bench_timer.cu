@@ -11,6 +11,10 @@ extern "C" {
 #include "ops/core/tensor.h"
 }
 
+static const double min_warmup_ms = 200; // device time of warm-up calls per measurement
+static const int max_warmup_calls = 20000;
+static const int busy_writes = 400; // 400 back-to-back writes of the flush buffer: some 30 ms of device time
+
 struct parity_bench_timer {
     int device;
     void *flush;
@@ -54,7 +58,32 @@ extern "C" parity_error *parity_bench_timer_measure(parity_bench_timer *timer, p
                                                     parity_bench_timing *out) {
     PARITY_CUDA_TRY(cudaSetDevice(timer->device));
     std::vector<double> times;
-    for (int i = 0; i < warmup + runs; i++) {
+    // Warm-up: `warmup` calls, and more until they add up to min_warmup_ms of device time, so clocks
+    // have ramped up whatever ran before (a few calls of a 0.1 ms kernel are not enough).
+    // First keep the device busy for a moment with back-to-back writes of the flush buffer (no host
+    // round trips), then warm up the call itself.
+    PARITY_CUDA_TRY(cudaEventRecord(timer->start, 0));
+    for (int i = 0; i < busy_writes; i++) PARITY_CUDA_TRY(cudaMemsetAsync(timer->flush, i & 0xff, timer->flush_bytes, 0));
+    PARITY_CUDA_TRY(cudaEventRecord(timer->stop, 0));
+    PARITY_CUDA_TRY(cudaEventSynchronize(timer->stop));
+    double warm_ms = 0;
+    int warm_calls = 0;
+    for (int i = 0; warm_calls < warmup || (warmup > 0 && warm_ms < min_warmup_ms && warm_calls < max_warmup_calls);
+         i++, warm_calls++) {
+        PARITY_CUDA_TRY(cudaEventRecord(timer->start, 0));
+        parity_error *error = step(context);
+        PARITY_CUDA_TRY(cudaEventRecord(timer->stop, 0));
+        if (!error && after) error = after(context);
+        cudaError_t status = cudaEventSynchronize(timer->stop);
+        if (error) return error;
+        if (status != cudaSuccess)
+            return PARITY_ERROR(PARITY_ERROR_DEVICE, "parity bench: a warm-up call failed on the device: %s",
+                                cudaGetErrorString(status));
+        float milliseconds = 0;
+        PARITY_CUDA_TRY(cudaEventElapsedTime(&milliseconds, timer->start, timer->stop));
+        warm_ms += milliseconds;
+    }
+    for (int i = 0; i < runs; i++) {
         // The flush writes every byte of a buffer >= 4x the L2: nothing of the inputs stays cached.
         PARITY_CUDA_TRY(cudaMemsetAsync(timer->flush, i & 0xff, timer->flush_bytes, 0));
         PARITY_CUDA_TRY(cudaEventRecord(timer->start, 0));
@@ -69,7 +98,7 @@ extern "C" parity_error *parity_bench_timer_measure(parity_bench_timer *timer, p
         PARITY_CUDA_TRY(cudaGetLastError());
         float milliseconds = 0;
         PARITY_CUDA_TRY(cudaEventElapsedTime(&milliseconds, timer->start, timer->stop));
-        if (i >= warmup) times.push_back(milliseconds);
+        times.push_back(milliseconds);
     }
     *out = parity_bench_summarize(times.data(), (int)times.size());
     return NULL;
