@@ -15,76 +15,60 @@ namespace {
 constexpr int fixed_tile_rows = 64; // FIXED_TILES: rows per dw partial, whatever the device
 
 // Register budgets. Forward layouts of up to 2 accesses per thread run in blocks of at most 256
-// threads, 4 blocks per multiprocessor (64 registers: the row and the prefetched next row); backward layouts of 1 access run in blocks of at most 512
+// threads, 6 blocks per multiprocessor; backward layouts of 1 access run in blocks of at most 512
 // threads, 2 per multiprocessor (64 registers). Longer rows may use 1024-thread blocks.
 template <int ITEMS> constexpr int forward_max_threads() { return ITEMS <= 2 ? 256 : 1024; }
-template <int ITEMS> constexpr int forward_min_blocks() { return ITEMS <= 2 ? 4 : 1; }
+template <int ITEMS> constexpr int forward_min_blocks() { return ITEMS <= 2 ? 6 : 1; }
 template <int ITEMS> constexpr int backward_max_threads() { return ITEMS <= 1 ? 512 : 1024; }
 template <int ITEMS> constexpr int backward_min_blocks() { return ITEMS <= 1 ? 2 : 1; }
 
-// A grid of resident blocks walks the rows: group g of block b takes rows (b * groups + g) + k * stride.
-// Each group holds its row in registers (as stored) between the sum of squares and the output, and
-// loads its next row before reducing the current one, so a load is always in flight.
+// One row per group of `threads` threads, `blockDim.x / threads` rows per block. The row stays in
+// registers (as stored) between the sum of squares and the output.
 template <parity_dtype D, int VEC, int ITEMS, bool OFFSET>
-__global__ void __launch_bounds__(forward_max_threads<ITEMS>(), forward_min_blocks<ITEMS>())
-    rms_norm_forward_kernel(const typename element<D>::storage *x,      // (N, H)
-                            const typename element<D>::storage *weight, // (H)
-                            typename element<D>::storage *y,            // (N, H)
-                            typename element<D>::compute *inverse_rms,  // (N)
-                            int64_t rows, int64_t hidden, int threads, typename element<D>::compute eps,
-                            bool vectorized) {
+__global__ void __launch_bounds__(forward_max_threads<ITEMS>(), forward_min_blocks<ITEMS>()) rms_norm_forward_kernel(const typename element<D>::storage *x,      // (N, H)
+                                        const typename element<D>::storage *weight, // (H)
+                                        typename element<D>::storage *y,            // (N, H)
+                                        typename element<D>::compute *inverse_rms,  // (N)
+                                        int64_t rows, int64_t hidden, int threads, typename element<D>::compute eps,
+                                        bool vectorized) {
     using C = typename element<D>::compute;
     __shared__ C scratch[32];
     const int groups = blockDim.x / threads, group = threadIdx.x / threads, t = threadIdx.x % threads;
-    const int64_t stride = (int64_t)gridDim.x * groups;
-    const int64_t iterations = (rows + stride - 1) / stride; // the same for every group (group_sum syncs)
-    int64_t row = (int64_t)blockIdx.x * groups + group;
+    const int64_t row = (int64_t)blockIdx.x * groups + group;
+    const bool active = row < rows;
+    const auto *x_row = x + (active ? row : 0) * hidden;
 
     raw_vector<D, VEC> xs[ITEMS];
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
         const int64_t column = ((int64_t)i * threads + t) * VEC;
-        xs[i] = row < rows && column < hidden ? load_raw<D, VEC>(x + row * hidden + column, vectorized)
-                                              : zero_raw<D, VEC>();
+        xs[i] = active && column < hidden ? load_raw<D, VEC>(x_row + column, vectorized) : zero_raw<D, VEC>();
     }
-    for (int64_t iteration = 0; iteration < iterations; iteration++, row += stride) {
-        const int64_t next = row + stride;
-        raw_vector<D, VEC> next_xs[ITEMS];
+    C sum_squares = 0;
 #pragma unroll
-        for (int i = 0; i < ITEMS; i++) {
-            const int64_t column = ((int64_t)i * threads + t) * VEC;
-            next_xs[i] = next < rows && column < hidden ? load_raw<D, VEC>(x + next * hidden + column, vectorized)
-                                                        : zero_raw<D, VEC>();
+    for (int i = 0; i < ITEMS; i++)
+#pragma unroll
+        for (int j = 0; j < VEC; j++) {
+            const C value = element<D>::load(xs[i].v[j]);
+            sum_squares += value * value;
         }
-        C sum_squares = 0;
+    sum_squares = group_sum(sum_squares, scratch, threads);
+    const C inverse = C(1) / sqrt(sum_squares / C(hidden) + eps);
+    if (!active) return; // no barrier follows
+    if (t == 0) inverse_rms[row] = inverse;
+    auto *y_row = y + row * hidden;
 #pragma unroll
-        for (int i = 0; i < ITEMS; i++)
+    for (int i = 0; i < ITEMS; i++) {
+        const int64_t column = ((int64_t)i * threads + t) * VEC;
+        if (column >= hidden) continue;
+        C w[VEC], out[VEC];
+        load_values<D, VEC>(weight + column, vectorized, w);
 #pragma unroll
-            for (int j = 0; j < VEC; j++) {
-                const C value = element<D>::load(xs[i].v[j]);
-                sum_squares += value * value;
-            }
-        sum_squares = group_sum(sum_squares, scratch, threads);
-        const C inverse = C(1) / sqrt(sum_squares / C(hidden) + eps);
-        if (row < rows) {
-            if (t == 0) inverse_rms[row] = inverse;
-            auto *y_row = y + row * hidden;
-#pragma unroll
-            for (int i = 0; i < ITEMS; i++) {
-                const int64_t column = ((int64_t)i * threads + t) * VEC;
-                if (column >= hidden) continue;
-                C w[VEC], out[VEC];
-                load_values<D, VEC>(weight + column, vectorized, w);
-#pragma unroll
-                for (int j = 0; j < VEC; j++) {
-                    const C x_hat = element<D>::load(xs[i].v[j]) * inverse;
-                    out[j] = OFFSET ? x_hat * (C(1) + w[j]) : round_storage<D>(x_hat) * w[j];
-                }
-                store_values<D, VEC>(y_row + column, vectorized, out);
-            }
+        for (int j = 0; j < VEC; j++) {
+            const C x_hat = element<D>::load(xs[i].v[j]) * inverse;
+            out[j] = OFFSET ? x_hat * (C(1) + w[j]) : round_storage<D>(x_hat) * w[j];
         }
-#pragma unroll
-        for (int i = 0; i < ITEMS; i++) xs[i] = next_xs[i];
+        store_values<D, VEC>(y_row + column, vectorized, out);
     }
 }
 
@@ -114,59 +98,21 @@ __global__ void __launch_bounds__(backward_max_threads<ITEMS>(), backward_min_bl
         for (int j = 0; j < VEC; j++) dweight[i][j] = 0;
 
     const int64_t iterations = (rows_per_block + groups - 1) / groups; // the same for every group
-    // x, dy and the inverse rms of the group's next row are loaded before the current row is reduced
-    raw_vector<D, VEC> next_xs[ITEMS], next_dys[ITEMS];
-    C next_inverse = 0;
-    {
-        const int64_t row = first + group;
+    for (int64_t iteration = 0; iteration < iterations; iteration++) {
+        const int64_t row = first + iteration * groups + group;
         const bool active = row < last;
-        next_inverse = active ? inverse_rms[row] : C(0);
+        const C inverse = active ? inverse_rms[row] : C(0);
+        const auto *x_row = x + (active ? row : 0) * hidden;
+        const auto *dy_row = doutput + (active ? row : 0) * hidden;
+        // x, dy and w (re-read from L1 each row: cheaper than holding it in registers) as stored
+        raw_vector<D, VEC> xs[ITEMS], dys[ITEMS], ws[ITEMS];
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
             const int64_t column = ((int64_t)i * threads + t) * VEC;
             const bool inside = active && column < hidden;
-            next_xs[i] = inside ? load_raw<D, VEC>(x + row * hidden + column, vectorized) : zero_raw<D, VEC>();
-            next_dys[i] = inside ? load_raw<D, VEC>(doutput + row * hidden + column, vectorized) : zero_raw<D, VEC>();
-        }
-    }
-    for (int64_t iteration = 0; iteration < iterations; iteration++) {
-        const int64_t row = first + iteration * groups + group;
-        const bool active = row < last;
-#ifdef PARITY_EXPERIMENT_NO_PREFETCH
-        if (iteration > 0) { // load this row now (the first was loaded above)
-            next_inverse = active ? inverse_rms[row] : C(0);
-#pragma unroll
-            for (int i = 0; i < ITEMS; i++) {
-                const int64_t column = ((int64_t)i * threads + t) * VEC;
-                const bool inside = active && column < hidden;
-                next_xs[i] = inside ? load_raw<D, VEC>(x + row * hidden + column, vectorized) : zero_raw<D, VEC>();
-                next_dys[i] = inside ? load_raw<D, VEC>(doutput + row * hidden + column, vectorized) : zero_raw<D, VEC>();
-            }
-        }
-#endif
-        const C inverse = next_inverse;
-        raw_vector<D, VEC> xs[ITEMS], dys[ITEMS], ws[ITEMS];
-#pragma unroll
-        for (int i = 0; i < ITEMS; i++) xs[i] = next_xs[i], dys[i] = next_dys[i];
-#ifndef PARITY_EXPERIMENT_NO_PREFETCH
-        {
-            const int64_t next = row + groups;
-            const bool next_active = iteration + 1 < iterations && next < last;
-            next_inverse = next_active ? inverse_rms[next] : C(0);
-#pragma unroll
-            for (int i = 0; i < ITEMS; i++) {
-                const int64_t column = ((int64_t)i * threads + t) * VEC;
-                const bool inside = next_active && column < hidden;
-                next_xs[i] = inside ? load_raw<D, VEC>(x + next * hidden + column, vectorized) : zero_raw<D, VEC>();
-                next_dys[i] = inside ? load_raw<D, VEC>(doutput + next * hidden + column, vectorized) : zero_raw<D, VEC>();
-            }
-        }
-#endif
-        // w is re-read from L1 each row: cheaper than holding it in registers
-#pragma unroll
-        for (int i = 0; i < ITEMS; i++) {
-            const int64_t column = ((int64_t)i * threads + t) * VEC;
-            ws[i] = active && column < hidden ? load_raw<D, VEC>(weight + column, vectorized) : zero_raw<D, VEC>();
+            xs[i] = inside ? load_raw<D, VEC>(x_row + column, vectorized) : zero_raw<D, VEC>();
+            dys[i] = inside ? load_raw<D, VEC>(dy_row + column, vectorized) : zero_raw<D, VEC>();
+            ws[i] = inside ? load_raw<D, VEC>(weight + column, vectorized) : zero_raw<D, VEC>();
         }
         C dot = 0; // sum of g * x_hat over the row, g = dy * w_eff
 #pragma unroll
@@ -247,26 +193,20 @@ parity_error *launch_forward(const parity_rms_norm_args *args, typename element<
     using C = typename element<D>::compute;
     const int groups = std::max(1, 256 / layout.threads);
     const unsigned block = (unsigned)(groups * layout.threads);
+    const unsigned grid = (unsigned)((rows + groups - 1) / groups);
     const bool vectorized = layout.vector > 1 && aligned16(args->input->data, args->weight->data, args->output->data);
     const S *x = (const S *)args->input->data, *weight = (const S *)args->weight->data;
     S *y = (S *)args->output->data;
     const C eps = (C)args->eps;
     const bool offset = args->variant == PARITY_RMS_NORM_OFFSET;
-    int multiprocessors = 1;
-    PARITY_TRY(multiprocessor_count(args->input->device.index, &multiprocessors));
     return dispatch_layout<full_vector<D>()>(layout, [&](auto vec, auto items) -> parity_error * {
         constexpr int VEC = decltype(vec)::value, ITEMS = decltype(items)::value;
-        auto kernel = offset ? rms_norm_forward_kernel<D, VEC, ITEMS, true> : rms_norm_forward_kernel<D, VEC, ITEMS, false>;
-        int per_multiprocessor = 0;
-        PARITY_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel, (int)block, 0));
-        const int64_t resident = (int64_t)multiprocessors * std::max(1, per_multiprocessor);
-#ifdef PARITY_EXPERIMENT_GRID_ALL
-        const unsigned grid = (unsigned)std::max<int64_t>(1, (rows + groups - 1) / groups);
-        (void)resident;
-#else
-        const unsigned grid = (unsigned)std::max<int64_t>(1, std::min(resident, (rows + groups - 1) / groups));
-#endif
-        kernel<<<grid, block>>>(x, weight, y, inverse_rms, rows, hidden, layout.threads, eps, vectorized);
+        if (offset)
+            rms_norm_forward_kernel<D, VEC, ITEMS, true>
+                <<<grid, block>>>(x, weight, y, inverse_rms, rows, hidden, layout.threads, eps, vectorized);
+        else
+            rms_norm_forward_kernel<D, VEC, ITEMS, false>
+                <<<grid, block>>>(x, weight, y, inverse_rms, rows, hidden, layout.threads, eps, vectorized);
         PARITY_CUDA_TRY_LAUNCH("rms_norm_forward_kernel");
         return NULL;
     });

@@ -20,7 +20,7 @@ namespace {
 
 const char backend_name[] = "liger_kernel";
 constexpr int block_threads = 256;
-constexpr int unroll = 2; // vectors per thread per step (in flight together)
+constexpr int unroll = 2; // vectors per thread per step
 
 template <typename C> __device__ __forceinline__ C sigmoid_of(C x) { return C(1) / (C(1) + exp(-x)); }
 
@@ -33,25 +33,14 @@ __global__ void __launch_bounds__(block_threads) swiglu_forward_kernel(const typ
                                                                        int64_t vectors, int64_t tail, bool vectorized) {
     using C = typename element<D>::compute;
     const int64_t stride = (int64_t)gridDim.x * block_threads * unroll;
-    int64_t base = (int64_t)blockIdx.x * block_threads * unroll + threadIdx.x;
-    // the vectors of the next step are loaded before this step's are computed and stored
-    raw_vector<D, VEC> g[unroll], u[unroll];
-#pragma unroll
-    for (int k = 0; k < unroll; k++) {
-        const int64_t v = base + (int64_t)k * block_threads;
-        if (v < vectors) {
-            g[k] = load_raw<D, VEC>(gate + v * VEC, vectorized);
-            u[k] = load_raw<D, VEC>(up + v * VEC, vectorized);
-        }
-    }
-    for (; base < vectors; base += stride) {
-        raw_vector<D, VEC> next_g[unroll], next_u[unroll];
+    for (int64_t base = (int64_t)blockIdx.x * block_threads * unroll + threadIdx.x; base < vectors; base += stride) {
+        raw_vector<D, VEC> g[unroll], u[unroll];
 #pragma unroll
         for (int k = 0; k < unroll; k++) {
-            const int64_t v = base + stride + (int64_t)k * block_threads;
+            const int64_t v = base + (int64_t)k * block_threads;
             if (v < vectors) {
-                next_g[k] = load_raw<D, VEC>(gate + v * VEC, vectorized);
-                next_u[k] = load_raw<D, VEC>(up + v * VEC, vectorized);
+                g[k] = load_raw<D, VEC>(gate + v * VEC, vectorized);
+                u[k] = load_raw<D, VEC>(up + v * VEC, vectorized);
             }
         }
 #pragma unroll
@@ -67,8 +56,6 @@ __global__ void __launch_bounds__(block_threads) swiglu_forward_kernel(const typ
             }
             store_values<D, VEC>(out + v * VEC, vectorized, y);
         }
-#pragma unroll
-        for (int k = 0; k < unroll; k++) g[k] = next_g[k], u[k] = next_u[k];
     }
     if (blockIdx.x == 0 && threadIdx.x < tail) {
         const int64_t i = vectors * VEC + threadIdx.x;
@@ -152,12 +139,7 @@ parity_error *plan_stream(int device_index, int64_t count, bool aligned, const v
         &per_multiprocessor, aligned ? kernel_vectorized : kernel_scalar, block_threads, 0));
     const int64_t needed = (plan->vectors + (int64_t)block_threads * unroll - 1) / ((int64_t)block_threads * unroll);
     const int64_t resident = (int64_t)multiprocessors * std::max(1, per_multiprocessor);
-#ifdef PARITY_EXPERIMENT_GRID_ALL
-    plan->grid = (unsigned)std::max<int64_t>(1, std::min<int64_t>(needed, 0x7fffffff));
-    (void)resident;
-#else
     plan->grid = (unsigned)std::max<int64_t>(1, std::min<int64_t>(needed, resident));
-#endif
     return NULL;
 }
 
