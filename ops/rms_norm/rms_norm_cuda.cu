@@ -19,8 +19,8 @@ constexpr int fixed_tile_rows = 64; // FIXED_TILES: rows per dw partial, whateve
 // threads, 2 per multiprocessor (64 registers). Longer rows may use 1024-thread blocks.
 template <int ITEMS> constexpr int forward_max_threads() { return ITEMS <= 2 ? 256 : 1024; }
 template <int ITEMS> constexpr int forward_min_blocks() { return ITEMS <= 2 ? 6 : 1; }
-template <int ITEMS> constexpr int backward_max_threads() { return ITEMS <= 1 ? 512 : 1024; }
-template <int ITEMS> constexpr int backward_min_blocks() { return ITEMS <= 1 ? 2 : 1; }
+template <int ITEMS> constexpr int backward_max_threads() { return ITEMS <= 2 ? 256 : 1024; }
+template <int ITEMS> constexpr int backward_min_blocks() { return ITEMS <= 2 ? 3 : 1; }
 
 // One row per group of `threads` threads, `blockDim.x / threads` rows per block. The row stays in
 // registers (as stored) between the sum of squares and the output.
@@ -219,7 +219,7 @@ parity_error *launch_backward(const parity_rms_norm_args *args, const typename e
     using S = typename element<D>::storage;
     using C = typename element<D>::compute;
     const int device_index = args->input->device.index;
-    const int groups = std::min(8, std::max(1, 512 / layout.threads));
+    const int groups = std::min(8, std::max(1, 256 / layout.threads));
     const unsigned block = (unsigned)(groups * layout.threads);
     const size_t shared = groups > 1 ? (size_t)hidden * sizeof(C) : 0;
     const bool vectorized = layout.vector > 1 && aligned16(args->input->data, args->weight->data, grads->doutput->data,
@@ -311,7 +311,7 @@ extern "C" parity_error *parity_rms_norm_cuda_backward(const parity_rms_norm_arg
     PARITY_TRY(parity_rms_norm_check_grads(args, grads));
     PARITY_TRY(check_devices(args, grads, backend));
     row_layout layout;
-    PARITY_TRY(layout_of(args, hidden, true, backend, &layout));
+    PARITY_TRY(layout_of(args, hidden, false, backend, &layout));
     const parity_tensor *inverse_rms;
     PARITY_TRY(parity_saved_get(saved, 0, &inverse_rms));
     PARITY_CUDA_TRY(cudaSetDevice(args->input->device.index));

@@ -128,7 +128,7 @@ struct stream_plan {
 
 template <parity_dtype D>
 parity_error *plan_stream(int device_index, int64_t count, bool aligned, const void *kernel_vectorized,
-                          const void *kernel_scalar, stream_plan *plan) {
+                          const void *kernel_scalar, bool forward, stream_plan *plan) {
     constexpr int VEC = full_vector<D>();
     plan->vectorized = aligned;
     plan->vectors = aligned ? count / VEC : count;
@@ -139,7 +139,7 @@ parity_error *plan_stream(int device_index, int64_t count, bool aligned, const v
         &per_multiprocessor, aligned ? kernel_vectorized : kernel_scalar, block_threads, 0));
     const int64_t needed = (plan->vectors + (int64_t)block_threads * unroll - 1) / ((int64_t)block_threads * unroll);
     const int64_t resident = (int64_t)multiprocessors * std::max(1, per_multiprocessor);
-    plan->grid = (unsigned)std::max<int64_t>(1, std::min<int64_t>(needed, resident));
+    plan->grid = (unsigned)std::max<int64_t>(1, std::min<int64_t>(needed, forward ? 0x7fffffff : resident));
     return NULL;
 }
 
@@ -172,7 +172,7 @@ parity_error *forward(const parity_swiglu_args *args, parity_saved *saved) {
         using S = typename element<D>::storage;
         stream_plan plan;
         PARITY_TRY(plan_stream<D>(device_index, count, aligned, (const void *)swiglu_forward_kernel<D, full_vector<D>()>,
-                                  (const void *)swiglu_forward_kernel<D, 1>, &plan));
+                                  (const void *)swiglu_forward_kernel<D, 1>, true, &plan));
         if (plan.vectorized)
             swiglu_forward_kernel<D, full_vector<D>()><<<plan.grid, block_threads>>>(
                 (const S *)args->gate->data, (const S *)args->up->data, (S *)args->output->data, plan.vectors, plan.tail,
@@ -200,7 +200,7 @@ parity_error *backward(const parity_swiglu_args *args, const parity_saved *saved
         using S = typename element<D>::storage;
         stream_plan plan;
         PARITY_TRY(plan_stream<D>(device_index, count, aligned, (const void *)swiglu_backward_kernel<D, full_vector<D>()>,
-                                  (const void *)swiglu_backward_kernel<D, 1>, &plan));
+                                  (const void *)swiglu_backward_kernel<D, 1>, false, &plan));
         S *dgate = grads->dgate ? (S *)grads->dgate->data : nullptr, *dup = grads->dup ? (S *)grads->dup->data : nullptr;
         if (plan.vectorized)
             swiglu_backward_kernel<D, full_vector<D>()><<<plan.grid, block_threads>>>(
