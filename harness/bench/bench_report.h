@@ -18,6 +18,10 @@ extern "C" {
 // peer. DATA error naming the file and the field for malformed JSON; IO error when unreadable.
 parity_error *parity_bench_read_peers(const char *path, parity_bench_report *report);
 
+// Reads a report written by parity_bench_write_json (`parity bench ... --output FILE`) back, so a
+// committed baseline can be re-rendered without a GPU. DATA error naming the file and the field.
+parity_error *parity_bench_read_report(const char *path, parity_bench_report *report);
+
 void parity_bench_print_table(const parity_bench_report *report, FILE *stream, bool use_color);
 // JSON to `path`, or to stdout when path is NULL.
 parity_error *parity_bench_write_json(const parity_bench_report *report, const char *path);

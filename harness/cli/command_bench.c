@@ -18,6 +18,7 @@ void parity_command_bench_usage(FILE *stream) {
     fprintf(stream,
             "usage: parity bench op OP|all --device cuda[:N] [--backends a,b,...] [--shape S]... [--dtype bf16|fp32|fp64]\n"
             "                      [--runs N] [--warmup N] [--peers FILE] [--json] [--output FILE] [--markdown FILE]\n"
+            "       parity bench render REPORT.json [--json] [--markdown FILE]\n"
             "\n"
             "Times the CUDA backends of an op side by side on the same random inputs: CUDA events around each\n"
             "call, warm-up calls first, the L2 flushed before every run, the median of the runs with its noise\n"
@@ -49,6 +50,9 @@ void parity_command_bench_usage(FILE *stream) {
             "  --output FILE   also write the JSON report to FILE\n"
             "  --markdown FILE also write a Markdown table (with the perf-anchors targets checked) to FILE\n"
             "\n"
+            "render re-reads a report written with --output (a committed baseline, say) and prints it again, or\n"
+            "writes it as Markdown: no GPU needed.\n"
+            "\n"
             "exit status: 0 ok; 1 a backend failed while timed; 2 usage error, unknown op or backend, no CUDA\n"
             "             device; 3 unreadable peers file or device failure\n");
 }
@@ -67,6 +71,7 @@ typedef struct bench_arguments {
     bool runs_given;
     const char *peers, *output, *markdown;
     bool json;
+    bool render; // `parity bench render REPORT.json`: arguments->op is the file
 } bench_arguments;
 
 static bool parse_count(const char *name, const char *value, int minimum, int *out) {
@@ -84,10 +89,12 @@ static int parse_arguments(int argc, char **argv, bench_arguments *arguments) {
     arguments->dtype = PARITY_BF16;
     arguments->runs = 30;
     arguments->warmup = 5;
-    if (argc < 3 || strcmp(argv[1], "op") != 0) {
-        fprintf(stderr, "parity bench: expected 'parity bench op OP|all ...' (see parity bench --help)\n");
+    if (argc < 3 || (strcmp(argv[1], "op") != 0 && strcmp(argv[1], "render") != 0)) {
+        fprintf(stderr, "parity bench: expected 'parity bench op OP|all ...' or 'parity bench render REPORT.json' (see "
+                        "parity bench --help)\n");
         return PARITY_EXIT_CONFIG;
     }
+    arguments->render = strcmp(argv[1], "render") == 0;
     arguments->op = argv[2];
     for (int i = 3; i < argc; i++) {
         const char *value = NULL;
@@ -149,6 +156,14 @@ static int parse_arguments(int argc, char **argv, bench_arguments *arguments) {
         if (match == PARITY_CLI_OPTION_MISSING_VALUE) return PARITY_EXIT_CONFIG;
 #undef OPTION
     }
+    if (arguments->render) {
+        if (arguments->device_given || arguments->backend_count || arguments->shape_count || arguments->peers ||
+            arguments->output) {
+            fprintf(stderr, "parity bench render: takes only --json and --markdown\n");
+            return PARITY_EXIT_CONFIG;
+        }
+        return PARITY_EXIT_OK;
+    }
     if (!arguments->device_given) {
         fprintf(stderr, "parity bench: --device is required (cuda or cuda:N)\n");
         return PARITY_EXIT_CONFIG;
@@ -156,11 +171,30 @@ static int parse_arguments(int argc, char **argv, bench_arguments *arguments) {
     return PARITY_EXIT_OK;
 }
 
+// Prints (or writes) a report; the exit code for a successful run.
+static parity_error *emit(const bench_arguments *arguments, const parity_bench_report *report) {
+    if (arguments->output) PARITY_TRY(parity_bench_write_json(report, arguments->output));
+    if (arguments->markdown) PARITY_TRY(parity_bench_write_markdown(report, arguments->markdown));
+    if (arguments->json) return parity_bench_write_json(report, NULL);
+    parity_bench_print_table(report, stdout, parity_cli_use_color(stdout));
+    return NULL;
+}
+
+static int render(const bench_arguments *arguments) {
+    parity_bench_report report;
+    memset(&report, 0, sizeof report);
+    parity_error *error = parity_bench_read_report(arguments->op, &report);
+    if (!error) error = emit(arguments, &report);
+    parity_bench_report_release(&report);
+    return error ? parity_cli_report_error("bench render", error) : PARITY_EXIT_OK;
+}
+
 int parity_command_bench(int argc, char **argv) {
     bench_arguments arguments;
     memset(&arguments, 0, sizeof arguments);
     int status = parse_arguments(argc, argv, &arguments);
     if (status != PARITY_EXIT_OK) return status;
+    if (arguments.render) return render(&arguments);
 
     const parity_bench_op *ops[16];
     size_t op_count = 0;
@@ -207,12 +241,7 @@ int parity_command_bench(int argc, char **argv) {
     memset(&report, 0, sizeof report);
     parity_error *error = parity_bench_run(&options, &report);
     if (!error && arguments.peers) error = parity_bench_read_peers(arguments.peers, &report);
-    if (!error && arguments.output) error = parity_bench_write_json(&report, arguments.output);
-    if (!error && arguments.markdown) error = parity_bench_write_markdown(&report, arguments.markdown);
-    if (!error) {
-        if (arguments.json) error = parity_bench_write_json(&report, NULL);
-        else parity_bench_print_table(&report, stdout, parity_cli_use_color(stdout));
-    }
+    if (!error) error = emit(&arguments, &report);
     bool failures = !error && parity_bench_report_has_errors(&report);
     parity_bench_report_release(&report);
     if (error) return parity_cli_report_error("bench", error);

@@ -1,0 +1,224 @@
+// test_bench.c: `parity bench` without a GPU: its command line (exit codes and messages), shape
+// parsing, run statistics, the peers file it reads (malformed input named by file and field), and
+// re-rendering the committed H200 baseline (reports/baselines/h200/bench.json) with its targets.
+// Timing itself needs a CUDA device; the baseline's numbers come from one (see its README).
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_runner.h"
+#include "harness/bench/bench_ops.h"
+#include "harness/bench/bench_report.h"
+#include "harness/bench/bench_stats.h"
+#include "ops/registry.h"
+
+#define ROWS(array) (sizeof(array) / sizeof((array)[0]))
+#define BASELINE "reports/baselines/h200/bench.json"
+
+static void write_temporary(const char *text, char *path) {
+    strcpy(path, "/tmp/parity-test-bench-XXXXXX");
+    int descriptor = mkstemp(path);
+    cr_assert(descriptor >= 0);
+    size_t length = strlen(text);
+    cr_assert_eq(write(descriptor, text, length), (ssize_t)length);
+    close(descriptor);
+}
+
+Test(bench, command_line_errors_have_documented_exit_codes) {
+    static const struct {
+        const char *arguments;
+        int exit_code;
+        const char *expected;
+    } rows[] = {
+        {"bench --help", 0, "parity bench render REPORT.json"},
+        {"bench", 2, "expected 'parity bench op OP|all ...'"},
+        {"bench model qwen3", 2, "expected 'parity bench op OP|all ...'"},
+        {"bench op frobnicate --device cuda", 2, "unknown op 'frobnicate'"},
+        {"bench op rms_norm", 2, "--device is required"},
+        {"bench op rms_norm --device tpu", 2, "--device 'tpu' is not a device"},
+        {"bench op rms_norm --device cuda --shape 16x", 2, "shape '16x' ends with 'x'"},
+        {"bench op rms_norm --device cuda --shape 4x5x6", 2, "has 3 sizes, expected 2 (ROWSxHIDDEN)"},
+        {"bench op rms_norm --device cuda --shape 0x8", 2, "is not ROWSxHIDDEN"},
+        {"bench op load_balancing_loss --device cuda --shape 64x8x9", 2, "top-k 9 exceeds the 8 experts"},
+        {"bench op all --device cuda --shape 8x8", 2, "--shape needs a single op"},
+        {"bench op rms_norm --device cuda --backends nope", 2, "rms_norm has no backend 'nope' on cuda"},
+        {"bench op rms_norm --device cuda --dtype fp16", 2, "--dtype 'fp16' is not bf16, fp32 or fp64"},
+        {"bench op rms_norm --device cuda --runs 0", 2, "--runs '0' is not an integer >= 1"},
+        {"bench op rms_norm --device cuda --frobnicate", 2, "unknown argument '--frobnicate'"},
+        {"bench op rms_norm --device cpu", 2, "bench times CUDA backends; use --device cuda"},
+        {"bench render /nonexistent/parity/bench.json", 3, "cannot open /nonexistent/parity/bench.json"},
+        {"bench render " BASELINE " --device cuda", 2, "takes only --json and --markdown"},
+    };
+    for (size_t i = 0; i < ROWS(rows); i++) {
+        command_result result = run_parity(rows[i].arguments);
+        cr_expect_eq(result.exit_code, rows[i].exit_code, "parity %s: exit %d, expected %d\n%s", rows[i].arguments,
+                     result.exit_code, rows[i].exit_code, result.output);
+        cr_expect(strstr(result.output, rows[i].expected) != NULL, "parity %s: output lacks '%s':\n%s", rows[i].arguments,
+                  rows[i].expected, result.output);
+        free(result.output);
+    }
+}
+
+Test(bench, shapes_parse_into_the_ops_formats) {
+    static const struct {
+        const char *op, *text;
+        int count;
+        int64_t dims[4];
+    } rows[] = {
+        {"rms_norm", "16384x4096", 2, {16384, 4096}},
+        {"rotary", "16384x32x8x128", 4, {16384, 32, 8, 128}},
+        {"cross_entropy", "8192x4096x151936", 3, {8192, 4096, 151936}},
+        {"load_balancing_loss", "65536x128x8", 3, {65536, 128, 8}},
+    };
+    for (size_t i = 0; i < ROWS(rows); i++) {
+        const parity_bench_op *op = parity_bench_find_op(rows[i].op);
+        cr_assert_not_null(op, "%s", rows[i].op);
+        parity_bench_shape shape;
+        parity_error *error = parity_bench_parse_shape(op, rows[i].text, &shape);
+        cr_expect_null(error, "%s %s", rows[i].op, rows[i].text);
+        parity_error_free(error);
+        cr_expect_eq(shape.count, rows[i].count);
+        for (int d = 0; d < rows[i].count; d++) cr_expect_eq(shape.dims[d], rows[i].dims[d], "%s dim %d", rows[i].text, d);
+        char back[64];
+        cr_expect_str_eq(parity_bench_shape_string(&shape, back, sizeof back), rows[i].text);
+    }
+    // every op's default shapes parse, and every op has a registry name
+    for (size_t i = 0; i < parity_bench_op_count(); i++) {
+        const parity_bench_op *op = parity_bench_op_at(i);
+        cr_expect_not_null(op->default_shapes[0], "%s has no default shape", op->op);
+        for (const char *const *text = op->default_shapes; *text; text++) {
+            parity_bench_shape shape;
+            parity_error *error = parity_bench_parse_shape(op, *text, &shape);
+            cr_expect_null(error, "%s default %s", op->op, *text);
+            parity_error_free(error);
+            cr_expect_gt(op->bytes(&shape, PARITY_BF16, true), op->bytes(&shape, PARITY_BF16, false), "%s", op->op);
+        }
+    }
+}
+
+Test(bench, statistics_give_median_and_relative_noise) {
+    static const struct {
+        double times[7];
+        int count;
+        double median, noise, min, max;
+    } rows[] = {
+        {{3, 1, 2}, 3, 2, 0.5, 1, 3},               // deviations 1, 1, 0 -> MAD 1
+        {{4, 4, 4, 4}, 4, 4, 0, 4, 4},
+        {{10, 12, 11, 100, 9, 10, 11}, 7, 11, 1.0 / 11, 9, 100}, // an outlier moves neither
+        {{5, 7}, 2, 6, 1.0 / 6, 5, 7},
+    };
+    for (size_t i = 0; i < ROWS(rows); i++) {
+        double times[7];
+        memcpy(times, rows[i].times, sizeof times);
+        parity_bench_timing timing = parity_bench_summarize(times, rows[i].count);
+        cr_expect_float_eq(timing.median_ms, rows[i].median, 1e-12, "row %zu median", i);
+        cr_expect_float_eq(timing.noise, rows[i].noise, 1e-12, "row %zu noise", i);
+        cr_expect_float_eq(timing.min_ms, rows[i].min, 1e-12, "row %zu min", i);
+        cr_expect_float_eq(timing.max_ms, rows[i].max, 1e-12, "row %zu max", i);
+        cr_expect_eq(timing.runs, rows[i].count);
+    }
+}
+
+Test(bench, peers_files_are_read_and_malformed_ones_named) {
+    static const struct {
+        const char *text;
+        const char *expected; // NULL: reads
+    } rows[] = {
+        {"{\"torch\": \"2.11\", \"peers\": [{\"op\": \"rms_norm\", \"pass\": \"fwd\", \"shape\": \"16384x4096\", \"dtype\": "
+         "\"bf16\", \"peer\": \"F.rms_norm\", \"median_ms\": 0.0825, \"noise\": 0.003, \"runs\": 30}]}",
+         NULL},
+        {"{\"peers\": 3}", "field 'peers' must be an array"},
+        {"{\"peers\": [{\"op\": \"rms_norm\"}]}", "peers[0] needs strings op, pass, shape, dtype, peer"},
+        {"{\"peers\": [{\"op\": \"conv\", \"pass\": \"fwd\", \"shape\": \"1x1\", \"dtype\": \"bf16\", \"peer\": \"x\", "
+         "\"median_ms\": 1}]}",
+         "peers[0].op 'conv' is not an op parity bench knows"},
+        {"{\"peers\": [{\"op\": \"rms_norm\", \"pass\": \"both\", \"shape\": \"1x1\", \"dtype\": \"bf16\", \"peer\": \"x\", "
+         "\"median_ms\": 1}]}",
+         "peers[0].pass 'both' is neither fwd nor fwd+bwd"},
+        {"{\"peers\": [{\"op\": \"rms_norm\", \"pass\": \"fwd\", \"shape\": \"1x1\", \"dtype\": \"bf16\", \"peer\": \"x\", "
+         "\"median_ms\": -1}]}",
+         "a positive number median_ms"},
+        {"{\"peers\": [", "not valid JSON"},
+    };
+    for (size_t i = 0; i < ROWS(rows); i++) {
+        char path[64];
+        write_temporary(rows[i].text, path);
+        parity_bench_report report;
+        memset(&report, 0, sizeof report);
+        parity_bench_result ours;
+        memset(&ours, 0, sizeof ours);
+        snprintf(ours.op, sizeof ours.op, "rms_norm");
+        snprintf(ours.pass, sizeof ours.pass, "fwd");
+        snprintf(ours.shape, sizeof ours.shape, "16384x4096");
+        snprintf(ours.dtype, sizeof ours.dtype, "bf16");
+        snprintf(ours.backend, sizeof ours.backend, "triton");
+        ours.ok = true;
+        ours.timing.median_ms = 0.075;
+        cr_assert_null(parity_bench_report_add(&report, &ours));
+        parity_error *error = parity_bench_read_peers(path, &report);
+        if (!rows[i].expected) {
+            cr_expect_null(error, "row %zu: %s", i, error ? parity_error_message(error) : "");
+            cr_expect_eq(report.count, 2);
+            cr_expect(report.results[1].is_peer);
+            cr_expect_str_eq(report.results[1].backend, "torch:F.rms_norm");
+            cr_expect_float_eq(report.results[0].peer_median_ms, 0.0825, 1e-12, "our row is linked to its peer");
+            // bytes of the peer follow parity's model: read x and w, write y
+            cr_expect_float_eq(report.results[1].bytes, (2.0 * 16384 * 4096 + 4096) * 2, 1e-3);
+        } else {
+            cr_expect_not_null(error, "row %zu accepted", i);
+            if (error) {
+                cr_expect(strstr(parity_error_message(error), rows[i].expected) != NULL, "row %zu: '%s' lacks '%s'", i,
+                          parity_error_message(error), rows[i].expected);
+                cr_expect(strstr(parity_error_message(error), path) != NULL, "row %zu: '%s' does not name the file", i,
+                          parity_error_message(error));
+                cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_DATA);
+            }
+        }
+        parity_error_free(error);
+        parity_bench_report_release(&report);
+        unlink(path);
+    }
+}
+
+// The committed H200 baseline renders again without a GPU, with its targets checked.
+Test(bench, committed_h200_baseline_renders_with_its_targets) {
+    char markdown[64];
+    write_temporary("", markdown);
+    char arguments[256];
+    snprintf(arguments, sizeof arguments, "bench render " BASELINE " --markdown %s", markdown);
+    command_result result = run_parity(arguments);
+    cr_expect_eq(result.exit_code, 0, "%s", result.output);
+    cr_expect(strstr(result.output, "NVIDIA H200") != NULL, "%s", result.output);
+    free(result.output);
+    FILE *file = fopen(markdown, "r");
+    cr_assert_not_null(file);
+    char text[32768];
+    size_t size = fread(text, 1, sizeof text - 1, file);
+    text[size] = '\0';
+    fclose(file);
+    unlink(markdown);
+    static const char *const expected[] = {
+        "| RoPE fwd >= 3.5 TB/s | liger_kernel:",
+        "| fused linear+CE (liger_kernel) fwd+bwd no slower than PyTorch eager, <= 1.5 GiB extra peak | liger_kernel:",
+        "| rms_norm | 16384x4096 | bf16 | fwd | torch:F.rms_norm |",
+        "| cross_entropy | 8192x4096x151936 | bf16 | fwd+bwd | liger_kernel |",
+    };
+    for (size_t i = 0; i < ROWS(expected); i++)
+        cr_expect(strstr(text, expected[i]) != NULL, "the rendered baseline lacks '%s'", expected[i]);
+
+    // a report without its context is refused, naming the file
+    char broken[64];
+    write_temporary("{\"benchmarks\": []}", broken);
+    parity_bench_report report;
+    memset(&report, 0, sizeof report);
+    parity_error *error = parity_bench_read_report(broken, &report);
+    cr_expect_not_null(error);
+    if (error) cr_expect(strstr(parity_error_message(error), "expected an object 'context'") != NULL, "%s",
+                         parity_error_message(error));
+    parity_error_free(error);
+    parity_bench_report_release(&report);
+    unlink(broken);
+}
