@@ -18,4 +18,8 @@ void parity_command_config_usage(FILE *stream);
 int parity_command_eval(int argc, char **argv);
 void parity_command_eval_usage(FILE *stream);
 
+// parity report DIR: re-render junit.xml, summary.md and report.html from DIR/results.json.
+int parity_command_report(int argc, char **argv);
+void parity_command_report_usage(FILE *stream);
+
 #endif

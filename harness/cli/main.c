@@ -24,7 +24,9 @@ static const parity_command commands[] = {
      parity_command_config, parity_command_config_usage},
     {"eval", "one forward + backward of a model on a batch: loss, aux loss, gradient norms, logits sum",
      parity_command_eval, parity_command_eval_usage},
-    // Rows to come with their commands: golden, run, report, bench.
+    {"report", "re-render junit.xml, summary.md and report.html of a run from its results.json",
+     parity_command_report, parity_command_report_usage},
+    // Rows to come with their commands: golden, run, bench.
 };
 static const size_t command_count = sizeof commands / sizeof commands[0];
 
