@@ -40,30 +40,29 @@
 #define NAME_WIDTH (sizeof(((parity_golden_values *)0)->parameter_names[0]))
 #define COUNT_OF(array) (sizeof(array) / sizeof((array)[0]))
 
-// The root's string attributes and where they live in the struct.
+// The root's string attributes and where they live in the struct (every one must be non-empty).
 typedef struct string_field {
     const char *name;
     size_t offset, size;
-    bool may_be_empty;
 } string_field;
 
-#define STRING_FIELD(attribute, member, empty) {attribute, offsetof(parity_golden, member), sizeof(((parity_golden *)0)->member), empty}
+#define STRING_FIELD(attribute, member) {attribute, offsetof(parity_golden, member), sizeof(((parity_golden *)0)->member)}
 static const string_field string_fields[] = {
-    STRING_FIELD("git_sha", git_sha, false),
-    STRING_FIELD("created", created, false),
-    STRING_FIELD("host", host, false),
-    STRING_FIELD("device", device, false),
-    STRING_FIELD("compiler", compiler, false),
-    STRING_FIELD("libraries", libraries, false),
-    STRING_FIELD("command", command, false),
-    STRING_FIELD("suite", suite, false),
-    STRING_FIELD("model", model, false),
-    STRING_FIELD("case", case_name, false),
-    STRING_FIELD("model_type", model_type, false),
-    STRING_FIELD("weight_source", weight_source, false),
-    STRING_FIELD("weight_sha256", weight_sha256, false),
-    STRING_FIELD("batch_source", batch_source, false),
-    STRING_FIELD("batch_sha256", batch_sha256, false),
+    STRING_FIELD("git_sha", git_sha),
+    STRING_FIELD("created", created),
+    STRING_FIELD("host", host),
+    STRING_FIELD("device", device),
+    STRING_FIELD("compiler", compiler),
+    STRING_FIELD("libraries", libraries),
+    STRING_FIELD("command", command),
+    STRING_FIELD("suite", suite),
+    STRING_FIELD("model", model),
+    STRING_FIELD("case", case_name),
+    STRING_FIELD("model_type", model_type),
+    STRING_FIELD("weight_source", weight_source),
+    STRING_FIELD("weight_sha256", weight_sha256),
+    STRING_FIELD("batch_source", batch_source),
+    STRING_FIELD("batch_sha256", batch_sha256),
 };
 
 static bool tensor_present(const parity_tensor *tensor) { return tensor->ndim > 0 && tensor->numel > 0; }
@@ -135,7 +134,7 @@ static parity_error *check_golden(parity_error_kind kind, const char *path, cons
         const string_field *field = &string_fields[i];
         const char *value = (const char *)golden + field->offset;
         if (!memchr(value, '\0', field->size)) return PARITY_ERROR(kind, "%s: %s is not NUL-terminated", path, field->name);
-        if (!field->may_be_empty && value[0] == '\0') return PARITY_ERROR(kind, "%s: %s is empty", path, field->name);
+        if (value[0] == '\0') return PARITY_ERROR(kind, "%s: %s is empty", path, field->name);
     }
     if (!parity_sha256_is_hex(golden->weight_sha256))
         return PARITY_ERROR(kind, "%s: weight_sha256 '%.64s' is not 64 lowercase hex digits", path, golden->weight_sha256);
