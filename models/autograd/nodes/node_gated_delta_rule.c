@@ -59,10 +59,5 @@ parity_error *parity_node_gated_delta_rule(parity_tape *tape, const parity_backe
     record->output = *out;
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: gated_delta_rule (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_GATED_DELTA_RULE, backend->name, gated_delta_rule_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_GATED_DELTA_RULE, backend->name, name, error, &saved, record, gated_delta_rule_backward);
 }
