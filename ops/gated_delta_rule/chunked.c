@@ -73,9 +73,14 @@ static void work_free(chunk_work *work) {
     }
 }
 
+static int64_t longest_document(const parity_gated_delta_rule_cpu_call *call);
+
 static parity_error *work_alloc(const parity_gated_delta_rule_cpu_call *call, bool backward, chunk_work *work) {
     memset(work, 0, sizeof *work);
-    int64_t c = call->sizes.chunk_size, dk = call->sizes.key_dim, dv = call->sizes.value_dim;
+    // No chunk is longer than the longest document: a chunk size past it only wastes (C x C) buffers.
+    int64_t longest = longest_document(call), c = call->sizes.chunk_size < longest ? call->sizes.chunk_size : longest;
+    if (c < 1) c = 1;
+    int64_t dk = call->sizes.key_dim, dv = call->sizes.value_dim;
     work->capacity = c;
     work->key_dim = dk;
     work->value_dim = dv;
@@ -215,7 +220,7 @@ static parity_error *gated_delta_rule_chunked_forward(const parity_gated_delta_r
     if (!error) {
         state = malloc((size_t)(dk * dv) * sizeof *state);
         next = malloc((size_t)(dk * dv) * sizeof *next);
-        rows = malloc((size_t)(chunk * dv) * sizeof *rows);
+        rows = malloc((size_t)(work.capacity * dv) * sizeof *rows); // at most one chunk of outputs
         if (!state || !next || !rows)
             error = PARITY_ERROR(PARITY_ERROR_MEMORY, "gated_delta_rule fla: state of %lld x %lld", (long long)dk, (long long)dv);
     }
