@@ -26,6 +26,7 @@
 //       qwen3_5_moe_tiny  in_proj_a 4.8e-4 (3.9e-4)  dt_bias 5.2e-3 (4.2e-3)  A_log 5.5e-3 (4.4e-3)
 //     while every other parameter stays <= 2e-7. The same graph in f64 shifts these gradients by 5e-12
 //     (from 3e-14): a cancellation factor of ~5e4, i.e. ~3e-3 at f32's 6e-8.
+// (tools/gdn_gate_diagnosis/run.sh reproduces this table.)
 // So these three are compared against k = 3 x transformers' own f32 error reproduced above (the
 // gradient factor of the tolerance rule in ARCHITECTURE.md), per model; nothing else is loosened.
 #include <criterion/criterion.h>
