@@ -44,7 +44,8 @@ parity_error *parity_node_gated_delta_rule(parity_tape *tape, const parity_backe
     if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording gated_delta_rule");
     record->kernels = backend->kernels;
     record->args = (parity_gated_delta_rule_args){&query->value, &key->value, &value->value, &g->value, &beta->value,
-                                                  NULL, scale, use_qk_l2norm, &(*out)->value};
+                                                  NULL, scale, use_qk_l2norm, &(*out)->value,
+                                                  0 /* chunked backends: fla's default chunk of 64 */};
     if (cu_seqlens) {
         record->cu_seqlens = *cu_seqlens;
         record->cu_seqlens.owns_data = false;
