@@ -41,8 +41,10 @@ endif
 # Sources: everything under the layer folders, except the CLI entry point and tests.
 C_SOURCES := $(shell find ops models golden harness reports -name '*.c' 2>/dev/null | grep -v '^harness/cli/main.c$$' | sort)
 CU_SOURCES := $(shell find ops models golden harness reports -name '*.cu' 2>/dev/null | sort)
+# A file named *_without_cuda.c stands in for CUDA code when CUDA is off (e.g. registration of the
+# CUDA backends); it is left out of CUDA builds.
 ifeq ($(WITH_CUDA),1)
-  C_SOURCES := $(filter-out ops/core/cuda_stub.c,$(C_SOURCES))
+  C_SOURCES := $(filter-out ops/core/cuda_stub.c %_without_cuda.c,$(C_SOURCES))
   NVCCFLAGS += $(NVCC_GENCODE)
   LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lcublas -lcublasLt -ldl -lrt -lstdc++
 else

@@ -8,6 +8,7 @@
 #include "ops/causal_conv1d/causal_conv1d.h"
 #include "ops/concat/concat.h"
 #include "ops/cross_entropy/cross_entropy.h"
+#include "ops/cuda_backends.h"
 #include "ops/embedding/embedding.h"
 #include "ops/gated_delta_rule/gated_delta_rule.h"
 #include "ops/gdn_gating/gdn_gating.h"
@@ -46,5 +47,6 @@ const parity_builtin_backend_family parity_builtin_backends[] = {
     {"moe_router cpu", parity_moe_router_register_cpu},
     {"moe_experts cpu", parity_moe_experts_register_cpu},
     {"load_balancing_loss cpu", parity_load_balancing_loss_register_cpu},
+    {"CUDA (every family built)", parity_register_cuda_backends},
 };
 const size_t parity_builtin_backend_count = sizeof parity_builtin_backends / sizeof parity_builtin_backends[0];
