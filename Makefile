@@ -86,7 +86,9 @@ test: print-config $(TEST_PROGRAM) $(PROGRAM)
 	@echo "parity: running tests ($(if $(filter 1,$(WITH_CUDA)),CUDA build,CPU-only build))"
 	$(TEST_PROGRAM) --jobs=2 $(TEST_ARGS)
 
+# The smoke goldens are committed (golden/smoke/); `golden generate` writes only missing ones.
 run: $(PROGRAM)
+	@$(PROGRAM) golden generate --suite smoke
 	@$(PROGRAM) run --suite smoke --device best
 
 clean:

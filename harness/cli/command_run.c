@@ -97,11 +97,11 @@ static void print_list(const parity_run_plan *plan) {
         if (!plan->selected[i]) continue;
         const parity_combo_plan *combo = &plan->combos.items[i];
         shown++;
-        if (combo->status == PARITY_COMBO_PASS)
-            printf("%s%s%s%s\n", combo->id, combo->is_baseline ? "  (eager baseline)" : "", combo->mode[0] ? "  mode " : "",
-                   combo->mode);
-        else
-            printf("%s  %s: %s\n", combo->id, parity_combo_status_name(combo->status), combo->reason);
+        printf("%s", combo->id);
+        if (combo->mode[0]) printf("  mode %s", combo->mode);
+        if (combo->is_baseline) printf("  (eager baseline)");
+        if (combo->status != PARITY_COMBO_PASS) printf("  %s: %s", parity_combo_status_name(combo->status), combo->reason);
+        printf("\n");
     }
     size_t runnable = 0;
     for (size_t i = 0; i < plan->combos.count; i++)
