@@ -59,7 +59,7 @@ static void write_safetensors_raw(const char *path, const char *header, const vo
 
 Test(checkpoint, every_upstream_checkpoint_loads) {
     const char *cases[] = {"llama3_tiny", "qwen2_tiny", "qwen3_tiny", "qwen3_moe_tiny", "deepseek_v3_tiny", "seed_oss_tiny",
-                           "qwen3_5_tiny", "qwen3_5_moe_tiny"};
+                           "qwen3_5_tiny", "qwen3_5_moe_tiny", "qwen3_next_tiny"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char directory[256];
         snprintf(directory, sizeof directory, UPSTREAM "/%s", cases[i]);

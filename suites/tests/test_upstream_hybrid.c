@@ -54,7 +54,7 @@ static const gate_tolerance gate_tolerances[] = {
     {"qwen3_5_moe_tiny", 3 * 4.8e-4, 3 * 5.2e-3, 3 * 5.5e-3},
 };
 
-static const char *const hybrid_models[] = {"qwen3_5_tiny", "qwen3_5_moe_tiny"};
+static const char *const hybrid_models[] = {"qwen3_5_tiny", "qwen3_5_moe_tiny"}; // the g-only exactness check
 static const char *const selections[] = {"", "attn=sdpa", "gdr=fla", "attn=sdpa,gdr=fla"};
 
 static char *error_text(parity_error *error) {
@@ -141,7 +141,10 @@ static void check_row(const char *model, parity_dtype dtype, const char *ops) {
             }
             parity_tensor_release(&reference);
         }
-        cr_expect_eq(gate_parameters, 3, "%s: %d g-only gradients (A_log, dt_bias, in_proj_a) found", label, gate_parameters);
+        // qwen3_5: A_log, dt_bias and in_proj_a carry the documented f32 bound; qwen3_next needs none
+        int expected_gate_parameters = strstr(model, "qwen3_next") ? 0 : 3;
+        cr_expect_eq(gate_parameters, expected_gate_parameters, "%s: %d g-only gradients (A_log, dt_bias, in_proj_a) found", label,
+                     gate_parameters);
         cr_expect_eq(evaluation.gradients.count, file.entry_count, "%s: %zu gradients, grads.safetensors has %zu", label,
                      evaluation.gradients.count, file.entry_count);
         parity_safetensors_close(&file);
@@ -181,6 +184,11 @@ static void check_model(const char *model) {
 
 Test(upstream_hybrid, qwen3_5_tiny) { check_model("qwen3_5_tiny"); }
 Test(upstream_hybrid, qwen3_5_moe_tiny) { check_model("qwen3_5_moe_tiny"); }
+// qwen3_next_tiny was written by transformers 5.17's save_pretrained (tools/make_upstream_reference.py on
+// the GPU host). Its heads decay slowly enough that transformers' f32 gated delta rule stays within the
+// ordinary 1e-5 on every gradient (tools/gdn_gate_diagnosis: dt_bias 4.1e-6, A_log 4.1e-6), so it
+// needs no row in gate_tolerances.
+Test(upstream_hybrid, qwen3_next_tiny) { check_model("qwen3_next_tiny"); }
 
 // ---- the truth of the g-only gradients: exact in f64 ----
 
