@@ -46,7 +46,7 @@ CU_SOURCES := $(shell find ops models golden harness reports -name '*.cu' 2>/dev
 ifeq ($(WITH_CUDA),1)
   C_SOURCES := $(filter-out ops/core/cuda_stub.c %_without_cuda.c,$(C_SOURCES))
   NVCCFLAGS += $(NVCC_GENCODE)
-  LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lcublas -lcublasLt -ldl -lrt -lstdc++
+  LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++ # cuBLAS is dlopen'ed on first use
 else
   CU_SOURCES :=
 endif
