@@ -46,7 +46,7 @@ CU_SOURCES := $(shell find ops models golden harness reports -name '*.cu' 2>/dev
 ifeq ($(WITH_CUDA),1)
   C_SOURCES := $(filter-out ops/core/cuda_stub.c %_without_cuda.c,$(C_SOURCES))
   NVCCFLAGS += $(NVCC_GENCODE)
-  LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -lcublas -lcublasLt -ldl -lrt -lstdc++
+  LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++ # cuBLAS is dlopen'ed on first use
 else
   CU_SOURCES :=
 endif
@@ -86,7 +86,9 @@ test: print-config $(TEST_PROGRAM) $(PROGRAM)
 	@echo "parity: running tests ($(if $(filter 1,$(WITH_CUDA)),CUDA build,CPU-only build))"
 	$(TEST_PROGRAM) --jobs=2 $(TEST_ARGS)
 
+# The smoke goldens are committed (golden/smoke/); `golden generate` writes only missing ones.
 run: $(PROGRAM)
+	@$(PROGRAM) golden generate --suite smoke
 	@$(PROGRAM) run --suite smoke --device best
 
 clean:

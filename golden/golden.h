@@ -2,12 +2,14 @@
 // combo of a suite is compared with. It records where it came from (provenance), exactly what was
 // run (model config, weight source with checksum, the batch itself), the expected fp64 values, and
 // how far eager itself lands in each lower precision (the basis of the tolerance rule).
+// The file layout is documented in golden/golden.c and docs/golden-format.md.
 #ifndef PARITY_GOLDEN_H
 #define PARITY_GOLDEN_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ops/core/error.h"
 #include "ops/core/tensor.h"
@@ -23,6 +25,9 @@ typedef struct parity_golden_values {
     size_t parameter_count;
     char (*parameter_names)[160];
     double *parameter_grad_norms;
+    // Optional: a few logits rows in the values' own dtype (fp64, fp32, or bf16 stored as uint16 with
+    // dtype = "bf16"); absent when ndim or numel is 0 (a zeroed tensor).
+    parity_tensor logits_sample;
 } parity_golden_values;
 
 typedef struct parity_golden_precision {
@@ -50,13 +55,23 @@ typedef struct parity_golden {
     size_t precision_count;
 } parity_golden;
 
-// Writes atomically (temp file + rename). Refuses to replace an existing file unless `force`.
+// Writes atomically (temp file "<path>.tmp.<pid>" + rename), creating parent directories. Refuses to
+// replace an existing file unless `force` (a USAGE error that says "use --force"); nothing is left
+// behind on failure. Checks the golden first (USAGE error naming the field): required strings set,
+// sha256 fields 64 hex digits, config JSON valid, batch 2-D integers, finite expected values, every
+// precision with the same parameter names as `expected`. schema_version 0 means "current".
 parity_error *parity_golden_write(const char *path, const parity_golden *golden, bool force);
 // Reads and validates (schema_version, required datasets and attributes). A missing, truncated or
 // schema-mismatched file is a DATA/IO error naming the file and what is wrong.
 parity_error *parity_golden_read(const char *path, parity_golden *out);
+// Frees everything the golden owns (config text, batch tensors, name and norm arrays, which are
+// malloc'ed; logits samples) and zeroes it. Safe on a zeroed or partly filled golden.
 void parity_golden_release(parity_golden *golden);
 // The eager values of `dtype` ("fp32", "bf16"), or NULL.
 const parity_golden_values *parity_golden_eager(const parity_golden *golden, const char *dtype);
+// Prints the golden readably (what `parity golden show FILE` shows): provenance, the run (model,
+// weights, batch), the expected fp64 values, eager's error per dtype (|eager - fp64| and relative),
+// and the per-parameter gradient norms with each dtype's relative error. (golden/golden_format.c)
+void parity_golden_describe(const parity_golden *golden, FILE *stream);
 
 #endif

@@ -7,11 +7,33 @@
 #include <string.h>
 
 #include "models/checkpoint/checkpoint.h"
+#include "ops/core/memory.h"
 
 void parity_evaluation_release(parity_evaluation *evaluation) {
     parity_ops_config_release(&evaluation->ops_config);
     parity_step_result_release(&evaluation->step);
     parity_parameters_release(&evaluation->gradients);
+    free(evaluation->step_ms);
+    evaluation->step_ms = NULL;
+    evaluation->step_ms_count = 0;
+}
+
+// Warm-up and timed steps after the measured one (options->timer); each result is discarded.
+static parity_error *timed_steps(const parity_evaluation_options *options, parity_model *model, const parity_batch *batch,
+                                 parity_evaluation *out) {
+    if (!options->timer || options->timed_steps <= 0) return NULL;
+    out->step_ms = calloc((size_t)options->timed_steps, sizeof *out->step_ms);
+    if (!out->step_ms) return PARITY_ERROR(PARITY_ERROR_MEMORY, "timing samples");
+    parity_error *error = NULL;
+    for (int i = 0; !error && i < options->warmup_steps + options->timed_steps; i++) {
+        bool timed = i >= options->warmup_steps;
+        parity_step_result step;
+        if (timed) error = options->timer->begin(options->timer);
+        if (!error) error = parity_model_step(model, batch, false, &step);
+        if (!error) parity_step_result_release(&step);
+        if (!error && timed) error = options->timer->end(options->timer, &out->step_ms[out->step_ms_count++]);
+    }
+    return error;
 }
 
 // Every problem of a config build, one per line, as one error.
@@ -99,7 +121,10 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         out->token_count = batch->token_count;
         out->valid_target_count = batch->valid_target_count;
         out->document_count = batch->document_count;
+        parity_memory_reset_peak(options->device);
         error = parity_model_step(model, batch, options->want_logits, &out->step);
+        if (!error) error = timed_steps(options, model, batch, out);
+        out->peak_memory_bytes = (int64_t)parity_memory_get_stats(options->device).peak_bytes;
     }
     for (size_t i = 0; !error && options->keep_gradients && i < model->parameters.count; i++) {
         const parity_parameter *parameter = &model->parameters.items[i];

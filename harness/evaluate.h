@@ -9,6 +9,7 @@
 
 #include "harness/config/ops_config.h"
 #include "harness/config/ops_settings.h"
+#include "harness/timer.h"
 #include "models/model.h"
 
 typedef struct parity_evaluation_options {
@@ -24,6 +25,10 @@ typedef struct parity_evaluation_options {
     bool eager_baseline;               // fields nobody set run "eager" instead of VeOmni's GPU defaults
     bool want_logits;
     bool keep_gradients;               // move every parameter gradient (CPU, f64) into the result
+    // Timing (parity run): after the measured step, `warmup_steps` untimed and `timed_steps` timed
+    // steps of the same model on the same batch. NULL = the measured step only.
+    parity_timer *timer;
+    int warmup_steps, timed_steps;
 } parity_evaluation_options;
 
 typedef struct parity_evaluation {
@@ -32,6 +37,9 @@ typedef struct parity_evaluation {
     parity_step_result step;
     parity_parameters gradients;       // keep_gradients: name -> gradient (CPU, f64), HF names
     int64_t token_count, valid_target_count, document_count;
+    double *step_ms;                   // timed_steps samples in ms (owned)
+    size_t step_ms_count;
+    int64_t peak_memory_bytes;         // the device's peak over the steps (ops/core/memory.h)
 } parity_evaluation;
 
 // Runs the evaluation. On a config problem the error lists every problem (ops_config has each).

@@ -1,11 +1,25 @@
 // cuda_backends.cu: registers every CUDA backend family of this build. Adding a family = one row.
 extern "C" {
+#include "ops/add/add.h"
+#include "ops/broadcast_heads/broadcast_heads.h"
+#include "ops/concat/concat.h"
+#include "ops/cross_entropy/cross_entropy.h"
 #include "ops/cuda_backends.h"
 #include "ops/cross_entropy/fused_linear_cuda.h"
+#include "ops/embedding/embedding.h"
+#include "ops/l2_norm/l2_norm.h"
+#include "ops/linear/linear.h"
 #include "ops/load_balancing_loss/load_balancing_loss_cuda.h"
+#include "ops/matmul/matmul.h"
+#include "ops/rms_norm/rms_norm.h"
 #include "ops/rms_norm/rms_norm_cuda.h"
+#include "ops/rms_norm_gated/rms_norm_gated.h"
 #include "ops/rms_norm_gated/rms_norm_gated_cuda.h"
+#include "ops/rotary/rotary.h"
 #include "ops/rotary/rotary_cuda.h"
+#include "ops/sigmoid_gate/sigmoid_gate.h"
+#include "ops/split/split.h"
+#include "ops/swiglu/swiglu.h"
 #include "ops/swiglu/swiglu_cuda.h"
 }
 
@@ -15,7 +29,20 @@ static const struct {
     const char *what;
     cuda_family_registration register_family;
 } cuda_families[] = {
-    {"none yet", nullptr}, // rows land with the CUDA backends
+    {"linear eager", parity_linear_register_cuda},
+    {"matmul eager", parity_matmul_register_cuda},
+    {"embedding eager", parity_embedding_register_cuda},
+    {"add eager", parity_add_register_cuda},
+    {"sigmoid_gate eager", parity_sigmoid_gate_register_cuda},
+    {"concat eager", parity_concat_register_cuda},
+    {"split eager", parity_split_register_cuda},
+    {"broadcast_heads eager", parity_broadcast_heads_register_cuda},
+    {"rms_norm eager", parity_rms_norm_register_cuda},
+    {"rms_norm_gated eager", parity_rms_norm_gated_register_cuda},
+    {"swiglu eager", parity_swiglu_register_cuda},
+    {"rotary eager", parity_rotary_register_cuda},
+    {"cross_entropy eager", parity_cross_entropy_register_cuda},
+    {"l2_norm eager", parity_l2_norm_register_cuda},
     {"rms_norm liger_kernel", parity_rms_norm_register_cuda_liger_kernel},
     {"rms_norm triton", parity_rms_norm_register_cuda_triton},
     {"rms_norm_gated fla", parity_rms_norm_gated_register_cuda_fla},

@@ -52,6 +52,7 @@ typedef struct parity_combo_result {
     char reason[1024];       // not_supported / error / excluded / fail: why (first failing metric, first NaN tensor)
     parity_metric *metrics;
     size_t metric_count;
+    size_t metric_capacity;  // managed by parity_metric_add (0 with a malloc'd array of metric_count is fine)
     double *samples_ms;      // timed repeats (wall ms on CPU, CUDA-event ms on GPU)
     size_t sample_count;
     size_t warmup_count;
@@ -81,18 +82,25 @@ typedef struct parity_results {
     size_t combo_count, combo_capacity;
 } parity_results;
 
-// Appends a zeroed combo record and returns it (NULL on allocation failure).
+// Appends a zeroed combo record and returns it (NULL on allocation failure). The array may move:
+// a pointer returned earlier is invalid after the next call.
 parity_combo_result *parity_results_add_combo(parity_results *results);
+// Appends a copy of `metric` to the combo's metrics.
 parity_error *parity_metric_add(parity_combo_result *combo, const parity_metric *metric);
+// Replaces the combo's timing samples with a copy of `samples_ms` (count may be 0). Median and noise
+// are the harness's to set: the reports show them as given.
 parity_error *parity_combo_set_samples(parity_combo_result *combo, const double *samples_ms, size_t count);
+// Frees every combo's metrics and samples and the combo array; leaves *results zeroed.
 void parity_results_release(parity_results *results);
 
 // results.json (Google Benchmark style: context + records). Writes atomically (temp + rename).
+// Numbers round-trip exactly; NaN and +-Inf are written as the strings "nan", "inf", "-inf".
 parity_error *parity_results_write_json(const char *path, const parity_results *results);
 // Reads results.json back, validating schema_version; a malformed file is a DATA error naming it.
 parity_error *parity_results_read_json(const char *path, parity_results *out);
 
-// Counts by status.
-void parity_results_counts(const parity_results *results, size_t counts[5]);
+#define PARITY_COMBO_STATUS_COUNT 5
+// Counts by status, indexed by parity_combo_status.
+void parity_results_counts(const parity_results *results, size_t counts[PARITY_COMBO_STATUS_COUNT]);
 
 #endif

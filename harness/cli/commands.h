@@ -18,6 +18,18 @@ void parity_command_config_usage(FILE *stream);
 int parity_command_eval(int argc, char **argv);
 void parity_command_eval_usage(FILE *stream);
 
+// parity report DIR: re-render junit.xml, summary.md and report.html from DIR/results.json.
+int parity_command_report(int argc, char **argv);
+void parity_command_report_usage(FILE *stream);
+
+// parity run: every combo of a suite against its goldens, with a report.
+int parity_command_run(int argc, char **argv);
+void parity_command_run_usage(FILE *stream);
+
+// parity golden generate|verify|show: the suite goldens (HDF5).
+int parity_command_golden(int argc, char **argv);
+void parity_command_golden_usage(FILE *stream);
+
 // parity bench op: CUDA backends of an op side by side, against the device's ceilings and PyTorch.
 int parity_command_bench(int argc, char **argv);
 void parity_command_bench_usage(FILE *stream);

@@ -24,9 +24,14 @@ static const parity_command commands[] = {
      parity_command_config, parity_command_config_usage},
     {"eval", "one forward + backward of a model on a batch: loss, aux loss, gradient norms, logits sum",
      parity_command_eval, parity_command_eval_usage},
+    {"golden", "make, verify or show a suite's eager fp64 goldens (HDF5)", parity_command_golden,
+     parity_command_golden_usage},
+    {"run", "run every backend combination of a suite against its goldens and write the reports", parity_command_run,
+     parity_command_run_usage},
+    {"report", "re-render junit.xml, summary.md and report.html of a run from its results.json",
+     parity_command_report, parity_command_report_usage},
     {"bench", "time the CUDA backends of an op side by side (GB/s or TFLOP/s, % of the device ceilings, PyTorch peers)",
      parity_command_bench, parity_command_bench_usage},
-    // Rows to come with their commands: golden, run, report.
 };
 static const size_t command_count = sizeof commands / sizeof commands[0];
 

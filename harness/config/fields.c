@@ -103,7 +103,8 @@ static const parity_kernel_value causal_conv1d_values[] = {
 
 static const parity_kernel_value gated_delta_rule_values[] = {
     {"eager", CPU_CUDA, 0, false, NULL, NULL, "torch_chunk_gated_delta_rule reference (no cu_seqlens path)"},
-    {"fla", PARITY_TARGET_CUDA, 0, false, NULL, NULL, "flash-linear-attention chunk_gated_delta_rule"},
+    // Exception to the header's rule: fla's chunked algorithm also runs on the CPU (ops/gated_delta_rule/chunked.c).
+    {"fla", CPU_CUDA, 0, false, NULL, NULL, "flash-linear-attention chunk_gated_delta_rule"},
     {"flash_qla", PARITY_TARGET_CUDA, 90, false, NULL, NULL, "FlashQLA gated delta rule (SM90 only)"},
     {"npu", PARITY_TARGET_NPU, 0, false, NULL, NULL, "vendored MindSpeed-MM Triton kernel (triton-ascend)"},
     {"npu_ascendc", PARITY_TARGET_NPU, 0, false, NULL, NULL,

@@ -127,6 +127,17 @@ parity_error *parity_tape_push(parity_tape *tape, const char *op, const char *ba
     return NULL;
 }
 
+parity_error *parity_tape_record(parity_tape *tape, const char *op, const char *backend, const char *name,
+                                 parity_error *forward_error, parity_saved *saved, void *record,
+                                 parity_node_backward backward) {
+    if (forward_error) {
+        parity_saved_release(saved);
+        free(record);
+        return parity_error_wrap(forward_error, __FILE__, __LINE__, "%s: %s (%s)", name, op, backend);
+    }
+    return parity_tape_push(tape, op, backend, backward, saved, record);
+}
+
 parity_error *parity_variable_accumulate(parity_variable *variable, const parity_tensor *contribution) {
     if (!variable->requires_gradient) return NULL;
     if (!variable->has_gradient) {

@@ -68,6 +68,13 @@ parity_error *parity_tape_reshape(parity_tape *tape, parity_variable *source, in
 parity_error *parity_tape_push(parity_tape *tape, const char *op, const char *backend, parity_node_backward backward,
                                parity_saved *saved, void *data);
 
+// Finishes a node function: when the backend's forward failed (`forward_error`), frees the record
+// and the saved tensors and returns the error with "<name>: <op> (<backend>)" context; otherwise
+// pushes the node. Every node function ends with this call.
+parity_error *parity_tape_record(parity_tape *tape, const char *op, const char *backend, const char *name,
+                                 parity_error *forward_error, parity_saved *saved, void *record,
+                                 parity_node_backward backward);
+
 // Adds `contribution` into variable->gradient (allocating and copying on first use).
 parity_error *parity_variable_accumulate(parity_variable *variable, const parity_tensor *contribution);
 // A zeroed gradient buffer shaped like the variable, for a backward that writes into it directly;

@@ -62,6 +62,7 @@ static parity_error *decoder_requirements(const parity_model_config *config, par
         PARITY_TRY(family_require(&list, PARITY_OP_GATED_DELTA_RULE, PARITY_CAP_VARLEN, "packed documents (cu_seqlens)"));
         PARITY_TRY(family_require(&list, PARITY_OP_GDN_GATING, 0, NULL));
         PARITY_TRY(family_require(&list, PARITY_OP_RMS_NORM_GATED, 0, NULL));
+        if (strcmp(config->model_type, "qwen3_next") == 0) PARITY_TRY(family_require(&list, PARITY_OP_CONCAT, 0, NULL));
     }
     bool shared_expert = config->shared_expert_intermediate_size > 0 || config->n_shared_experts > 0;
     if (has_dense_mlp(config) || shared_expert) PARITY_TRY(family_require(&list, PARITY_OP_SWIGLU, 0, NULL));
@@ -132,7 +133,34 @@ static parity_error *mla_specs(family_specs *list, const parity_model_config *co
     return NULL;
 }
 
+// A_log ~ log(A) with A ~ U(1, 16): drawn uniform in [0, log 16].
+static parity_error *A_log_spec(family_specs *specs, const char *module, int64_t value_heads) {
+    PARITY_TRY(family_spec(specs, PARITY_INIT_UNIFORM, PARITY_SHAPE(value_heads), "%s.A_log", module));
+    specs->items[specs->count - 1].low = 0.0;
+    specs->items[specs->count - 1].high = 2.772588722239781;
+    return NULL;
+}
+
+// Qwen3-Next's GatedDeltaNet in HF named_parameters order: its own dt_bias and A_log, then conv1d,
+// the fused in_proj_qkvz (2 key_dim + 2 value_dim rows, per key head) and in_proj_ba (2 Hv rows), norm, out_proj.
+static parity_error *qwen3_next_gated_delta_net_specs(family_specs *list, const parity_model_config *config, const char *module) {
+    family_specs specs = *list;
+    int64_t hidden = config->hidden_size, value_heads = config->linear_num_value_heads;
+    int64_t key_dim = config->linear_num_key_heads * config->linear_key_head_dim, value_dim = value_heads * config->linear_value_head_dim;
+    PARITY_TRY(SPEC(PARITY_INIT_ONES, PARITY_SHAPE(value_heads), "%s.dt_bias", module));
+    PARITY_TRY(A_log_spec(&specs, module, value_heads));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(2 * key_dim + value_dim, 1, config->linear_conv_kernel_dim), "%s.conv1d.weight",
+                    module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(2 * key_dim + 2 * value_dim, hidden), "%s.in_proj_qkvz.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(2 * value_heads, hidden), "%s.in_proj_ba.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_ONES, PARITY_SHAPE(config->linear_value_head_dim), "%s.norm.weight", module));
+    PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(hidden, value_dim), "%s.out_proj.weight", module));
+    *list = specs;
+    return NULL;
+}
+
 static parity_error *gated_delta_net_specs(family_specs *list, const parity_model_config *config, const char *module) {
+    if (strcmp(config->model_type, "qwen3_next") == 0) return qwen3_next_gated_delta_net_specs(list, config, module);
     family_specs specs = *list;
     int64_t hidden = config->hidden_size, key_heads = config->linear_num_key_heads, value_heads = config->linear_num_value_heads;
     int64_t key_dim = key_heads * config->linear_key_head_dim, value_dim = value_heads * config->linear_value_head_dim;
@@ -143,10 +171,7 @@ static parity_error *gated_delta_net_specs(family_specs *list, const parity_mode
     PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(value_heads, hidden), "%s.in_proj_a.weight", module));
     PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(channels, 1, config->linear_conv_kernel_dim), "%s.conv1d.weight", module));
     PARITY_TRY(SPEC(PARITY_INIT_ONES, PARITY_SHAPE(value_heads), "%s.dt_bias", module));
-    parity_error *error = SPEC(PARITY_INIT_UNIFORM, PARITY_SHAPE(value_heads), "%s.A_log", module); // log(A), A ~ U(1, 16)
-    if (error) return error;
-    specs.items[specs.count - 1].low = 0.0;
-    specs.items[specs.count - 1].high = 2.772588722239781;
+    PARITY_TRY(A_log_spec(&specs, module, value_heads));
     PARITY_TRY(SPEC(PARITY_INIT_ONES, PARITY_SHAPE(config->linear_value_head_dim), "%s.norm.weight", module));
     PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(hidden, value_dim), "%s.out_proj.weight", module));
     *list = specs;

@@ -1,4 +1,4 @@
-// cpu_common.h: what every CPU gated_delta_rule backend (eager = recurrent, later chunked) shares
+// cpu_common.h: what every CPU gated_delta_rule backend (eager = recurrent, fla = chunked) shares
 // around its core recurrence: validation and loading of a call, the q/k preparation HF does before
 // the loop (repeat_interleave to the value heads, cast to the compute precision, optional L2 norm
 // with eps 1e-6, q * scale), and the way back for the gradients (scale, L2-norm backward per value
@@ -47,6 +47,10 @@ parity_error *parity_gated_delta_rule_cpu_store_qk_grads(const parity_gated_delt
                                                          const parity_gated_delta_rule_grads *grads,
                                                          const parity_gated_delta_rule_cpu_call *call,
                                                          const double *dprepared_query, const double *dprepared_key);
+
+// One registration per CPU backend (register_cpu.c calls both).
+parity_error *parity_gated_delta_rule_register_eager_cpu(void);   // eager.c
+parity_error *parity_gated_delta_rule_register_chunked_cpu(void); // chunked.c
 
 #ifdef __cplusplus
 }

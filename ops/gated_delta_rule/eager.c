@@ -274,7 +274,7 @@ static parity_error *gated_delta_rule_eager_backward(const parity_gated_delta_ru
 static const parity_gated_delta_rule_kernels gated_delta_rule_eager_kernels = {gated_delta_rule_eager_forward,
                                                                                gated_delta_rule_eager_backward};
 
-parity_error *parity_gated_delta_rule_register_cpu(void) {
+parity_error *parity_gated_delta_rule_register_eager_cpu(void) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_GATED_DELTA_RULE,
         .name = "eager",

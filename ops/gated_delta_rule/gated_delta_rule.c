@@ -38,9 +38,12 @@ parity_error *parity_gated_delta_rule_check(const parity_gated_delta_rule_args *
     PARITY_TRY(parity_cu_seqlens_check("gated_delta_rule", args->cu_seqlens));
     PARITY_CHECK(args->scale >= 0 && isfinite(args->scale), PARITY_ERROR_SHAPE,
                  "gated_delta_rule: scale %g must be finite and >= 0 (0 selects Dk^-0.5)", args->scale);
+    PARITY_CHECK(args->chunk_size >= 0, PARITY_ERROR_SHAPE, "gated_delta_rule: chunk_size %lld must be >= 0 (0 selects %d)",
+                 (long long)args->chunk_size, PARITY_GATED_DELTA_RULE_DEFAULT_CHUNK);
     PARITY_TRY(parity_check_tensor("gated_delta_rule", "output", args->output, dtype, 3, args->value->shape));
     *sizes = (parity_gated_delta_rule_sizes){tokens, key_heads, value_heads, key_dim, value_dim,
-                                             args->scale > 0 ? args->scale : 1.0 / sqrt((double)key_dim)};
+                                             args->scale > 0 ? args->scale : 1.0 / sqrt((double)key_dim),
+                                             args->chunk_size > 0 ? args->chunk_size : PARITY_GATED_DELTA_RULE_DEFAULT_CHUNK};
     return NULL;
 }
 

@@ -6,7 +6,8 @@
 // with q and k first L2-normalised (eps 1e-6) when use_qk_l2norm. State never crosses a document.
 // HF runs the kernel in f32 (inputs cast to f32, output cast back): f32/bf16 calls compute in f32,
 // f64 calls in f64. The kernel-selection field is chunk_gated_delta_rule_implementation; backends
-// register under op "gated_delta_rule" ("eager" = the recurrent form; the chunked form sits beside it).
+// register under op "gated_delta_rule": "eager" = the recurrent form (eager.c), "fla" = the chunked
+// WY/UT form of flash-linear-attention (chunked.c), the same math in chunks of `chunk_size` tokens.
 #ifndef PARITY_GATED_DELTA_RULE_H
 #define PARITY_GATED_DELTA_RULE_H
 
@@ -30,7 +31,11 @@ typedef struct parity_gated_delta_rule_args {
     double scale;                    // multiplies q (after the L2 norm); 0 selects Dk^-0.5
     bool use_qk_l2norm;              // HF use_qk_l2norm_in_kernel: the op L2-normalises q and k (eps 1e-6)
     parity_tensor *output;           // (N, Hv, Dv), the call's dtype
+    int64_t chunk_size;              // chunked backends: tokens per chunk, chunks start at each document's
+                                     // first token; 0 selects 64 (fla's BT). The recurrent form ignores it.
 } parity_gated_delta_rule_args;
+
+#define PARITY_GATED_DELTA_RULE_DEFAULT_CHUNK 64
 
 typedef struct parity_gated_delta_rule_grads {
     const parity_tensor *doutput; // (N, Hv, Dv)
@@ -55,6 +60,7 @@ typedef struct parity_gated_delta_rule_sizes {
     int64_t key_dim;     // Dk
     int64_t value_dim;   // Dv
     double scale;        // the effective scale (Dk^-0.5 when args->scale is 0)
+    int64_t chunk_size;  // the effective chunk size (64 when args->chunk_size is 0)
 } parity_gated_delta_rule_sizes;
 
 // Shared argument validation (shapes, dtypes, head grouping, cu_seqlens shape), naming the op and
@@ -64,6 +70,7 @@ parity_error *parity_gated_delta_rule_check(const parity_gated_delta_rule_args *
 parity_error *parity_gated_delta_rule_check_grads(const parity_gated_delta_rule_args *args,
                                                   const parity_gated_delta_rule_grads *grads);
 
+// Registers the CPU backends: "eager" (recurrent) and "fla" (chunked).
 parity_error *parity_gated_delta_rule_register_cpu(void);
 
 #ifdef __cplusplus

@@ -1,6 +1,9 @@
 // cases_gated_delta_rule.c: gated_delta_rule rows (packed documents with length-1 documents, one
 // token, prime head dims, value heads a multiple of key heads, head dim 48, q/k L2 norm on and off,
-// g in the call's dtype or in f32 as Qwen3.5 computes it) and invalid calls.
+// g in the call's dtype or in f32 as Qwen3.5 computes it) and invalid calls. The chunk size only
+// matters to the chunked backend ("fla", compared with eager on every row): rows with chunk 4 cut
+// documents {1, 5, 1, 7} and {9, 13} into chunks that do and do not divide their lengths (a last
+// chunk of 1 to 4 tokens), and one document of 70 tokens crosses fla's default chunk of 64.
 // g is drawn in [-2, 0), beta in [0.1, 0.9] (a sigmoid's range). Without the in-kernel L2 norm, q and
 // k are drawn with std Dk^-0.5 so |k| ~ 1 and the delta-rule update stays a contraction.
 #include <math.h>
@@ -15,6 +18,7 @@ typedef struct gated_delta_rule_params {
     bool use_qk_l2norm;
     bool g_in_compute_dtype; // g held in f32 for f32/bf16 runs (gdn_gating's output), else the call's dtype
     double scale;            // 0 = Dk^-0.5
+    int64_t chunk_size;      // chunked backends; 0 = 64
     int document_count;      // 0 = no cu_seqlens (one document of `lengths[0]` tokens)
     int64_t lengths[GDR_MAX_DOCUMENTS];
 } gated_delta_rule_params;
@@ -46,7 +50,7 @@ static parity_gated_delta_rule_args gated_delta_rule_args_of(op_check_state *sta
                                           op_check_value(state, "value"),      op_check_value(state, "g"),
                                           op_check_value(state, "beta"),       op_check_value(state, "cu_seqlens"),
                                           p->scale,                            p->use_qk_l2norm,
-                                          op_check_value(state, "output")};
+                                          op_check_value(state, "output"),     p->chunk_size};
 }
 
 static parity_error *gated_delta_rule_forward(op_check_state *state, const void *raw) {
@@ -64,10 +68,12 @@ static parity_error *gated_delta_rule_backward(op_check_state *state, const void
     return kernels->backward(&args, &state->saved, &grads);
 }
 
-#define GDR_ROW(label, hk, hv, dk, dv, l2norm, g_compute, scale_, count_, ...)                                 \
+#define GDR_CHUNKED_ROW(label, hk, hv, dk, dv, l2norm, g_compute, scale_, chunk_, count_, ...)                  \
     {PARITY_OP_GATED_DELTA_RULE, label, gated_delta_rule_setup, gated_delta_rule_forward,                       \
      gated_delta_rule_backward,                                                                                 \
-     &(const gated_delta_rule_params){hk, hv, dk, dv, l2norm, g_compute, scale_, count_, {__VA_ARGS__}}, 0, 0}
+     &(const gated_delta_rule_params){hk, hv, dk, dv, l2norm, g_compute, scale_, chunk_, count_, {__VA_ARGS__}}, 0, 0}
+#define GDR_ROW(label, hk, hv, dk, dv, l2norm, g_compute, scale_, count_, ...) \
+    GDR_CHUNKED_ROW(label, hk, hv, dk, dv, l2norm, g_compute, scale_, 0, count_, __VA_ARGS__)
 
 static const op_check_case gated_delta_rule_cases[] = {
     GDR_ROW("H=2 Dk=16 Dv=8 docs=1,5,1,7 l2norm", 2, 2, 16, 8, true, false, 0, 4, 1, 5, 1, 7),
@@ -77,6 +83,11 @@ static const op_check_case gated_delta_rule_cases[] = {
     GDR_ROW("Hk=2 Hv=4 Dk=16 Dv=8 docs=6 l2norm g=f32", 2, 4, 16, 8, true, true, 0, 1, 6),
     GDR_ROW("Hk=1 Hv=3 Dk=48 Dv=7 docs=3,4 l2norm g=f32", 1, 3, 48, 7, true, true, 0, 2, 3, 4),
     GDR_ROW("H=1 Dk=3 Dv=2 N=1 l2norm", 1, 1, 3, 2, true, false, 0, 1, 1),
+    GDR_CHUNKED_ROW("H=2 Dk=16 Dv=8 docs=1,5,1,7 l2norm chunk=4", 2, 2, 16, 8, true, false, 0, 4, 4, 1, 5, 1, 7),
+    GDR_CHUNKED_ROW("Hk=1 Hv=2 Dk=5 Dv=3 docs=9,13 chunk=4", 1, 2, 5, 3, false, false, 0, 4, 2, 9, 13),
+    GDR_CHUNKED_ROW("Hk=2 Hv=4 Dk=6 Dv=4 docs=1,5,1,7 l2norm g=f32 chunk=4", 2, 4, 6, 4, true, true, 0, 4, 4, 1, 5, 1, 7),
+    GDR_CHUNKED_ROW("H=1 Dk=4 Dv=3 docs=12 scale=0.4 chunk=3", 1, 1, 4, 3, false, false, 0.4, 3, 1, 12),
+    GDR_ROW("H=1 Dk=8 Dv=4 docs=70,3 l2norm (crosses chunk 64)", 1, 1, 8, 4, true, false, 0, 2, 70, 3),
 };
 const op_case_list gated_delta_rule_case_list = OP_CASE_LIST(gated_delta_rule_cases);
 
@@ -98,7 +109,7 @@ static parity_error *call_forward(int64_t tokens, int64_t key_heads, int64_t val
         const parity_backend *backend;
         error = parity_registry_resolve(PARITY_OP_GATED_DELTA_RULE, "eager", PARITY_CPU, &backend);
         if (!error) {
-            parity_gated_delta_rule_args args = {&query, &key, &value, &g, &beta, &cu_seqlens, 0, true, &output};
+            parity_gated_delta_rule_args args = {&query, &key, &value, &g, &beta, &cu_seqlens, 0, true, &output, 0};
             error = ((const parity_gated_delta_rule_kernels *)backend->kernels)->forward(&args, &saved);
         }
         parity_saved_release(&saved);

@@ -55,5 +55,6 @@ const size_t all_invalid_case_list_count = sizeof all_invalid_cases / sizeof all
 const op_backend_pair all_backend_pairs[] = {
     {PARITY_OP_CROSS_ENTROPY, "chunk_loss", 1e-12},
     {PARITY_OP_ATTENTION, "sdpa", 1e-12},
+    {PARITY_OP_GATED_DELTA_RULE, "fla", 1e-12},
 };
 const size_t all_backend_pair_count = sizeof all_backend_pairs / sizeof all_backend_pairs[0];

@@ -59,7 +59,7 @@ static void write_safetensors_raw(const char *path, const char *header, const vo
 
 Test(checkpoint, every_upstream_checkpoint_loads) {
     const char *cases[] = {"llama3_tiny", "qwen2_tiny", "qwen3_tiny", "qwen3_moe_tiny", "deepseek_v3_tiny", "seed_oss_tiny",
-                           "qwen3_5_tiny", "qwen3_5_moe_tiny"};
+                           "qwen3_5_tiny", "qwen3_5_moe_tiny", "qwen3_next_tiny"};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char directory[256];
         snprintf(directory, sizeof directory, UPSTREAM "/%s", cases[i]);
@@ -350,4 +350,66 @@ Test(checkpoint, packed_batch_gives_documents_and_shifted_targets) {
     error = parity_batch_read(UPSTREAM "/qwen3_tiny/batch.safetensors", 10, &batch); // ids beyond a tiny vocabulary
     cr_assert_not_null(error);
     cr_expect(strstr(error_text(error), "outside the vocabulary"));
+}
+
+// A checkpoint split into two shards listed by model.safetensors.index.json loads to the same
+// parameters as the single file; an index naming a missing shard fails naming it.
+Test(checkpoint, sharded_checkpoints_load_through_the_index) {
+    char directory[64];
+    temporary_directory(directory, sizeof directory);
+    parity_safetensors_file single;
+    cr_assert_null(parity_safetensors_open(UPSTREAM "/qwen3_moe_tiny/model.safetensors", &single));
+    parity_tensor *tensors = calloc(single.entry_count, sizeof *tensors);
+    parity_safetensors_item *items = calloc(single.entry_count, sizeof *items);
+    for (size_t i = 0; i < single.entry_count; i++) {
+        cr_assert_null(parity_safetensors_load(&single, single.entries[i].name, single.entries[i].dtype, &tensors[i]));
+        items[i] = (parity_safetensors_item){single.entries[i].name, &tensors[i]};
+    }
+    size_t half = single.entry_count / 2;
+    char path[256];
+    snprintf(path, sizeof path, "%s/model-00001-of-00002.safetensors", directory);
+    cr_assert_null(parity_safetensors_write(path, items, half));
+    snprintf(path, sizeof path, "%s/model-00002-of-00002.safetensors", directory);
+    cr_assert_null(parity_safetensors_write(path, items + half, single.entry_count - half));
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", directory);
+    FILE *index = fopen(path, "w");
+    fprintf(index, "{\"metadata\": {}, \"weight_map\": {");
+    for (size_t i = 0; i < single.entry_count; i++)
+        fprintf(index, "%s\"%s\": \"model-0000%d-of-00002.safetensors\"", i ? ", " : "", single.entries[i].name, i < half ? 1 : 2);
+    fprintf(index, "}}");
+    fclose(index);
+    size_t length;
+    void *config = read_bytes(UPSTREAM "/qwen3_moe_tiny/config.json", &length);
+    snprintf(path, sizeof path, "%s/config.json", directory);
+    write_bytes(path, config, length);
+    free(config);
+
+    parity_model_config sharded_config, single_config;
+    parity_parameters sharded = {0}, reference = {0};
+    parity_error *error = parity_checkpoint_load(directory, PARITY_F32, &sharded_config, &sharded);
+    cr_assert_null(error, "%s", error ? error_text(error) : "");
+    cr_assert_null(parity_checkpoint_load(UPSTREAM "/qwen3_moe_tiny", PARITY_F32, &single_config, &reference));
+    cr_assert_eq(sharded.count, reference.count);
+    for (size_t i = 0; i < reference.count; i++) {
+        parity_parameter *match = parity_parameters_find(&sharded, reference.items[i].name);
+        cr_assert_not_null(match, "%s missing from the sharded load", reference.items[i].name);
+        cr_expect(memcmp(match->value.data, reference.items[i].value.data, parity_tensor_nbytes(&match->value)) == 0, "%s differs",
+                  reference.items[i].name);
+    }
+    parity_parameters_release(&sharded);
+    parity_parameters_release(&reference);
+
+    snprintf(path, sizeof path, "%s/model-00002-of-00002.safetensors", directory);
+    unlink(path);
+    error = parity_checkpoint_load(directory, PARITY_F32, &sharded_config, &sharded);
+    cr_assert_not_null(error);
+    cr_expect(strstr(error_text(error), "model-00002-of-00002.safetensors"));
+    parity_parameters_release(&sharded);
+    for (size_t i = 0; i < single.entry_count; i++) parity_tensor_release(&tensors[i]);
+    free(tensors);
+    free(items);
+    parity_safetensors_close(&single);
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", directory);
+    cr_assert_eq(system(command), 0);
 }

@@ -51,7 +51,7 @@ static void remove_checkpoint(const char *directory) {
 
 Test(eval_cli, runs_every_shipped_checkpoint_and_prints_json) {
     const char *models[] = {"llama3_tiny", "qwen2_tiny", "qwen3_tiny", "qwen3_moe_tiny", "deepseek_v3_tiny", "seed_oss_tiny",
-                            "qwen3_5_tiny", "qwen3_5_moe_tiny"};
+                            "qwen3_5_tiny", "qwen3_5_moe_tiny", "qwen3_next_tiny"};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         char arguments[512];
         snprintf(arguments, sizeof arguments, "eval --checkpoint " UPSTREAM "/%s --batch " UPSTREAM "/%s/batch.safetensors --json",
@@ -62,7 +62,7 @@ Test(eval_cli, runs_every_shipped_checkpoint_and_prints_json) {
                       strstr(result.output, "\"param_grad_norms\":{\"model.embed_tokens.weight\":") &&
                       strstr(result.output, "\"aux_loss\":"),
                   "%s: %s", models[i], result.output);
-        bool moe = strstr(models[i], "moe") != NULL;
+        bool moe = strstr(models[i], "moe") != NULL || strstr(models[i], "next") != NULL;
         cr_expect(moe == (strstr(result.output, "\"aux_loss\":null") == NULL), "%s: aux_loss must be null exactly without MoE",
                   models[i]);
         free(result.output);

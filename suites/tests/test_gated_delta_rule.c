@@ -1,7 +1,8 @@
 // test_gated_delta_rule.c: packing is invisible. A packed row of three documents (cu_seqlens) must give
 // bit-identical outputs and gradients to the three documents run one by one, in f64, f32 and bf16, for
-// the gated delta rule and the causal conv1d in front of it: no state, conv tap or gradient crosses a
-// document boundary. (The conv's dweight is a sum over all tokens, so only it is compared with a
+// the gated delta rule (recurrent "eager" and chunked "fla", chunk 2 so documents {3, 1, 5} end in
+// partial chunks) and the causal conv1d in front of it: no state, conv tap or gradient crosses a
+// document boundary. The chunked backward is also checked against finite differences on every row. (The conv's dweight is a sum over all tokens, so only it is compared with a
 // tolerance: the packed sum and the sum of per-document sums round differently.)
 #include <criterion/criterion.h>
 #include <math.h>
@@ -12,6 +13,7 @@
 #include "ops/core/rng.h"
 #include "ops/gated_delta_rule/gated_delta_rule.h"
 #include "ops/registry.h"
+#include "op_cases.h"
 
 static const int64_t document_lengths[] = {3, 1, 5};
 enum { document_count = 3, packed_tokens = 9 };
@@ -76,7 +78,9 @@ typedef struct gdr_tensors {
 
 static void gdr_run(const parity_gated_delta_rule_kernels *kernels, gdr_tensors *t, const parity_tensor *cu_seqlens,
                     bool l2norm) {
-    parity_gated_delta_rule_args args = {&t->query, &t->key, &t->value, &t->g, &t->beta, cu_seqlens, 0, l2norm, &t->output};
+    const int64_t chunk_size = 2; // read by the chunked backend only
+    parity_gated_delta_rule_args args = {&t->query, &t->key, &t->value, &t->g, &t->beta, cu_seqlens, 0, l2norm, &t->output,
+                                         chunk_size};
     parity_gated_delta_rule_grads grads = {&t->doutput, &t->dquery, &t->dkey, &t->dvalue, &t->dg, &t->dbeta};
     parity_saved saved = {0};
     check(kernels->forward(&args, &saved), "gated_delta_rule forward");
@@ -92,10 +96,10 @@ static void gdr_release(gdr_tensors *t, bool views) {
         for (int i = 0; i < 6; i++) parity_tensor_release(inputs[i]);
 }
 
-static void gdr_packed_equals_alone(parity_dtype dtype, bool l2norm) {
+static void gdr_packed_equals_alone(const char *backend_name, parity_dtype dtype, bool l2norm) {
     check(parity_registry_register_builtins(), "registering");
     const parity_backend *backend;
-    check(parity_registry_resolve(PARITY_OP_GATED_DELTA_RULE, "eager", PARITY_CPU, &backend), "resolving");
+    check(parity_registry_resolve(PARITY_OP_GATED_DELTA_RULE, backend_name, PARITY_CPU, &backend), "resolving");
     const parity_gated_delta_rule_kernels *kernels = backend->kernels;
     const int64_t N = packed_tokens, Hk = 1, Hv = 2, Dk = 5, Dv = 3;
     gdr_tensors packed = {
@@ -137,8 +141,8 @@ static void gdr_packed_equals_alone(parity_dtype dtype, bool l2norm) {
         const parity_tensor *theirs[] = {&packed.output, &packed.dquery, &packed.dkey, &packed.dvalue, &packed.dg,
                                          &packed.dbeta};
         for (int i = 0; i < 6; i++)
-            cr_expect(same_bytes(mine[i], theirs[i], start), "gated_delta_rule %s l2norm=%d: document %d %s differs from "
-                      "its packed rows", parity_dtype_name(dtype), (int)l2norm, s, names[i]);
+            cr_expect(same_bytes(mine[i], theirs[i], start), "gated_delta_rule %s %s l2norm=%d: document %d %s differs from "
+                      "its packed rows", backend_name, parity_dtype_name(dtype), (int)l2norm, s, names[i]);
         parity_tensor_release(&own);
         gdr_release(&alone, true);
         start += length;
@@ -149,10 +153,29 @@ static void gdr_packed_equals_alone(parity_dtype dtype, bool l2norm) {
 
 Test(gated_delta_rule, packed_documents_equal_documents_run_alone) {
     const parity_dtype dtypes[] = {PARITY_F64, PARITY_F32, PARITY_BF16};
-    for (int d = 0; d < 3; d++) {
-        gdr_packed_equals_alone(dtypes[d], true);
-        gdr_packed_equals_alone(dtypes[d], false);
+    const char *const backends[] = {"eager", "fla"};
+    for (int b = 0; b < 2; b++)
+        for (int d = 0; d < 3; d++) {
+            gdr_packed_equals_alone(backends[b], dtypes[d], true);
+            gdr_packed_equals_alone(backends[b], dtypes[d], false);
+        }
+}
+
+// The chunked backward against central finite differences on every gated_delta_rule row (chunk sizes
+// 3, 4 and 64; documents longer and shorter than a chunk).
+Test(gated_delta_rule, chunked_backward_matches_finite_differences) {
+    check(parity_registry_register_builtins(), "registering");
+    int rows = 0;
+    for (size_t row = 0; row < gated_delta_rule_case_list.count; row++) {
+        const op_check_case *test_case = &gated_delta_rule_case_list.cases[row];
+        op_check_error_report report;
+        check(op_check_finite_differences(test_case, "fla", &report), test_case->name);
+        cr_expect(report.tensors_compared == 5, "fla [%s]: %d gradients compared", test_case->name, report.tensors_compared);
+        cr_expect(report.worst_error <= 1e-6, "fla [%s]: d%s relative error %.3e > 1e-6", test_case->name, report.worst_tensor,
+                  report.worst_error);
+        rows++;
     }
+    cr_expect(rows >= 12);
 }
 
 // ---- causal conv1d ----

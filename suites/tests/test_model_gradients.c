@@ -1,7 +1,9 @@
 // test_model_gradients.c: whole-model gradients against central finite differences of the loss, in
 // f64, for configurations the upstream data does not cover: DeepSeek-V3 with a q_lora path and yarn
 // RoPE, Qwen2-style biases with a packed batch, tied embeddings with sliding-window attention, and
-// the Qwen3.5-MoE hybrid (GatedDeltaNet + gated attention + MoE with a gated shared expert).
+// the Qwen3.5-MoE hybrid (GatedDeltaNet + gated attention + MoE with a gated shared expert), and
+// Qwen3-Next (fused per-key-head in_proj_qkvz / in_proj_ba, two value heads per key head, a dense
+// mlp_only layer between MoE layers, norm_topk_prob off, packed documents).
 // Weights are drawn from (seed, name); a handful of elements of every parameter is perturbed.
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -38,6 +40,14 @@ static const model_row rows[] = {
      "\"linear_num_key_heads\":1,\"linear_num_value_heads\":2,\"linear_key_head_dim\":4,\"linear_value_head_dim\":3,"
      "\"linear_conv_kernel_dim\":3,\"layer_types\":[\"linear_attention\",\"full_attention\"],"
      "\"output_router_logits\":true,\"router_aux_loss_coef\":0.05}", true},
+    {"qwen3_next hybrid",
+     "{\"model_type\":\"qwen3_next\",\"vocab_size\":27,\"hidden_size\":16,\"intermediate_size\":10,\"moe_intermediate_size\":6,"
+     "\"shared_expert_intermediate_size\":5,\"num_experts\":4,\"num_experts_per_tok\":2,\"norm_topk_prob\":false,"
+     "\"decoder_sparse_step\":1,\"mlp_only_layers\":[1],\"num_hidden_layers\":3,\"num_attention_heads\":2,"
+     "\"num_key_value_heads\":1,\"head_dim\":8,\"partial_rotary_factor\":0.25,\"linear_num_key_heads\":2,"
+     "\"linear_num_value_heads\":4,\"linear_key_head_dim\":4,\"linear_value_head_dim\":3,\"linear_conv_kernel_dim\":3,"
+     "\"layer_types\":[\"linear_attention\",\"full_attention\",\"linear_attention\"],\"output_router_logits\":true,"
+     "\"router_aux_loss_coef\":0.05}", true},
 };
 
 static const int64_t plain_ids[] = {3, 7, 1, 9, 4, 2, 8, 5, 6, 0, 11, 12, 13, 14};
@@ -121,3 +131,4 @@ Test(model_gradients, deepseek_v3_q_lora_yarn) { check(&rows[0]); }
 Test(model_gradients, qwen2_biases_packed) { check(&rows[1]); }
 Test(model_gradients, qwen3_tied_sliding_window) { check(&rows[2]); }
 Test(model_gradients, qwen3_5_moe_hybrid) { check(&rows[3]); }
+Test(model_gradients, qwen3_next_hybrid) { check(&rows[4]); }

@@ -36,10 +36,5 @@ parity_error *parity_node_add(parity_tape *tape, const parity_backend *backend, 
     *record = (add_record){backend->kernels, {&a->value, &b->value, &(*out)->value}, a, b, *out};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: add (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_ADD, backend->name, add_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_ADD, backend->name, name, error, &saved, record, add_backward);
 }

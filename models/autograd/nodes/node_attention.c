@@ -43,10 +43,5 @@ parity_error *parity_node_attention(parity_tape *tape, const parity_backend *bac
                                 query, key, value, *out};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: attention (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_ATTENTION, backend->name, attention_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_ATTENTION, backend->name, name, error, &saved, record, attention_backward);
 }

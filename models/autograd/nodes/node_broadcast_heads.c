@@ -41,10 +41,5 @@ parity_error *parity_node_broadcast_heads(parity_tape *tape, const parity_backen
     *record = (broadcast_heads_record){backend->kernels, {&input->value, &(*out)->value}, input, *out};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: broadcast_heads (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_BROADCAST_HEADS, backend->name, broadcast_heads_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_BROADCAST_HEADS, backend->name, name, error, &saved, record, broadcast_heads_backward);
 }

@@ -48,10 +48,5 @@ parity_error *parity_node_causal_conv1d(parity_tape *tape, const parity_backend 
     record->output = *out;
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: causal_conv1d (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_CAUSAL_CONV1D, backend->name, causal_conv1d_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_CAUSAL_CONV1D, backend->name, name, error, &saved, record, causal_conv1d_backward);
 }

@@ -61,10 +61,5 @@ parity_error *parity_node_concat(parity_tape *tape, const parity_backend *backen
     record->output = *out;
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: concat (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_CONCAT, backend->name, concat_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_CONCAT, backend->name, name, error, &saved, record, concat_backward);
 }

@@ -48,11 +48,6 @@ parity_error *parity_node_cross_entropy(parity_tape *tape, const parity_backend 
                                      hidden, weight, *loss};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: cross_entropy (%s)", name, backend->name);
-    }
     record->args.logits = NULL; // backward never needs them
-    return parity_tape_push(tape, PARITY_OP_CROSS_ENTROPY, backend->name, cross_entropy_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_CROSS_ENTROPY, backend->name, name, error, &saved, record, cross_entropy_backward);
 }

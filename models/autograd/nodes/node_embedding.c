@@ -48,10 +48,5 @@ parity_error *parity_node_embedding(parity_tape *tape, const parity_backend *bac
     record->args.padding_idx = padding_idx;
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: embedding (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_EMBEDDING, backend->name, embedding_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_EMBEDDING, backend->name, name, error, &saved, record, embedding_backward);
 }

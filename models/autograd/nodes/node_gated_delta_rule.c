@@ -44,7 +44,8 @@ parity_error *parity_node_gated_delta_rule(parity_tape *tape, const parity_backe
     if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording gated_delta_rule");
     record->kernels = backend->kernels;
     record->args = (parity_gated_delta_rule_args){&query->value, &key->value, &value->value, &g->value, &beta->value,
-                                                  NULL, scale, use_qk_l2norm, &(*out)->value};
+                                                  NULL, scale, use_qk_l2norm, &(*out)->value,
+                                                  0 /* chunked backends: fla's default chunk of 64 */};
     if (cu_seqlens) {
         record->cu_seqlens = *cu_seqlens;
         record->cu_seqlens.owns_data = false;
@@ -59,10 +60,5 @@ parity_error *parity_node_gated_delta_rule(parity_tape *tape, const parity_backe
     record->output = *out;
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: gated_delta_rule (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_GATED_DELTA_RULE, backend->name, gated_delta_rule_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_GATED_DELTA_RULE, backend->name, name, error, &saved, record, gated_delta_rule_backward);
 }

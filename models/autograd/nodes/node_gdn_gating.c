@@ -68,10 +68,5 @@ parity_error *parity_node_gdn_gating(parity_tape *tape, const parity_backend *ba
                                   a, b, A_log, dt_bias, *g, *beta};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: gdn_gating (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_GDN_GATING, backend->name, gdn_gating_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_GDN_GATING, backend->name, name, error, &saved, record, gdn_gating_backward);
 }

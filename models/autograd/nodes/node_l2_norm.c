@@ -34,10 +34,5 @@ parity_error *parity_node_l2_norm(parity_tape *tape, const parity_backend *backe
     *record = (l2_norm_record){backend->kernels, {&input->value, eps, &(*out)->value}, input, *out};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: l2_norm (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_L2_NORM, backend->name, l2_norm_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_L2_NORM, backend->name, name, error, &saved, record, l2_norm_backward);
 }

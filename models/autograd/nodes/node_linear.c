@@ -47,10 +47,5 @@ parity_error *parity_node_linear(parity_tape *tape, const parity_backend *backen
                               input, weight, bias, *out};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: linear (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_LINEAR, backend->name, linear_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_LINEAR, backend->name, name, error, &saved, record, linear_backward);
 }

@@ -46,10 +46,5 @@ parity_error *parity_node_matmul(parity_tape *tape, const parity_backend *backen
     *record = (matmul_record){backend->kernels, {&a->value, &b->value, transpose_a, transpose_b, &(*out)->value}, a, b, *out};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: matmul (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_MATMUL, backend->name, matmul_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_MATMUL, backend->name, name, error, &saved, record, matmul_backward);
 }

@@ -44,12 +44,7 @@ parity_error *parity_node_moe_router(parity_tape *tape, const parity_backend *ba
     record->weights = *weights;
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: moe_router (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_MOE_ROUTER, backend->name, router_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_MOE_ROUTER, backend->name, name, error, &saved, record, router_backward);
 }
 
 // ---- experts ----
@@ -90,12 +85,7 @@ parity_error *parity_node_moe_experts(parity_tape *tape, const parity_backend *b
                                hidden, gate_up_proj, down_proj, routing_weights, *out};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: moe_experts (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_MOE_EXPERTS, backend->name, experts_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_MOE_EXPERTS, backend->name, name, error, &saved, record, experts_backward);
 }
 
 // ---- load-balancing loss ----
@@ -127,10 +117,5 @@ parity_error *parity_node_load_balancing_loss(parity_tape *tape, const parity_ba
     *record = (balance_record){backend->kernels, {&router_logits->value, num_layers, top_k, &(*loss)->value}, router_logits, *loss};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: load_balancing_loss (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_LOAD_BALANCING_LOSS, backend->name, balance_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_LOAD_BALANCING_LOSS, backend->name, name, error, &saved, record, balance_backward);
 }

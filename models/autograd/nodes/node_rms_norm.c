@@ -36,10 +36,5 @@ parity_error *parity_node_rms_norm(parity_tape *tape, const parity_backend *back
     *record = (rms_norm_record){backend->kernels, {&input->value, &weight->value, eps, variant, &(*out)->value}, input, weight, *out};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: rms_norm (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_RMS_NORM, backend->name, rms_norm_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_RMS_NORM, backend->name, name, error, &saved, record, rms_norm_backward);
 }

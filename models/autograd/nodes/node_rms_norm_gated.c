@@ -39,10 +39,5 @@ parity_error *parity_node_rms_norm_gated(parity_tape *tape, const parity_backend
                                       input, gate, weight, *out};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: rms_norm_gated (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_RMS_NORM_GATED, backend->name, rms_norm_gated_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_RMS_NORM_GATED, backend->name, name, error, &saved, record, rms_norm_gated_backward);
 }

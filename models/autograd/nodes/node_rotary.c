@@ -60,12 +60,7 @@ parity_error *parity_node_rotary(parity_tape *tape, const parity_backend *backen
     record->key_out = key_result;
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: rotary (%s)", name, backend->name);
-    }
     *query_out = query_result;
     *key_out = key_result;
-    return parity_tape_push(tape, PARITY_OP_ROTARY, backend->name, rotary_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_ROTARY, backend->name, name, error, &saved, record, rotary_backward);
 }

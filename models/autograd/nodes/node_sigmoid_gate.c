@@ -36,10 +36,5 @@ parity_error *parity_node_sigmoid_gate(parity_tape *tape, const parity_backend *
     *record = (sigmoid_gate_record){backend->kernels, {&input->value, &gate->value, &(*out)->value}, input, gate, *out};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: sigmoid_gate (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_SIGMOID_GATE, backend->name, sigmoid_gate_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_SIGMOID_GATE, backend->name, name, error, &saved, record, sigmoid_gate_backward);
 }

@@ -72,10 +72,5 @@ parity_error *parity_node_split(parity_tape *tape, const parity_backend *backend
     }
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: split (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_SPLIT, backend->name, split_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_SPLIT, backend->name, name, error, &saved, record, split_backward);
 }

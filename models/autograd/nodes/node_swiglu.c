@@ -36,10 +36,5 @@ parity_error *parity_node_swiglu(parity_tape *tape, const parity_backend *backen
     *record = (swiglu_record){backend->kernels, {&gate->value, &up->value, &(*out)->value}, gate, up, *out};
     parity_saved saved = {0};
     parity_error *error = record->kernels->forward(&record->args, &saved);
-    if (error) {
-        parity_saved_release(&saved);
-        free(record);
-        return parity_error_wrap(error, __FILE__, __LINE__, "%s: swiglu (%s)", name, backend->name);
-    }
-    return parity_tape_push(tape, PARITY_OP_SWIGLU, backend->name, swiglu_backward, &saved, record);
+    return parity_tape_record(tape, PARITY_OP_SWIGLU, backend->name, name, error, &saved, record, swiglu_backward);
 }

@@ -2,9 +2,9 @@
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so cuBLAS gets B first, with
 // the transposes unchanged and the leading dimensions of the row-major storage.
 #include <climits>
-#include <cublas_v2.h>
 #include <mutex>
 
+#include "ops/core/cuda/cublas_library.h"
 #include "ops/core/cuda/cuda_check.h"
 
 extern "C" {
@@ -27,23 +27,25 @@ device_handle handles[PARITY_CUDA_MAX_DEVICES];
         cublasStatus_t parity_cublas_status_ = (call);                                              \
         if (parity_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                         \
             return PARITY_ERROR(PARITY_ERROR_DEVICE, "cuBLAS call %s failed: %s (%s)", #call,       \
-                                cublasGetStatusString(parity_cublas_status_),                       \
-                                cublasGetStatusName(parity_cublas_status_));                        \
+                                cublas->status_string(parity_cublas_status_),                       \
+                                cublas->status_name(parity_cublas_status_));                        \
     } while (0)
 
 // Creates the device's handle on first use; the caller holds entry.lock.
 parity_error *ensure_handle(int device_index, device_handle &entry) {
     if (entry.handle) return NULL;
+    const parity_cublas_library *cublas;
+    PARITY_TRY(parity_cublas_library_get(&cublas));
     PARITY_CUDA_TRY(cudaSetDevice(device_index));
     cublasHandle_t handle;
-    PARITY_CUBLAS_TRY(cublasCreate(&handle));
+    PARITY_CUBLAS_TRY(cublas->create(&handle));
     // Plain precision: no TF32 for f32 and no reduced-precision split-K reductions for bf16.
-    cublasStatus_t status = cublasSetMathMode(
+    cublasStatus_t status = cublas->set_math_mode(
         handle, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
     if (status != CUBLAS_STATUS_SUCCESS) {
-        cublasDestroy(handle);
+        cublas->destroy(handle);
         return PARITY_ERROR(PARITY_ERROR_DEVICE, "cuBLAS call cublasSetMathMode failed: %s (%s)",
-                            cublasGetStatusString(status), cublasGetStatusName(status));
+                            cublas->status_string(status), cublas->status_name(status));
     }
     entry.handle = handle;
     return NULL;
@@ -107,13 +109,26 @@ extern "C" parity_error *parity_cuda_gemm(int device_index, const parity_cuda_ge
     lda = lda > 0 ? lda : 1;
     ldb = ldb > 0 ? ldb : 1;
     if (d.m == 0 || d.n == 0) return NULL;
+    if (d.k == 0) { // an empty sum: C = beta C, done here rather than trusting every cuBLAS path with K = 0
+        if (d.beta == 1.0) return NULL;
+        if (d.beta != 0.0)
+            return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "cuda gemm: K = 0 with beta %g (only 0 or 1)", d.beta);
+        size_t element = parity_dtype_size(d.dtype);
+        PARITY_CUDA_TRY(cudaSetDevice(device_index));
+        for (int64_t i = 0; i < d.batch; i++)
+            PARITY_CUDA_TRY(cudaMemset2DAsync((char *)d.c + i * d.stride_c * element, ldc * element, 0, d.n * element,
+                                              d.m, (cudaStream_t)d.stream));
+        return NULL;
+    }
 
     device_handle &entry = handles[device_index];
     std::lock_guard<std::mutex> guard(entry.lock);
     PARITY_TRY(ensure_handle(device_index, entry));
     PARITY_CUDA_TRY(cudaSetDevice(device_index));
     cublasHandle_t handle = entry.handle;
-    PARITY_CUBLAS_TRY(cublasSetStream(handle, (cudaStream_t)d.stream));
+    const parity_cublas_library *cublas;
+    PARITY_TRY(parity_cublas_library_get(&cublas));
+    PARITY_CUBLAS_TRY(cublas->set_stream(handle, (cudaStream_t)d.stream));
 
     // Column-major view: (N x M) = op(B)^T (N x K) * op(A)^T (K x M).
     cublasOperation_t op_b = d.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -122,10 +137,10 @@ extern "C" parity_error *parity_cuda_gemm(int device_index, const parity_cuda_ge
     if (d.dtype == PARITY_F64) {
         double alpha = d.alpha, beta = d.beta;
         if (batch == 1)
-            PARITY_CUBLAS_TRY(cublasDgemm(handle, op_b, op_a, m, n, k, &alpha, (const double *)d.b, (int)ldb,
+            PARITY_CUBLAS_TRY(cublas->dgemm(handle, op_b, op_a, m, n, k, &alpha, (const double *)d.b, (int)ldb,
                                           (const double *)d.a, (int)lda, &beta, (double *)d.c, (int)ldc));
         else
-            PARITY_CUBLAS_TRY(cublasDgemmStridedBatched(handle, op_b, op_a, m, n, k, &alpha, (const double *)d.b,
+            PARITY_CUBLAS_TRY(cublas->dgemm_strided_batched(handle, op_b, op_a, m, n, k, &alpha, (const double *)d.b,
                                                         (int)ldb, d.stride_b, (const double *)d.a, (int)lda, d.stride_a,
                                                         &beta, (double *)d.c, (int)ldc, d.stride_c, batch));
         return NULL;
@@ -133,10 +148,10 @@ extern "C" parity_error *parity_cuda_gemm(int device_index, const parity_cuda_ge
     cudaDataType_t type = d.dtype == PARITY_F32 ? CUDA_R_32F : CUDA_R_16BF;
     float alpha = (float)d.alpha, beta = (float)d.beta;
     if (batch == 1)
-        PARITY_CUBLAS_TRY(cublasGemmEx(handle, op_b, op_a, m, n, k, &alpha, d.b, type, (int)ldb, d.a, type, (int)lda,
+        PARITY_CUBLAS_TRY(cublas->gemm_ex(handle, op_b, op_a, m, n, k, &alpha, d.b, type, (int)ldb, d.a, type, (int)lda,
                                        &beta, d.c, type, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     else
-        PARITY_CUBLAS_TRY(cublasGemmStridedBatchedEx(handle, op_b, op_a, m, n, k, &alpha, d.b, type, (int)ldb,
+        PARITY_CUBLAS_TRY(cublas->gemm_strided_batched_ex(handle, op_b, op_a, m, n, k, &alpha, d.b, type, (int)ldb,
                                                      d.stride_b, d.a, type, (int)lda, d.stride_a, &beta, d.c, type,
                                                      (int)ldc, d.stride_c, batch, CUBLAS_COMPUTE_32F,
                                                      CUBLAS_GEMM_DEFAULT));

@@ -1,0 +1,285 @@
+// command_golden.c: `parity golden generate | verify | show`: making a suite's eager goldens,
+// recomputing them to see drift, and printing one (golden/golden.h stores them in HDF5).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "golden/golden.h"
+#include "harness/cli/cli_support.h"
+#include "harness/cli/commands.h"
+#include "reports/atomic_file.h"
+#include "harness/golden_case.h"
+#include "harness/provenance.h"
+#include "harness/text.h"
+
+// fp64 drift above this (relative) fails `golden verify`.
+#define VERIFY_RELATIVE_DRIFT 1e-12
+
+void parity_command_golden_usage(FILE *stream) {
+    fprintf(stream,
+            "usage: parity golden generate --suite S [--model M] [--force] [--golden-dir DIR]\n"
+            "       parity golden verify --suite S [--model M] [--golden-dir DIR]\n"
+            "       parity golden show FILE.h5\n"
+            "\n"
+            "generate  writes DIR/<suite>/<model>/<batch>.h5 for every (model, batch) of the suite: eager fp64\n"
+            "          (on cuda:0 when the suite runs on cuda or best and a GPU is present, else on the CPU),\n"
+            "          eager fp32 and bf16 on the same device, provenance, the config.json, the weight source\n"
+            "          and its sha256, the batch. An existing golden is kept unless --force.\n"
+            "verify    recomputes every golden of the suite on the device it was made on and prints the\n"
+            "          largest relative drift of the fp64 values (and of eager fp32/bf16, for information)\n"
+            "show      prints a golden readably\n"
+            "\n"
+            "  --golden-dir DIR  default golden\n"
+            "\n"
+            "exit status: 0 ok; 1 verify found fp64 drift above 1e-12 relative or changed inputs; 2 usage or\n"
+            "             suite error; 3 missing or corrupt golden, unreadable input, device failure\n");
+}
+
+typedef struct golden_arguments {
+    const char *suite, *model, *golden_dir, *file;
+    bool force;
+} golden_arguments;
+
+static int parse_arguments(int argc, char **argv, golden_arguments *arguments) {
+    arguments->golden_dir = "golden";
+    for (int i = 2; i < argc; i++) {
+        const char *value = NULL;
+        parity_cli_option_match match = PARITY_CLI_OPTION_NO_MATCH;
+#define OPTION(name) ((match = parity_cli_option_value(argc, argv, &i, (name), &value)) != PARITY_CLI_OPTION_NO_MATCH)
+        if (OPTION("--suite")) arguments->suite = value;
+        else if (OPTION("--model")) arguments->model = value;
+        else if (OPTION("--golden-dir")) arguments->golden_dir = value;
+        else if (strcmp(argv[i], "--force") == 0) arguments->force = true;
+        else if (argv[i][0] != '-' && !arguments->file) arguments->file = argv[i];
+        else {
+            fprintf(stderr, "parity golden: unknown argument '%s' (see parity golden --help)\n", argv[i]);
+            return PARITY_EXIT_CONFIG;
+        }
+        if (match == PARITY_CLI_OPTION_MISSING_VALUE) return PARITY_EXIT_CONFIG;
+#undef OPTION
+    }
+    return PARITY_EXIT_OK;
+}
+
+static bool file_exists(const char *path) {
+    struct stat info;
+    return stat(path, &info) == 0;
+}
+
+// Calls `each` for every (model, batch) of the suite (or of --model).
+typedef parity_error *(*case_visitor)(const parity_case *c, const char *path, void *context);
+static parity_error *for_each_case(const char *suite_argument, const golden_arguments *arguments, parity_suite **suite_out,
+                                   case_visitor each, void *context) {
+    char suite_path[1024];
+    PARITY_TRY(parity_suite_locate(suite_argument, "suites", suite_path, sizeof suite_path));
+    PARITY_TRY(parity_suite_load(suite_path, suite_out));
+    const parity_suite *suite = *suite_out;
+    if (arguments->model && !parity_suite_find_model(suite, arguments->model))
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "--model: suite %s has no model '%s'", suite->name, arguments->model);
+    for (size_t m = 0; m < suite->model_count; m++) {
+        const parity_suite_model *model = &suite->models[m];
+        if (arguments->model && strcmp(arguments->model, model->name) != 0) continue;
+        size_t batch_count;
+        const parity_suite_batch *batches = parity_suite_model_batches(suite, model, &batch_count);
+        for (size_t b = 0; b < batch_count; b++) {
+            char path[1400];
+            parity_golden_path_of(arguments->golden_dir, suite->name, model->name, batches[b].name, path, sizeof path);
+            parity_case c;
+            PARITY_TRY(parity_case_prepare(suite, model, &batches[b], &c));
+            parity_error *error = each(&c, path, context);
+            parity_case_release(&c);
+            PARITY_TRY(error);
+        }
+    }
+    return NULL;
+}
+
+// ---- generate ----
+
+typedef struct generate_state {
+    const golden_arguments *arguments;
+    parity_device device;
+    int argc;
+    char **argv;
+    size_t written, kept;
+} generate_state;
+
+static parity_error *generate_one(const parity_case *c, const char *path, void *context) {
+    generate_state *state = context;
+    if (file_exists(path) && !state->arguments->force) {
+        printf("kept     %s (exists; --force regenerates it)\n", path);
+        state->kept++;
+        return NULL;
+    }
+    char directory[1400];
+    parity_text_format(directory, sizeof directory, "%s", path);
+    char *slash = strrchr(directory, '/');
+    if (slash) {
+        *slash = '\0';
+        PARITY_TRY(parity_make_directories(directory));
+    }
+    parity_provenance provenance;
+    parity_provenance_collect(state->device, state->argc, state->argv, &provenance);
+    parity_golden golden;
+    PARITY_TRY(parity_golden_compute(c, state->device, &provenance, &golden));
+    parity_error *error = parity_golden_write(path, &golden, state->arguments->force);
+    if (!error)
+        printf("written  %s  (loss %.17g, grad_norm %.17g, %zu parameters, eager on %s)\n", path, golden.expected.loss,
+               golden.expected.grad_norm, golden.expected.parameter_count, provenance.device);
+    parity_golden_compute_release(&golden);
+    if (!error) state->written++;
+    return error;
+}
+
+// ---- verify ----
+
+typedef struct verify_state {
+    size_t checked, drifted;
+} verify_state;
+
+static double relative_drift(double now, double stored) {
+    if (isnan(now) && isnan(stored)) return 0.0;
+    if (now == stored) return 0.0;
+    return fabs(now - stored) / (fabs(stored) > 0 ? fabs(stored) : 1.0);
+}
+
+// Largest relative drift between two sets of values (names matched), and where it is.
+static double values_drift(const parity_golden_values *now, const parity_golden_values *stored, char *where, size_t size) {
+    double worst = relative_drift(now->loss, stored->loss);
+    parity_text_format(where, size, "loss");
+    double drift;
+    if (stored->has_aux_loss && (drift = relative_drift(now->aux_loss, stored->aux_loss)) > worst) {
+        worst = drift;
+        parity_text_format(where, size, "aux_loss");
+    }
+    if ((drift = relative_drift(now->grad_norm, stored->grad_norm)) > worst) {
+        worst = drift;
+        parity_text_format(where, size, "grad_norm");
+    }
+    if (!isnan(stored->logits_sum) && (drift = relative_drift(now->logits_sum, stored->logits_sum)) > worst) {
+        worst = drift;
+        parity_text_format(where, size, "logits_sum");
+    }
+    for (size_t i = 0; i < stored->parameter_count; i++) {
+        double value = NAN;
+        for (size_t j = 0; j < now->parameter_count; j++)
+            if (strcmp(now->parameter_names[j], stored->parameter_names[i]) == 0) value = now->parameter_grad_norms[j];
+        drift = isnan(value) ? INFINITY : relative_drift(value, stored->parameter_grad_norms[i]);
+        if (drift > worst) {
+            worst = drift;
+            parity_text_format(where, size, "grad_norm:%s", stored->parameter_names[i]);
+        }
+    }
+    return worst;
+}
+
+static parity_error *verify_one(const parity_case *c, const char *path, void *context) {
+    verify_state *state = context;
+    parity_golden stored;
+    parity_error *error = parity_golden_read(path, &stored);
+    if (error) return parity_error_wrap(error, __FILE__, __LINE__, "golden %s", path);
+    state->checked++;
+    error = parity_golden_check_case(path, &stored, c);
+    if (error) {
+        char message[1500];
+        printf("DRIFT    %s: inputs changed: %s\n", path, parity_error_format(error, message, sizeof message));
+        parity_error_free(error);
+        parity_golden_release(&stored);
+        state->drifted++;
+        return NULL;
+    }
+    parity_device device = strncmp(stored.device, "cpu", 3) == 0 ? PARITY_CPU : PARITY_CUDA(0);
+    parity_provenance provenance;
+    parity_provenance_collect(device, 0, NULL, &provenance);
+    parity_golden now;
+    error = parity_golden_compute(c, device, &provenance, &now);
+    if (error) {
+        parity_golden_release(&stored);
+        return parity_error_wrap(error, __FILE__, __LINE__, "recomputing %s", path);
+    }
+    char where[256];
+    double drift = values_drift(&now.expected, &stored.expected, where, sizeof where);
+    bool failed = !(drift <= VERIFY_RELATIVE_DRIFT);
+    printf("%s %s: fp64 drift %.3g (largest at %s)", failed ? "DRIFT   " : "ok      ", path, drift, where);
+    for (size_t i = 0; i < now.precision_count; i++) {
+        const parity_golden_values *old = parity_golden_eager(&stored, now.precisions[i].dtype);
+        if (!old) continue;
+        char other[256];
+        printf("; eager %s drift %.3g", now.precisions[i].dtype, values_drift(&now.precisions[i].eager, old, other, sizeof other));
+    }
+    printf("\n");
+    state->drifted += failed;
+    parity_golden_compute_release(&now);
+    parity_golden_release(&stored);
+    return NULL;
+}
+
+// ---- show ----
+
+static int show(const char *file) {
+    parity_golden golden;
+    parity_error *error = parity_golden_read(file, &golden);
+    if (error) return parity_cli_report_error("golden show", error);
+    printf("%s\n", file);
+    parity_golden_describe(&golden, stdout);
+    parity_golden_release(&golden);
+    return PARITY_EXIT_OK;
+}
+
+int parity_command_golden(int argc, char **argv) {
+    if (argc < 2) {
+        parity_command_golden_usage(stderr);
+        return PARITY_EXIT_CONFIG;
+    }
+    golden_arguments arguments;
+    memset(&arguments, 0, sizeof arguments);
+    int status = parse_arguments(argc, argv, &arguments);
+    if (status != PARITY_EXIT_OK) return status;
+    const char *action = argv[1];
+    if (strcmp(action, "show") == 0) {
+        if (!arguments.file || arguments.suite) {
+            fprintf(stderr, "parity golden show: give one golden file (parity golden show FILE.h5)\n");
+            return PARITY_EXIT_CONFIG;
+        }
+        return show(arguments.file);
+    }
+    if (strcmp(action, "generate") != 0 && strcmp(action, "verify") != 0) {
+        fprintf(stderr, "parity golden: unknown action '%s' (generate, verify or show)\n", action);
+        return PARITY_EXIT_CONFIG;
+    }
+    if (!arguments.suite || arguments.file) {
+        fprintf(stderr, "parity golden %s: --suite S is required (and takes no file argument)\n", action);
+        return PARITY_EXIT_CONFIG;
+    }
+    parity_suite *suite = NULL;
+    parity_error *error = NULL;
+    if (strcmp(action, "generate") == 0) {
+        char suite_path[1024];
+        error = parity_suite_locate(arguments.suite, "suites", suite_path, sizeof suite_path);
+        parity_suite *probe = NULL;
+        if (!error) error = parity_suite_load(suite_path, &probe);
+        generate_state state = {&arguments, probe ? parity_golden_device(probe) : PARITY_CPU, argc + 1, NULL, 0, 0};
+        parity_suite_free(probe);
+        char **command_line = calloc((size_t)argc + 2, sizeof *command_line);
+        if (command_line) {
+            command_line[0] = "parity";
+            for (int i = 0; i < argc; i++) command_line[i + 1] = argv[i];
+        }
+        state.argv = command_line;
+        if (!error) error = for_each_case(arguments.suite, &arguments, &suite, generate_one, &state);
+        free(command_line);
+        if (!error) printf("%zu written, %zu kept\n", state.written, state.kept);
+    } else {
+        verify_state state = {0, 0};
+        error = for_each_case(arguments.suite, &arguments, &suite, verify_one, &state);
+        if (!error) {
+            printf("%zu goldens checked, %zu drifted\n", state.checked, state.drifted);
+            status = state.drifted ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
+        }
+    }
+    parity_suite_free(suite);
+    if (error) return parity_cli_report_error("golden", error);
+    return status;
+}

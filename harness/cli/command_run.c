@@ -1,0 +1,175 @@
+// command_run.c: `parity run`: every combo of a suite against its goldens, into a report folder
+// (harness/runner.h does the work; this file is arguments, listing, output and the exit code).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/cli/cli_support.h"
+#include "harness/cli/commands.h"
+#include "harness/config/ops_override.h"
+#include "reports/atomic_file.h"
+#include "harness/provenance.h"
+#include "harness/runner.h"
+#include "harness/text.h"
+#include "ops/testing/test_backends.h"
+#include "reports/render.h"
+#include "reports/results.h"
+
+void parity_command_run_usage(FILE *stream) {
+    fprintf(stream,
+            "usage: parity run --suite S [--model M] [--device cpu|cuda|best] [--dtype fp64|fp32|bf16]\n"
+            "                  [--filter GLOB] [--ops field=value,...] [--list] [--out DIR]\n"
+            "                  [--golden-dir DIR] [--with-test-backends]\n"
+            "\n"
+            "Runs every combination of kernel backends a suite allows (the product of the available values of\n"
+            "every swept field the model calls, or the suite's modes) as one forward + backward, compares loss,\n"
+            "aux_loss, grad_norm and per-parameter gradient norms with the suite's eager fp64 goldens, times\n"
+            "warm-up + repeats, and writes results.json, junit.xml, summary.md and report.html.\n"
+            "\n"
+            "  --suite S             suites/S.yaml, or a path to a suite file\n"
+            "  --model M             only this model of the suite\n"
+            "  --device D            instead of the suite's devices (best = cuda:0 when usable, else cpu)\n"
+            "  --dtype T             instead of the suite's dtypes\n"
+            "  --filter GLOB         only combos whose id matches (fnmatch), e.g. '*/attn=sdpa,*/bf16/*'\n"
+            "  --ops k=v,...         pin fields in every combo but the eager baseline (they leave the sweep)\n"
+            "  --list                print the combo ids (and why a combo is excluded or not supported); run nothing\n"
+            "  --out DIR             report folder (default reports/out/<UTC time>-<suite>-<device>/)\n"
+            "  --golden-dir DIR      where golden/<suite>/<model>/<case>.h5 are (default golden)\n"
+            "  --with-test-backends  add the deliberately wrong test-only backends (they must fail)\n"
+            "\n"
+            "Combo ids: <model>/<batch>/<field alias>=<value>,.../<dtype>/<device>.\n"
+            "Tolerance (suite `tolerance: parity`): |x - golden| <= max(k * |eager - golden|, c * u(dtype) * |golden|),\n"
+            "k = 2 loss-like, 3 gradients; see README.\n"
+            "\n"
+            "exit status: 0 every combo passed (not_supported and excluded do not fail); 1 a combo failed or\n"
+            "             could not run; 2 usage or suite error; 3 missing, corrupt or stale golden, absent\n"
+            "             device, unreadable file\n");
+}
+
+typedef struct run_arguments {
+    const char *suite, *out;
+    const char *ops[16];
+    int ops_count;
+    bool list;
+    parity_run_options options;
+} run_arguments;
+
+static int parse_arguments(int argc, char **argv, run_arguments *arguments) {
+    parity_run_options *options = &arguments->options;
+    for (int i = 1; i < argc; i++) {
+        const char *value = NULL;
+        parity_cli_option_match match = PARITY_CLI_OPTION_NO_MATCH;
+#define OPTION(name) ((match = parity_cli_option_value(argc, argv, &i, (name), &value)) != PARITY_CLI_OPTION_NO_MATCH)
+        if (OPTION("--suite")) arguments->suite = value;
+        else if (OPTION("--model")) options->model = value;
+        else if (OPTION("--device")) options->device = value;
+        else if (OPTION("--dtype")) options->dtype = value;
+        else if (OPTION("--filter")) options->filter = value;
+        else if (OPTION("--out")) arguments->out = value;
+        else if (OPTION("--golden-dir")) options->golden_dir = value;
+        else if (OPTION("--ops")) {
+            if (value && arguments->ops_count < 16) arguments->ops[arguments->ops_count++] = value;
+        } else if (strcmp(argv[i], "--list") == 0) arguments->list = true;
+        else if (strcmp(argv[i], "--with-test-backends") == 0) options->with_test_backends = true;
+        else {
+            fprintf(stderr, "parity run: unknown argument '%s' (see parity run --help)\n", argv[i]);
+            return PARITY_EXIT_CONFIG;
+        }
+        if (match == PARITY_CLI_OPTION_MISSING_VALUE) return PARITY_EXIT_CONFIG;
+#undef OPTION
+    }
+    if (!arguments->suite) {
+        fprintf(stderr, "parity run: --suite S is required (see parity run --help)\n");
+        return PARITY_EXIT_CONFIG;
+    }
+    if (options->device && strcmp(options->device, "cpu") != 0 && strcmp(options->device, "cuda") != 0 &&
+        strcmp(options->device, "best") != 0) {
+        fprintf(stderr, "parity run: --device '%s' (use cpu, cuda or best)\n", options->device);
+        return PARITY_EXIT_CONFIG;
+    }
+    return PARITY_EXIT_OK;
+}
+
+static void print_list(const parity_run_plan *plan) {
+    size_t shown = 0;
+    for (size_t i = 0; i < plan->combos.count; i++) {
+        if (!plan->selected[i]) continue;
+        const parity_combo_plan *combo = &plan->combos.items[i];
+        shown++;
+        printf("%s", combo->id);
+        if (combo->mode[0]) printf("  mode %s", combo->mode);
+        if (combo->is_baseline) printf("  (eager baseline)");
+        if (combo->status != PARITY_COMBO_PASS) printf("  %s: %s", parity_combo_status_name(combo->status), combo->reason);
+        printf("\n");
+    }
+    size_t runnable = 0;
+    for (size_t i = 0; i < plan->combos.count; i++)
+        runnable += plan->selected[i] && plan->combos.items[i].status == PARITY_COMBO_PASS;
+    printf("%zu combos (%zu to run, %zu excluded or not supported)\n", shown, runnable, shown - runnable);
+}
+
+static int finish(const parity_results *results, const char *out) {
+    size_t counts[5] = {0};
+    parity_results_counts(results, counts);
+    printf("%zu pass, %zu fail, %zu error, %zu not supported, %zu excluded\n", counts[PARITY_COMBO_PASS],
+           counts[PARITY_COMBO_FAIL], counts[PARITY_COMBO_ERROR], counts[PARITY_COMBO_NOT_SUPPORTED],
+           counts[PARITY_COMBO_EXCLUDED]);
+    printf("report: %s/report.html (results.json, junit.xml, summary.md beside it)\n", out);
+    return counts[PARITY_COMBO_FAIL] || counts[PARITY_COMBO_ERROR] ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
+}
+
+int parity_command_run(int argc, char **argv) {
+    run_arguments arguments;
+    memset(&arguments, 0, sizeof arguments);
+    int status = parse_arguments(argc, argv, &arguments);
+    if (status != PARITY_EXIT_OK) return status;
+    parity_run_options *options = &arguments.options;
+    options->listing = arguments.list;
+    options->progress = stderr;
+    options->terminal = isatty(fileno(stderr)) == 1;
+    options->argc = argc + 1; // with "parity"
+    char **command_line = calloc((size_t)argc + 2, sizeof *command_line);
+    if (command_line) {
+        command_line[0] = "parity";
+        for (int i = 0; i < argc; i++) command_line[i + 1] = argv[i];
+    }
+    options->argv = command_line;
+
+    parity_ops_settings fixed = {0};
+    parity_suite *suite = NULL;
+    parity_run_plan plan;
+    memset(&plan, 0, sizeof plan);
+    parity_results results;
+    memset(&results, 0, sizeof results);
+    char path[1024];
+    parity_error *error = parity_suite_locate(arguments.suite, "suites", path, sizeof path);
+    if (!error) error = parity_suite_load(path, &suite);
+    for (int i = 0; !error && i < arguments.ops_count; i++) error = parity_ops_override_parse(arguments.ops[i], &fixed);
+    options->fixed = &fixed;
+    if (!error && options->with_test_backends) error = parity_test_backends_register();
+    if (!error) error = parity_run_plan_build(suite, options, &plan);
+    if (!error && arguments.list) {
+        print_list(&plan);
+    } else if (!error) {
+        char out[1024];
+        if (arguments.out) parity_text_format(out, sizeof out, "%s", arguments.out);
+        else {
+            char stamp[32];
+            parity_utc_timestamp(stamp, sizeof stamp, 1);
+            parity_text_format(out, sizeof out, "reports/out/%s-%s-%s", stamp, suite->name,
+                               plan.device_count ? parity_device_type_name(plan.devices[0].type) : "none");
+        }
+        error = parity_run_execute(suite, &plan, options, &results);
+        if (!error) error = parity_make_directories(out);
+        if (!error) error = parity_reports_render_all(out, &results);
+        if (!error) status = finish(&results, out);
+    }
+    if (error) status = parity_cli_report_error("run", error);
+    parity_results_release(&results);
+    parity_run_plan_release(&plan);
+    parity_suite_free(suite);
+    parity_ops_settings_free(&fixed);
+    free(command_line);
+    return status;
+}

@@ -1,0 +1,47 @@
+// timer.c: the monotonic wall clock and the CUDA plug-in point of timer.h.
+#include "harness/timer.h"
+
+#include <string.h>
+#include <time.h>
+
+static parity_timer_factory cuda_factory = NULL;
+
+void parity_timer_set_cuda_factory(parity_timer_factory factory) { cuda_factory = factory; }
+
+double parity_monotonic_seconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+static parity_error *wall_begin(parity_timer *timer) {
+    timer->started = parity_monotonic_seconds();
+    return NULL;
+}
+
+static parity_error *wall_end(parity_timer *timer, double *elapsed_ms) {
+    *elapsed_ms = (parity_monotonic_seconds() - timer->started) * 1e3;
+    return NULL;
+}
+
+parity_timer parity_timer_wall_clock(parity_device device) {
+    parity_timer timer;
+    memset(&timer, 0, sizeof timer);
+    timer.method = device.type == PARITY_DEVICE_CPU ? "wall clock (CLOCK_MONOTONIC)"
+                                                    : "wall clock (CLOCK_MONOTONIC; CUDA-event timing not plugged in)";
+    timer.begin = wall_begin;
+    timer.end = wall_end;
+    timer.device = device;
+    return timer;
+}
+
+parity_error *parity_timer_create(parity_device device, parity_timer *out) {
+    if (device.type == PARITY_DEVICE_CUDA && cuda_factory) return cuda_factory(device, out);
+    *out = parity_timer_wall_clock(device);
+    return NULL;
+}
+
+void parity_timer_release(parity_timer *timer) {
+    if (timer && timer->release) timer->release(timer);
+    if (timer) memset(timer, 0, sizeof *timer);
+}

@@ -1,0 +1,54 @@
+// tolerance.h: when does a combo's metric agree with the golden? Two rules (README "Tolerance"):
+//
+//   parity (default): |x - golden| <= max(k * |eager_same_dtype - golden|, floor(dtype, golden))
+//     eager_same_dtype: the eager combo of the same model, batch, dtype and device in the same run;
+//     k = 2 for loss-like values (loss, aux_loss), 3 for gradient values (grad_norm, per-parameter);
+//     floor(dtype, golden) = c(dtype) * u(dtype) * |golden|, u the unit roundoff of the dtype
+//     (2^-53, 2^-24, 2^-8), c = 64 for fp64/fp32 and 2 for bf16 (docs/tolerance.md derives them).
+//   veomni: VeOmni's test_models_patch: |x - reference| <= atol + rtol * |reference|,
+//     rtol = atol = 1e-2, the reference being the suite's first mode (the eager combo).
+//
+// Every check fills a parity_metric (value, golden, error, tolerance, ratio = error / tolerance,
+// pass). A NaN or Inf value never passes.
+#ifndef PARITY_TOLERANCE_H
+#define PARITY_TOLERANCE_H
+
+#include <stdbool.h>
+
+#include "ops/core/dtype.h"
+#include "reports/results.h"
+
+typedef enum parity_tolerance_rule {
+    PARITY_RULE_PARITY = 0,
+    PARITY_RULE_VEOMNI,
+} parity_tolerance_rule;
+
+typedef enum parity_metric_kind {
+    PARITY_METRIC_LOSS_LIKE = 0, // loss, aux_loss: k = 2
+    PARITY_METRIC_GRADIENT,      // grad_norm, per-parameter gradient norms: k = 3
+} parity_metric_kind;
+
+#define PARITY_VEOMNI_RTOL 1e-2
+#define PARITY_VEOMNI_ATOL 1e-2
+
+// "parity", "veomni"; parse accepts the same names.
+const char *parity_tolerance_rule_name(parity_tolerance_rule rule);
+bool parity_tolerance_rule_parse(const char *name, parity_tolerance_rule *out);
+// One line for reports: the formula with its constants.
+const char *parity_tolerance_rule_description(parity_tolerance_rule rule);
+
+double parity_tolerance_k(parity_metric_kind kind);
+// The unit roundoff u of a float dtype: 2^-53 (fp64), 2^-24 (fp32), 2^-8 (bf16), 2^-11 (fp16).
+double parity_unit_roundoff(parity_dtype dtype);
+// c(dtype): how many units of roundoff the floor allows.
+double parity_tolerance_floor_units(parity_dtype dtype);
+// c(dtype) * u(dtype) * |golden|.
+double parity_tolerance_floor(parity_dtype dtype, double golden);
+
+// The parity rule. `name` is the metric's name ("loss", "grad_norm:model.norm.weight").
+void parity_tolerance_check(const char *name, parity_metric_kind kind, parity_dtype dtype, double value, double golden,
+                            double eager_same_dtype, parity_metric *out);
+// The veomni rule against `reference` (stored in out->golden).
+void parity_tolerance_check_veomni(const char *name, double value, double reference, parity_metric *out);
+
+#endif

@@ -1,0 +1,89 @@
+// report_analysis.c: baselines, relative times, worst metrics and formatting shared by the reports.
+#include "reports/report_analysis.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+bool parity_report_same_group(const parity_combo_result *a, const parity_combo_result *b) {
+    return strcmp(a->model, b->model) == 0 && strcmp(a->batch, b->batch) == 0 && strcmp(a->dtype, b->dtype) == 0 &&
+           strcmp(a->device, b->device) == 0;
+}
+
+const parity_combo_result *parity_report_baseline(const parity_results *results, const parity_combo_result *combo) {
+    for (size_t i = 0; i < results->combo_count; i++) {
+        const parity_combo_result *candidate = &results->combos[i];
+        if (candidate->is_eager_baseline && parity_report_same_group(candidate, combo)) return candidate;
+    }
+    return NULL;
+}
+
+bool parity_report_is_timed(const parity_combo_result *combo) { return isfinite(combo->median_ms) && combo->median_ms > 0; }
+
+double parity_report_relative_time(const parity_results *results, const parity_combo_result *combo) {
+    const parity_combo_result *baseline = parity_report_baseline(results, combo);
+    if (!baseline || !parity_report_is_timed(baseline) || !parity_report_is_timed(combo)) return NAN;
+    return combo->median_ms / baseline->median_ms;
+}
+
+double parity_report_tokens_per_second(const parity_combo_result *combo) {
+    if (!parity_report_is_timed(combo) || combo->tokens <= 0) return NAN;
+    return (double)combo->tokens / (combo->median_ms / 1000.0);
+}
+
+double parity_report_ratio_rank(double ratio) { return isnan(ratio) ? INFINITY : ratio; }
+
+const parity_metric *parity_report_worst_metric(const parity_combo_result *combo, const char *prefix) {
+    const parity_metric *worst = NULL;
+    size_t prefix_length = prefix ? strlen(prefix) : 0;
+    for (size_t i = 0; i < combo->metric_count; i++) {
+        const parity_metric *metric = &combo->metrics[i];
+        if (prefix && strncmp(metric->name, prefix, prefix_length) != 0) continue;
+        if (!worst || parity_report_ratio_rank(metric->ratio) > parity_report_ratio_rank(worst->ratio)) worst = metric;
+    }
+    return worst;
+}
+
+const parity_metric *parity_report_find_metric(const parity_combo_result *combo, const char *name) {
+    for (size_t i = 0; i < combo->metric_count; i++)
+        if (strcmp(combo->metrics[i].name, name) == 0) return &combo->metrics[i];
+    return NULL;
+}
+
+static const char *const heatmap_columns[PARITY_REPORT_HEATMAP_COLUMNS] = {"loss", "aux_loss", "grad_norm", "worst parameter"};
+
+const char *parity_report_heatmap_column(int column) {
+    return column >= 0 && column < PARITY_REPORT_HEATMAP_COLUMNS ? heatmap_columns[column] : "?";
+}
+
+const parity_metric *parity_report_heatmap_metric(const parity_combo_result *combo, int column) {
+    if (column == 3) return parity_report_worst_metric(combo, PARITY_REPORT_PARAMETER_PREFIX);
+    return parity_report_find_metric(combo, parity_report_heatmap_column(column));
+}
+
+const char *parity_report_format(char *buffer, size_t size, const char *format, double value) {
+    if (isnan(value)) snprintf(buffer, size, "NaN");
+    else if (isinf(value)) snprintf(buffer, size, value > 0 ? "inf" : "-inf");
+    else snprintf(buffer, size, format, value);
+    return buffer;
+}
+
+const char *parity_report_format_bytes(char *buffer, size_t size, int64_t bytes) {
+    if (bytes <= 0) snprintf(buffer, size, "-");
+    else if (bytes < 1024) snprintf(buffer, size, "%lld B", (long long)bytes);
+    else if (bytes < 1024 * 1024) snprintf(buffer, size, "%.1f KiB", (double)bytes / 1024.0);
+    else if (bytes < 1024LL * 1024 * 1024) snprintf(buffer, size, "%.1f MiB", (double)bytes / (1024.0 * 1024.0));
+    else snprintf(buffer, size, "%.2f GiB", (double)bytes / (1024.0 * 1024.0 * 1024.0));
+    return buffer;
+}
+
+const char *parity_report_status_label(parity_combo_status status) {
+    switch (status) {
+    case PARITY_COMBO_PASS: return "pass";
+    case PARITY_COMBO_FAIL: return "FAIL";
+    case PARITY_COMBO_NOT_SUPPORTED: return "not supported";
+    case PARITY_COMBO_ERROR: return "error";
+    case PARITY_COMBO_EXCLUDED: return "excluded";
+    }
+    return "unknown";
+}

@@ -1,0 +1,44 @@
+// report_analysis.h: what the Markdown, HTML and chart writers derive from results alone, in one
+// place so every report agrees: the eager baseline a combo is timed against (same model, batch,
+// dtype and device), time relative to it, tokens/s, the worst metric of a combo (a NaN ratio is
+// the worst of all), the heatmap's metric columns, and number formatting that prints NaN and Inf.
+#ifndef PARITY_REPORTS_ANALYSIS_H
+#define PARITY_REPORTS_ANALYSIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "reports/results.h"
+
+// Combos are compared for speed within a group: same model, batch, dtype and device.
+bool parity_report_same_group(const parity_combo_result *a, const parity_combo_result *b);
+// The eager baseline of `combo`'s group, or NULL when the run has none.
+const parity_combo_result *parity_report_baseline(const parity_results *results, const parity_combo_result *combo);
+// True when the combo has a finite positive median time.
+bool parity_report_is_timed(const parity_combo_result *combo);
+// median_ms / baseline median_ms; NaN when either is untimed or there is no baseline.
+double parity_report_relative_time(const parity_results *results, const parity_combo_result *combo);
+// tokens / median seconds; NaN when untimed or tokens is 0.
+double parity_report_tokens_per_second(const parity_combo_result *combo);
+
+// A ratio for ordering: NaN (a NaN value or error) ranks above every number.
+double parity_report_ratio_rank(double ratio);
+// The metric with the largest ratio whose name starts with `prefix` (NULL: any); NULL if none.
+const parity_metric *parity_report_worst_metric(const parity_combo_result *combo, const char *prefix);
+const parity_metric *parity_report_find_metric(const parity_combo_result *combo, const char *name);
+
+// Heatmap columns: loss, aux_loss, grad_norm, and the worst per-parameter gradient norm.
+enum { PARITY_REPORT_HEATMAP_COLUMNS = 4 };
+const char *parity_report_heatmap_column(int column);
+const parity_metric *parity_report_heatmap_metric(const parity_combo_result *combo, int column);
+// Per-parameter gradient norms are named "grad_norm:<parameter>".
+#define PARITY_REPORT_PARAMETER_PREFIX "grad_norm:"
+
+// printf-formats a double; NaN and Inf print as "NaN", "inf", "-inf". Returns buffer.
+const char *parity_report_format(char *buffer, size_t size, const char *format, double value);
+// "512 B", "1.5 MiB", "2.0 GiB"; "-" when bytes <= 0 (not measured).
+const char *parity_report_format_bytes(char *buffer, size_t size, int64_t bytes);
+// For people: "pass", "FAIL", "not supported", "error", "excluded".
+const char *parity_report_status_label(parity_combo_status status);
+
+#endif

@@ -1,0 +1,645 @@
+// test_reports.c: the report writers, from a results structure built in code (results_sample.h:
+// combos of every status, a metric over tolerance, a NaN metric, timing samples): results.json
+// round-trips every field (NaN kept), junit.xml is well-formed with counts that match its
+// testcases and escapes < & > " ', summary.md carries the counts, the failure and the speed-up,
+// report.html is self-contained with both gnuplot charts (or a visible note without gnuplot), a
+// malformed results.json fails naming the file and the field, temporary files are cleaned up, and
+// `parity report DIR` re-renders the same reports from results.json alone.
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_runner.h"
+#include "reports/atomic_file.h"
+#include "reports/gnuplot_charts.h"
+#include "reports/gnuplot_runner.h"
+#include "reports/html.h"
+#include "reports/render.h"
+#include "reports/results.h"
+#include "results_sample.h"
+
+#define ROWS(array) (sizeof(array) / sizeof((array)[0]))
+
+// ---- helpers ----
+
+static void make_directory(char *directory, size_t size) {
+    snprintf(directory, size, "/tmp/parity-reports-XXXXXX");
+    cr_assert_not_null(mkdtemp(directory));
+}
+
+static void remove_directory(const char *directory) {
+    char command[600];
+    snprintf(command, sizeof command, "rm -rf '%s'", directory);
+    cr_assert_eq(system(command), 0);
+}
+
+static char *read_text(const char *directory, const char *name) {
+    char path[600], *text;
+    size_t size;
+    snprintf(path, sizeof path, "%s/%s", directory, name);
+    parity_error *error = parity_read_file(path, &text, &size);
+    cr_assert_null(error, "%s: %s", path, error ? parity_error_message(error) : "");
+    return text;
+}
+
+static void write_text(const char *directory, const char *name, const char *text) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", directory, name);
+    FILE *stream = fopen(path, "wb");
+    cr_assert_not_null(stream, "%s", path);
+    cr_assert_eq(fwrite(text, 1, strlen(text), stream), strlen(text));
+    fclose(stream);
+}
+
+static size_t count_occurrences(const char *text, const char *needle) {
+    size_t count = 0;
+    for (const char *at = strstr(text, needle); at; at = strstr(at + 1, needle)) count++;
+    return count;
+}
+
+static size_t directory_entries(const char *directory) {
+    DIR *stream = opendir(directory);
+    cr_assert_not_null(stream, "%s", directory);
+    size_t count = 0;
+    for (struct dirent *entry; (entry = readdir(stream));) count += strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0;
+    closedir(stream);
+    return count;
+}
+
+static bool same_double(double a, double b) { return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b)); }
+
+static void render_sample(const char *directory, parity_results *results) {
+    sample_results_build(results);
+    parity_error *error = parity_reports_render_all(directory, results);
+    char message[1024] = "";
+    if (error) parity_error_format(error, message, sizeof message);
+    cr_assert_null(error, "render: %s", message);
+}
+
+// ---- the results structure ----
+
+Test(reports, status_names_round_trip_and_unknown_names_are_rejected) {
+    const char *names[] = {"pass", "fail", "not_supported", "error", "excluded"};
+    for (int status = 0; status < PARITY_COMBO_STATUS_COUNT; status++) {
+        cr_expect_str_eq(parity_combo_status_name((parity_combo_status)status), names[status]);
+        parity_combo_status parsed = PARITY_COMBO_PASS;
+        cr_expect(parity_combo_status_parse(names[status], &parsed));
+        cr_expect_eq((int)parsed, status);
+    }
+    parity_combo_status parsed;
+    cr_expect_not(parity_combo_status_parse("passed", &parsed));
+    cr_expect_not(parity_combo_status_parse("", &parsed));
+}
+
+Test(reports, builders_grow_copy_count_and_release) {
+    parity_results results = {0};
+    for (int i = 0; i < 40; i++) cr_assert_not_null(parity_results_add_combo(&results));
+    parity_combo_result *combo = &results.combos[39];
+    for (int i = 0; i < 1000; i++) {
+        parity_metric metric = {.value = i, .pass = i % 2 == 0};
+        snprintf(metric.name, sizeof metric.name, "m%d", i);
+        cr_assert_null(parity_metric_add(combo, &metric));
+    }
+    cr_expect_eq(combo->metric_count, 1000);
+    cr_expect_str_eq(combo->metrics[999].name, "m999");
+    cr_expect_eq(combo->metrics[500].value, 500);
+    double samples[3] = {1, 2, 3};
+    cr_assert_null(parity_combo_set_samples(combo, samples, 3));
+    samples[0] = 99; // the combo holds a copy
+    cr_expect_eq(combo->samples_ms[0], 1);
+    cr_assert_null(parity_combo_set_samples(combo, NULL, 0));
+    cr_expect_eq(combo->sample_count, 0);
+    results.combos[3].status = PARITY_COMBO_FAIL;
+    results.combos[4].status = PARITY_COMBO_EXCLUDED;
+    results.combos[5].status = PARITY_COMBO_EXCLUDED;
+    size_t counts[PARITY_COMBO_STATUS_COUNT];
+    parity_results_counts(&results, counts);
+    cr_expect_eq(counts[PARITY_COMBO_PASS], 37);
+    cr_expect_eq(counts[PARITY_COMBO_FAIL], 1);
+    cr_expect_eq(counts[PARITY_COMBO_EXCLUDED], 2);
+    cr_expect_eq(counts[PARITY_COMBO_ERROR], 0);
+    parity_results_release(&results);
+    cr_expect_null(results.combos);
+    cr_expect_eq(results.combo_count, 0);
+}
+
+// ---- results.json ----
+
+static void expect_same_results(const parity_results *a, const parity_results *b) {
+    const parity_results_context *x = &a->context, *y = &b->context;
+    cr_expect_eq(y->schema_version, PARITY_RESULTS_SCHEMA_VERSION);
+    const char *context_pairs[][2] = {{x->suite, y->suite},       {x->git_sha, y->git_sha},
+                                      {x->host, y->host},         {x->device, y->device},
+                                      {x->driver_version, y->driver_version}, {x->cuda_version, y->cuda_version},
+                                      {x->libraries, y->libraries}, {x->command, y->command},
+                                      {x->started, y->started},   {x->finished, y->finished},
+                                      {x->tolerance_rule, y->tolerance_rule}, {x->timing_method, y->timing_method}};
+    for (size_t i = 0; i < ROWS(context_pairs); i++) cr_expect_str_eq(context_pairs[i][1], context_pairs[i][0], "context field %zu", i);
+    cr_assert_eq(b->combo_count, a->combo_count);
+    for (size_t c = 0; c < a->combo_count; c++) {
+        const parity_combo_result *p = &a->combos[c], *q = &b->combos[c];
+        cr_expect_str_eq(q->id, p->id);
+        cr_expect_str_eq(q->suite, p->suite);
+        cr_expect_str_eq(q->model, p->model);
+        cr_expect_str_eq(q->batch, p->batch);
+        cr_expect_str_eq(q->dtype, p->dtype);
+        cr_expect_str_eq(q->device, p->device);
+        cr_expect_str_eq(q->reason, p->reason);
+        cr_expect_eq(q->is_eager_baseline, p->is_eager_baseline, "%s", p->id);
+        cr_expect_eq(q->status, p->status, "%s", p->id);
+        cr_assert_eq(q->field_count, p->field_count, "%s", p->id);
+        for (size_t f = 0; f < p->field_count; f++) {
+            cr_expect_str_eq(q->fields[f].field, p->fields[f].field);
+            cr_expect_str_eq(q->fields[f].value, p->fields[f].value);
+        }
+        cr_assert_eq(q->metric_count, p->metric_count, "%s", p->id);
+        for (size_t m = 0; m < p->metric_count; m++) {
+            const parity_metric *r = &p->metrics[m], *s = &q->metrics[m];
+            cr_expect_str_eq(s->name, r->name);
+            cr_expect(same_double(s->value, r->value) && same_double(s->golden, r->golden) && same_double(s->error, r->error) &&
+                          same_double(s->tolerance, r->tolerance) && same_double(s->ratio, r->ratio),
+                      "%s %s: a number changed (value %.17g -> %.17g)", p->id, r->name, r->value, s->value);
+            cr_expect_eq(s->pass, r->pass);
+        }
+        cr_assert_eq(q->sample_count, p->sample_count, "%s", p->id);
+        for (size_t s = 0; s < p->sample_count; s++) cr_expect(same_double(q->samples_ms[s], p->samples_ms[s]), "%s sample %zu", p->id, s);
+        cr_expect_eq(q->warmup_count, p->warmup_count);
+        cr_expect(same_double(q->median_ms, p->median_ms) && same_double(q->noise, p->noise), "%s timing", p->id);
+        cr_expect_eq(q->peak_memory_bytes, p->peak_memory_bytes);
+        cr_expect_eq(q->tokens, p->tokens);
+    }
+}
+
+Test(reports, results_json_round_trips_every_field_and_keeps_nan) {
+    char directory[64], path[128];
+    make_directory(directory, sizeof directory);
+    parity_results written, read;
+    sample_results_build(&written);
+    // values that need all 17 digits, a negative zero and infinities must come back bit for bit
+    written.combos[1].metrics[0].value = 0.1 + 0.2;
+    written.combos[1].metrics[1].golden = -0.0;
+    written.combos[1].metrics[1].error = 1e-310;
+    written.combos[2].metrics[0].tolerance = INFINITY;
+    written.combos[2].metrics[0].ratio = -INFINITY;
+    snprintf(path, sizeof path, "%s/results.json", directory);
+    cr_assert_null(parity_results_write_json(path, &written));
+    parity_error *error = parity_results_read_json(path, &read);
+    cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
+    expect_same_results(&written, &read);
+    cr_expect(isnan(read.combos[8].metrics[0].value), "the NaN loss must stay NaN");
+    char *text = read_text(directory, "results.json");
+    cr_expect(strstr(text, "\"nan\"") && strstr(text, "\"inf\"") && strstr(text, "\"-inf\""), "NaN and Inf are written as strings");
+    cr_expect(strstr(text, "\"context\"") && strstr(text, "\"combos\"") && strstr(text, "\"samples_ms\""));
+    free(text);
+    cr_expect_eq(directory_entries(directory), 1, "no temporary file left beside results.json");
+    parity_results_release(&written);
+    parity_results_release(&read);
+    remove_directory(directory);
+}
+
+typedef struct malformed_case {
+    const char *label;
+    const char *find;       // first occurrence replaced by `replace`; NULL: keep the first half of the file
+    const char *replace;
+    const char *field;      // what the message must name
+} malformed_case;
+
+static const malformed_case malformed_cases[] = {
+    {"truncated", NULL, NULL, "truncated"},
+    {"wrong schema version", "\"schema_version\":\t1", "\"schema_version\":\t99", "context.schema_version"},
+    {"metric value of the wrong type", "\"value\":", "\"value\": true, \"was\":", "combos[0].metrics[0].value"},
+    {"metric value an unknown string", "\"value\":", "\"value\": \"NaNa\", \"was\":", "combos[0].metrics[0].value"},
+    {"missing metric field", "\"golden\":", "\"golden_x\":", "combos[0].metrics[0].golden"},
+    {"unknown status", "\"status\":\t\"pass\"", "\"status\":\t\"passed\"", "combos[0].status"},
+    {"sample of the wrong type", "\"samples_ms\":\t[", "\"samples_ms\":\t[null, ", "combos[0].timing.samples_ms[0]"},
+    {"fields not an object", "\"fields\":\t{", "\"fields\":\t[], \"was\":\t{", "combos[0].fields"},
+    {"negative warm-up count", "\"warmup\":\t2", "\"warmup\":\t-2", "combos[0].timing.warmup"},
+    {"not an object at the top", "{", "[], \"x\": {", "results.json"},
+};
+
+static char *malformed_text(const char *text, const malformed_case *row) {
+    size_t length = strlen(text);
+    char *out = malloc(length + 256);
+    cr_assert_not_null(out);
+    if (!row->find) {
+        memcpy(out, text, length / 2);
+        out[length / 2] = '\0';
+        return out;
+    }
+    const char *at = strstr(text, row->find);
+    cr_assert_not_null(at, "%s: '%s' not in results.json", row->label, row->find);
+    snprintf(out, length + 256, "%.*s%s%s", (int)(at - text), text, row->replace, at + strlen(row->find));
+    return out;
+}
+
+Test(reports, malformed_results_json_is_a_data_error_naming_file_and_field) {
+    char directory[64], path[128];
+    make_directory(directory, sizeof directory);
+    parity_results results;
+    sample_results_build(&results);
+    snprintf(path, sizeof path, "%s/results.json", directory);
+    cr_assert_null(parity_results_write_json(path, &results));
+    char *good = read_text(directory, "results.json");
+    for (size_t i = 0; i < ROWS(malformed_cases); i++) {
+        char *bad = malformed_text(good, &malformed_cases[i]);
+        write_text(directory, "results.json", bad);
+        free(bad);
+        parity_results read;
+        parity_error *error = parity_results_read_json(path, &read);
+        cr_expect_not_null(error, "%s: accepted", malformed_cases[i].label);
+        if (!error) {
+            parity_results_release(&read);
+            continue;
+        }
+        char message[1024];
+        parity_error_format(error, message, sizeof message);
+        cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_DATA, "%s: %s", malformed_cases[i].label, message);
+        cr_expect(strstr(message, path), "%s: the message must name the file: %s", malformed_cases[i].label, message);
+        cr_expect(strstr(message, malformed_cases[i].field), "%s: the message must name '%s': %s", malformed_cases[i].label,
+                  malformed_cases[i].field, message);
+        cr_expect_eq(read.combo_count, 0, "%s: nothing half-read is handed back", malformed_cases[i].label);
+        parity_error_free(error);
+    }
+    free(good);
+    parity_results_release(&results);
+    remove_directory(directory);
+}
+
+// ---- junit.xml ----
+
+// A tiny XML checker: balanced tags, quoted attributes, only known entities, and JUnit counts.
+typedef struct xml_check {
+    char problem[256];
+    size_t testcases, failures, errors, skipped;
+    long root[4];                  // tests, failures, errors, skipped attributes of <testsuites>
+    size_t suite_counts[4], suites;
+} xml_check;
+
+static bool valid_entity(const char *at) {
+    const char *entities[] = {"&lt;", "&gt;", "&amp;", "&quot;", "&#39;", "&#10;", "&#9;"};
+    for (size_t i = 0; i < ROWS(entities); i++)
+        if (strncmp(at, entities[i], strlen(entities[i])) == 0) return true;
+    return false;
+}
+
+static long attribute_long(const char *attributes, const char *name) {
+    char key[32];
+    snprintf(key, sizeof key, " %s=\"", name);
+    const char *at = strstr(attributes, key);
+    return at ? strtol(at + strlen(key), NULL, 10) : -1;
+}
+
+static void check_xml(const char *text, xml_check *check) {
+    memset(check, 0, sizeof *check);
+    char stack[16][32];
+    int depth = 0, roots = 0;
+    const char *names[4] = {"tests", "failures", "errors", "skipped"};
+    char suite_attributes[1024] = "";
+    const char *c = text;
+    if (strncmp(c, "<?xml ", 6) == 0) c = strstr(c, "?>") + 2;
+    while (*c && !check->problem[0]) {
+        if (*c == '&' && !valid_entity(c)) snprintf(check->problem, sizeof check->problem, "bad entity at '%.20s'", c);
+        if (*c != '<') {
+            c++;
+            continue;
+        }
+        bool closing = c[1] == '/';
+        const char *name_start = c + 1 + closing;
+        size_t name_length = strcspn(name_start, " />\n");
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)name_length, name_start);
+        const char *end = name_start + name_length;
+        // attributes: name="value" with no raw < or " inside and only known entities
+        const char *attributes_start = end;
+        while (*end && *end != '>' && !(end[0] == '/' && end[1] == '>')) {
+            if (*end == '"') {
+                for (end++; *end && *end != '"'; end++) {
+                    if (*end == '<') snprintf(check->problem, sizeof check->problem, "raw < in an attribute of <%s>", name);
+                    if (*end == '&' && !valid_entity(end)) snprintf(check->problem, sizeof check->problem, "bad entity in <%s>", name);
+                }
+            }
+            if (*end) end++;
+        }
+        if (!*end) {
+            snprintf(check->problem, sizeof check->problem, "unterminated tag <%s", name);
+            break;
+        }
+        bool self_closing = *end == '/';
+        char attributes[1024];
+        snprintf(attributes, sizeof attributes, "%.*s", (int)(end - attributes_start), attributes_start);
+        c = end + (self_closing ? 2 : 1);
+        if (closing) {
+            if (depth == 0 || strcmp(stack[depth - 1], name) != 0) {
+                snprintf(check->problem, sizeof check->problem, "</%s> closes <%s>", name, depth ? stack[depth - 1] : "nothing");
+                break;
+            }
+            depth--;
+            if (strcmp(name, "testsuite") == 0)
+                for (int k = 0; k < 4; k++)
+                    if (attribute_long(suite_attributes, names[k]) != (long)check->suite_counts[k])
+                        snprintf(check->problem, sizeof check->problem, "a testsuite says %s=%ld but holds %zu", names[k],
+                                 attribute_long(suite_attributes, names[k]), check->suite_counts[k]);
+            continue;
+        }
+        if (depth == 0) roots++;
+        if (strcmp(name, "testsuites") == 0)
+            for (int k = 0; k < 4; k++) check->root[k] = attribute_long(attributes, names[k]);
+        if (strcmp(name, "testsuite") == 0) {
+            check->suites++;
+            memset(check->suite_counts, 0, sizeof check->suite_counts);
+            snprintf(suite_attributes, sizeof suite_attributes, "%s", attributes);
+        }
+        size_t *counters[4] = {&check->testcases, &check->failures, &check->errors, &check->skipped};
+        const char *elements[4] = {"testcase", "failure", "error", "skipped"};
+        for (int k = 0; k < 4; k++)
+            if (strcmp(name, elements[k]) == 0) {
+                (*counters[k])++;
+                check->suite_counts[k]++;
+            }
+        if (!self_closing) {
+            if (depth == 16) {
+                snprintf(check->problem, sizeof check->problem, "too deep");
+                break;
+            }
+            snprintf(stack[depth++], sizeof stack[0], "%s", name);
+        }
+    }
+    if (!check->problem[0] && depth != 0) snprintf(check->problem, sizeof check->problem, "<%s> is never closed", stack[depth - 1]);
+    if (!check->problem[0] && roots != 1) snprintf(check->problem, sizeof check->problem, "%d root elements", roots);
+}
+
+Test(reports, junit_xml_is_well_formed_counted_and_escaped) {
+    char directory[64];
+    make_directory(directory, sizeof directory);
+    parity_results results;
+    render_sample(directory, &results);
+    char *xml = read_text(directory, "junit.xml");
+    xml_check check;
+    check_xml(xml, &check);
+    cr_expect_str_empty(check.problem, "junit.xml: %s", check.problem);
+    size_t counts[PARITY_COMBO_STATUS_COUNT];
+    parity_results_counts(&results, counts);
+    // the sample: 5 pass, 2 fail, 3 not supported, 1 error, 1 excluded
+    cr_expect_eq(check.testcases, 12);
+    cr_expect_eq(check.failures, 2);
+    cr_expect_eq(check.errors, 1);
+    cr_expect_eq(check.skipped, 4, "not supported and excluded combos are skipped");
+    cr_expect_eq(check.root[0], 12);
+    cr_expect_eq(check.root[1], 2);
+    cr_expect_eq(check.root[2], 1);
+    cr_expect_eq(check.root[3], 4);
+    cr_expect_eq(check.suites, 2, "one testsuite per suite.model");
+    cr_expect(strstr(xml, "<testsuite name=\"smoke.qwen3_moe_tiny\""));
+    cr_expect(strstr(xml, "<testcase classname=\"smoke.qwen3_tiny\" name=\"" SAMPLE_FAILING_COMBO "\""));
+    cr_expect(strstr(xml, "<testcase classname=\"smoke.qwen3_tiny\" name=\"qwen3_tiny/attn=eager,ce=eager/bf16/cpu\" time=\"0.012000\""),
+              "time is the median in seconds");
+    // the failure message names the failing metric, its error and its tolerance; the body lists every metric
+    const char *failure = strstr(xml, "<failure type=\"tolerance\" message=\"" SAMPLE_FAILING_METRIC ": value ");
+    cr_assert_not_null(failure, "%s", xml);
+    cr_expect(strstr(failure, "error 9.300e-03 &gt; tolerance 3.000e-03 (ratio 3.1)"), "%.400s", failure);
+    cr_expect(strstr(failure, "ok   loss: value") && strstr(failure, "FAIL " SAMPLE_FAILING_METRIC), "%.1400s", failure);
+    cr_expect(strstr(xml, "<failure type=\"tolerance\" message=\"loss: value NaN, error NaN &gt; tolerance 2.500e-03 (ratio NaN)"),
+              "a NaN metric is the worst failure");
+    cr_expect(strstr(xml, "<error type=\"error\" message=\"golden/smoke/qwen3_moe_tiny/packed.h5: truncated\">"));
+    cr_expect(strstr(xml, "<skipped message=\"not supported: needs head_dim &lt;= 256 &amp; &quot;causal&quot; masks: &#39;sliding&#39; given\"/>"));
+    cr_expect(strstr(xml, "<skipped message=\"excluded: liger CE needs a CUDA device (suite exclusion)\"/>"));
+    cr_expect_null(strstr(xml, SAMPLE_ESCAPE_REASON), "the raw reason must not appear unescaped");
+    free(xml);
+    parity_results_release(&results);
+    remove_directory(directory);
+}
+
+// ---- summary.md ----
+
+Test(reports, summary_md_has_counts_failures_tightest_ratios_and_speed) {
+    char directory[64];
+    make_directory(directory, sizeof directory);
+    parity_results results;
+    render_sample(directory, &results);
+    char *md = read_text(directory, "summary.md");
+    cr_expect(strstr(md, "# parity: suite `smoke` on cpu (16 cores)"), "%.300s", md);
+    cr_expect(strstr(md, "| git sha | ed95add0123456789abcdef0123456789abcdef0 |"));
+    cr_expect(strstr(md, "| tolerance rule | parity: \\|x - golden\\| &lt;= max(k * \\|eager_bf16 - golden\\|, floor)"), "pipes escaped in cells");
+    cr_expect(strstr(md, "**12 combos: 5 pass, 2 fail, 3 not supported, 1 error, 1 excluded**"), "%s", md);
+    const char *failures = strstr(md, "## Failures");
+    cr_assert_not_null(failures);
+    cr_expect(strstr(failures, "| `" SAMPLE_FAILING_COMBO "` | `" SAMPLE_FAILING_METRIC "` | 9.300e-03 | 3.000e-03 | 3.1 |"), "%s", failures);
+    cr_expect(strstr(failures, "| `qwen3_moe_tiny/attn=sdpa,moe=wrong_eps,ce=eager/bf16/cpu` | `loss` | NaN | 2.500e-03 | NaN |"));
+    // the tightest passing ratio: sdpa + chunk_loss, loss at 0.93 * 1.02
+    const char *tightest = strstr(md, "## Tightest tolerance ratios");
+    cr_assert_not_null(tightest);
+    cr_expect(strstr(tightest, "| 1 | `qwen3_tiny/attn=sdpa,ce=chunk_loss/bf16/cpu` | `loss` | 2.372e-03 | 2.500e-03 | 0.949 |"), "%s", tightest);
+    char section[4096];
+    snprintf(section, sizeof section, "%.*s", (int)(strstr(tightest, "\n## Speed") - tightest), tightest);
+    cr_expect_eq(count_occurrences(section, "\n| "), 1 + 10, "the header and ten rows");
+    cr_expect_null(strstr(section, "perturbed"), "only passing combos: %s", section);
+    // fastest passing combo per model vs eager: 12 ms -> 6.1 ms
+    const char *speed = strstr(md, "## Speed");
+    cr_assert_not_null(speed);
+    cr_expect(strstr(speed, "| qwen3_tiny | packed_2x128 | bf16 | cpu | 12.000 | `qwen3_tiny/attn=sdpa,ce=chunk_loss/bf16/cpu` | 6.100 | 2.4% | 1.97x | 41967 |"),
+              "%s", speed);
+    cr_expect(strstr(speed, "| `qwen3_moe_tiny/attn=sdpa,moe=fused_triton,ce=eager/bf16/cpu` | 18.000 |"), "%s", speed);
+    const char *unsupported = strstr(md, "## Not supported");
+    cr_assert_not_null(unsupported);
+    cr_expect(strstr(unsupported, "| needs SM90+ (a CUDA device) | 2 | `qwen3_tiny/attn=flash_attention_3,ce=eager/bf16/cpu`<br>"), "%s", unsupported);
+    cr_expect(strstr(unsupported, "needs head_dim &lt;= 256 &amp; \"causal\" masks"), "%s", unsupported);
+    cr_expect(strstr(md, "## Errors") && strstr(md, "## Excluded by the suite"));
+    free(md);
+    parity_results_release(&results);
+    remove_directory(directory);
+}
+
+// ---- report.html ----
+
+// Every http:// or https:// in the page must be an SVG namespace declaration.
+static void expect_no_network_references(const char *html) {
+    const char *schemes[] = {"http://", "https://"};
+    for (size_t s = 0; s < ROWS(schemes); s++) {
+        for (const char *at = strstr(html, schemes[s]); at; at = strstr(at + 1, schemes[s])) {
+            bool svg_namespace = (at - html >= 7 && strncmp(at - 7, "xmlns=\"", 7) == 0) ||
+                                 (at - html >= 13 && strncmp(at - 13, "xmlns:xlink=\"", 13) == 0);
+            cr_expect(svg_namespace, "a network reference in report.html: '%.60s'", at - 20 > html ? at - 20 : html);
+        }
+    }
+    cr_expect_null(strstr(html, "<script"), "no scripts");
+    cr_expect_null(strstr(html, "<link"), "no external stylesheets");
+    cr_expect_null(strstr(html, "src="), "nothing loaded from elsewhere");
+}
+
+Test(reports, report_html_is_self_contained_with_both_charts) {
+    char directory[64], gnuplot[4096];
+    make_directory(directory, sizeof directory);
+    parity_results results;
+    render_sample(directory, &results);
+    char *html = read_text(directory, "report.html");
+    cr_expect(strncmp(html, "<!DOCTYPE html>", 15) == 0);
+    cr_expect(strstr(html, "</html>\n"));
+    expect_no_network_references(html);
+    for (size_t i = 0; i < results.combo_count; i++) cr_expect(strstr(html, results.combos[i].id), "combo %s missing", results.combos[i].id);
+    cr_expect(strstr(html, "needs head_dim &lt;= 256 &amp; &quot;causal&quot; masks"));
+    cr_expect_null(strstr(html, SAMPLE_ESCAPE_REASON));
+    cr_expect(strstr(html, "<div class=\"verdict bad\">2 of 7 combos failed, 1 could not run (error)</div>"));
+    cr_expect(strstr(html, "<tr class=\"s-fail\">") && strstr(html, "<span class=\"pill unsupported\">not supported</span>"));
+    cr_expect(strstr(html, "ed95add0123456789abcdef0123456789abcdef0"), "the context block");
+    if (parity_gnuplot_find(gnuplot, sizeof gnuplot)) {
+        cr_expect_eq(count_occurrences(html, "<svg"), 2, "the heatmap and the time chart");
+        cr_expect_eq(count_occurrences(html, "</svg>"), 2);
+        cr_expect_null(strstr(html, "chart failed"), "%s", strstr(html, "chart failed") ? strstr(html, "chart failed") : "");
+        cr_expect_null(strstr(html, "<?xml"), "the SVG prolog is dropped when inlined");
+        cr_expect(strstr(html, "id=\"heatmap-gnuplot_canvas\"") && strstr(html, "id=\"time-gnuplot_canvas\""), "ids are prefixed per chart");
+        cr_expect(strstr(html, ">worst parameter<") && strstr(html, ">3.1<") && strstr(html, ">NaN<"), "heatmap labels");
+        cr_expect(strstr(html, ">0.51x  6.1 ms<"), "the time chart labels bars with relative time and median");
+    } else {
+        cr_expect_eq(count_occurrences(html, PARITY_CHART_NO_GNUPLOT), 2);
+    }
+    free(html);
+    parity_results_release(&results);
+    remove_directory(directory);
+}
+
+Test(reports, report_html_without_gnuplot_shows_a_note_per_chart) {
+    char directory[64], path[128];
+    make_directory(directory, sizeof directory);
+    parity_results results;
+    sample_results_build(&results);
+    snprintf(path, sizeof path, "%s/report.html", directory);
+    cr_assert_null(parity_report_write_html(path, &results, NULL));
+    char *html = read_text(directory, "report.html");
+    cr_expect_eq(count_occurrences(html, "<div class=\"note\">" PARITY_CHART_NO_GNUPLOT "</div>"), 2, "one visible note per chart");
+    cr_expect_null(strstr(html, "<svg"));
+    expect_no_network_references(html);
+    free(html);
+    parity_results_release(&results);
+    remove_directory(directory);
+}
+
+Test(reports, a_failing_gnuplot_is_a_visible_note_not_a_silent_gap) {
+    char directory[64], path[128], fake[160];
+    make_directory(directory, sizeof directory);
+    snprintf(fake, sizeof fake, "%s/gnuplot", directory);
+    write_text(directory, "gnuplot", "#!/bin/sh\necho 'line 3: unknown terminal type' >&2\nexit 1\n");
+    cr_assert_eq(chmod(fake, 0755), 0);
+    parity_results results;
+    sample_results_build(&results);
+    snprintf(path, sizeof path, "%s/report.html", directory);
+    cr_assert_null(parity_report_write_html(path, &results, fake));
+    char *html = read_text(directory, "report.html");
+    cr_expect_eq(count_occurrences(html, "<div class=\"note problem\">chart failed: "), 2);
+    cr_expect(strstr(html, "exited with status 1: line 3: unknown terminal type"), "gnuplot's message is shown");
+    free(html);
+    parity_results_release(&results);
+    remove_directory(directory);
+}
+
+Test(reports, empty_results_render_without_charts_or_errors) {
+    char directory[64], nested[128];
+    make_directory(directory, sizeof directory);
+    snprintf(nested, sizeof nested, "%s/a/b", directory);
+    parity_results results = {0};
+    snprintf(results.context.suite, sizeof results.context.suite, "empty");
+    cr_assert_null(parity_reports_render_all(nested, &results), "the directory and its parents are created");
+    cr_expect_eq(directory_entries(nested), 4);
+    char *md = read_text(nested, "summary.md");
+    cr_expect(strstr(md, "**0 combos: 0 pass, 0 fail, 0 not supported, 0 error, 0 excluded**"));
+    free(md);
+    char *html = read_text(nested, "report.html");
+    cr_expect(strstr(html, "No combo ran"));
+    cr_expect_null(strstr(html, "<svg"));
+    free(html);
+    remove_directory(directory);
+}
+
+Test(reports, rendering_leaves_only_the_four_reports_and_no_temporary_files) {
+    char directory[64], temporary[64];
+    make_directory(directory, sizeof directory);
+    make_directory(temporary, sizeof temporary);
+    cr_assert_eq(setenv("TMPDIR", temporary, 1), 0); // gnuplot's data and script go here
+    parity_results results;
+    render_sample(directory, &results);
+    const char *expected[] = {"results.json", "junit.xml", "summary.md", "report.html"};
+    cr_expect_eq(directory_entries(directory), 4);
+    for (size_t i = 0; i < ROWS(expected); i++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/%s", directory, expected[i]);
+        cr_expect_eq(access(path, R_OK), 0, "%s", path);
+    }
+    cr_expect_eq(directory_entries(temporary), 0, "chart data, scripts and SVGs are removed");
+    parity_results_release(&results);
+    remove_directory(directory);
+    remove_directory(temporary);
+}
+
+// ---- parity report DIR ----
+
+Test(reports, parity_report_rerenders_the_same_reports_from_results_json) {
+    char directory[64], arguments[128];
+    make_directory(directory, sizeof directory);
+    parity_results results;
+    render_sample(directory, &results);
+    const char *derived[] = {"junit.xml", "summary.md", "report.html"};
+    char *before[3], *json_before = read_text(directory, "results.json");
+    for (size_t i = 0; i < 3; i++) {
+        before[i] = read_text(directory, derived[i]);
+        char path[128];
+        snprintf(path, sizeof path, "%s/%s", directory, derived[i]);
+        cr_assert_eq(unlink(path), 0);
+    }
+    snprintf(arguments, sizeof arguments, "report %s", directory);
+    command_result result = run_parity(arguments);
+    cr_expect_eq(result.exit_code, 0, "%s", result.output);
+    cr_expect(strstr(result.output, "12 combos: 5 pass, 2 fail, 3 not supported, 1 error, 1 excluded"), "%s", result.output);
+    free(result.output);
+    for (size_t i = 0; i < 3; i++) {
+        char *after = read_text(directory, derived[i]);
+        cr_expect_str_eq(after, before[i], "%s rendered from results.json differs from the run's", derived[i]);
+        free(after);
+        free(before[i]);
+    }
+    char *json_after = read_text(directory, "results.json");
+    cr_expect_str_eq(json_after, json_before, "results.json is not rewritten");
+    free(json_after);
+    free(json_before);
+    cr_expect_eq(directory_entries(directory), 4);
+    parity_results_release(&results);
+    remove_directory(directory);
+}
+
+typedef struct report_cli_case {
+    const char *label;
+    const char *arguments;   // %s: the directory
+    const char *results;     // written to DIR/results.json first; NULL: none
+    int exit_code;
+    const char *output;      // %s: the directory
+} report_cli_case;
+
+static const report_cli_case report_cli_cases[] = {
+    {"missing results.json", "report %s", NULL, 3, "%s/results.json: cannot open"},
+    {"truncated results.json", "report %s", "{\"context\": {\"schema_version\": 1, \"suite\": \"smo", 3, "%s/results.json: not valid JSON"},
+    {"schema mismatch", "report %s", "{\"context\": {\"schema_version\": 2}, \"combos\": []}", 3, "%s/results.json: field 'context.schema_version' is 2"},
+    {"no directory", "report", NULL, 2, "usage: parity report DIR"},
+    {"two directories", "report %s %s", NULL, 2, "one directory"},
+    {"unknown option", "report --force %s", NULL, 2, "unknown option '--force'"},
+    {"help", "report --help", NULL, 0, "re-renders the reports of a run"},
+};
+
+Test(reports, parity_report_exit_codes) {
+    for (size_t i = 0; i < ROWS(report_cli_cases); i++) {
+        const report_cli_case *row = &report_cli_cases[i];
+        char directory[64], arguments[256], expected[256];
+        make_directory(directory, sizeof directory);
+        if (row->results) write_text(directory, "results.json", row->results);
+        snprintf(arguments, sizeof arguments, row->arguments, directory, directory);
+        snprintf(expected, sizeof expected, row->output, directory);
+        command_result result = run_parity(arguments);
+        cr_expect_eq(result.exit_code, row->exit_code, "%s: exit %d: %s", row->label, result.exit_code, result.output);
+        cr_expect(strcasestr(result.output, expected), "%s: expected '%s' in: %s", row->label, expected, result.output);
+        cr_expect_eq(directory_entries(directory), row->results ? 1 : 0, "%s: nothing written on failure", row->label);
+        free(result.output);
+        remove_directory(directory);
+    }
+}

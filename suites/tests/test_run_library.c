@@ -1,0 +1,154 @@
+// test_run_library.c: the runner in process (harness/runner.h), for what the command line cannot
+// set up: a backend that produces NaN fails its combo naming where NaN/Inf first appeared while
+// the run goes on; the veomni rule compares with the first mode on loss and grad_norm only; an
+// unselected baseline still runs so a --filter'ed combo has its tolerance.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/golden_case.h"
+#include "harness/runner.h"
+#include "ops/registry.h"
+#include "ops/rms_norm/rms_norm.h"
+
+static char folder[64];
+
+// A suite file in a fresh folder and the goldens of its cases under <folder>/golden.
+static parity_suite *suite_with_goldens(const char *body) {
+    snprintf(folder, sizeof folder, "/tmp/parity-runlib-XXXXXX");
+    cr_assert_not_null(mkdtemp(folder));
+    char root[1024], path[256], text[4096];
+    cr_assert_not_null(getcwd(root, sizeof root));
+    snprintf(path, sizeof path, "%s/suite.yaml", folder);
+    snprintf(text, sizeof text,
+             "suite: lib\ndevices: [cpu]\nwarmup: 0\nrepeats: 2\n%s"
+             "models:\n  - name: qwen3_tiny\n    checkpoint: %s/golden/upstream/qwen3_tiny\n"
+             "    batches: [{name: plain, file: %s/golden/upstream/qwen3_tiny/batch.safetensors}]\n",
+             body, root, root);
+    FILE *file = fopen(path, "w");
+    cr_assert_not_null(file);
+    fputs(text, file);
+    fclose(file);
+    cr_assert_null(parity_registry_register_builtins());
+    parity_suite *suite = NULL;
+    parity_error *error = parity_suite_load(path, &suite);
+    cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
+    parity_case c;
+    cr_assert_null(parity_case_prepare(suite, &suite->models[0], &suite->models[0].batches[0], &c));
+    parity_provenance provenance;
+    char *command_line[] = {"parity-tests", "run_library"};
+    parity_provenance_collect(PARITY_CPU, 2, command_line, &provenance);
+    parity_golden golden;
+    cr_assert_null(parity_golden_compute(&c, PARITY_CPU, &provenance, &golden));
+    char golden_path[512], goldens[256], command[512];
+    snprintf(command, sizeof command, "mkdir -p %s/golden/lib/qwen3_tiny", folder);
+    cr_assert_eq(system(command), 0);
+    snprintf(goldens, sizeof goldens, "%s/golden", folder);
+    parity_golden_path_of(goldens, "lib", "qwen3_tiny", "plain", golden_path, sizeof golden_path);
+    parity_error *written = parity_golden_write(golden_path, &golden, false);
+    cr_assert_null(written, "%s", written ? parity_error_message(written) : "");
+    parity_golden_compute_release(&golden);
+    parity_case_release(&c);
+    return suite;
+}
+
+static void run(parity_suite *suite, const char *filter, bool with_test_backends, parity_results *results) {
+    char goldens[128];
+    snprintf(goldens, sizeof goldens, "%s/golden", folder);
+    parity_run_options options = {.golden_dir = goldens, .filter = filter, .with_test_backends = with_test_backends};
+    parity_run_plan plan;
+    parity_error *error = parity_run_plan_build(suite, &options, &plan);
+    cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
+    memset(results, 0, sizeof *results);
+    error = parity_run_execute(suite, &plan, &options, results);
+    cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
+    parity_run_plan_release(&plan);
+}
+
+static void cleanup(parity_suite *suite) {
+    parity_suite_free(suite);
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf '%s'", folder);
+    cr_assert_eq(system(command), 0);
+}
+
+static const parity_combo_result *find(const parity_results *results, const char *id) {
+    for (size_t i = 0; i < results->combo_count; i++)
+        if (strcmp(results->combos[i].id, id) == 0) return &results->combos[i];
+    return NULL;
+}
+
+// rms_norm "nan_norm": eager, with one NaN in its output.
+static parity_error *nan_forward(const parity_rms_norm_args *args, parity_saved *saved) {
+    const parity_rms_norm_kernels *eager = parity_registry_find(PARITY_OP_RMS_NORM, "eager", PARITY_DEVICE_CPU)->kernels;
+    PARITY_TRY(eager->forward(args, saved));
+    parity_tensor_set(args->output, 0, NAN);
+    return NULL;
+}
+static parity_error *nan_backward(const parity_rms_norm_args *args, const parity_saved *saved, const parity_rms_norm_grads *grads) {
+    const parity_rms_norm_kernels *eager = parity_registry_find(PARITY_OP_RMS_NORM, "eager", PARITY_DEVICE_CPU)->kernels;
+    return eager->backward(args, saved, grads);
+}
+static const parity_rms_norm_kernels nan_kernels = {nan_forward, nan_backward};
+
+Test(run_library, nan_fails_its_combo_naming_the_first_tensor_and_the_run_goes_on) {
+    parity_suite *suite = suite_with_goldens("dtypes: [fp32]\nsweep: [rms_norm, ce]\n");
+    const parity_backend *eager = parity_registry_find(PARITY_OP_RMS_NORM, "eager", PARITY_DEVICE_CPU);
+    cr_assert_null(parity_registry_add(&(parity_backend){
+        .op = PARITY_OP_RMS_NORM, .name = "nan_norm", .device = PARITY_DEVICE_CPU, .dtypes = eager->dtypes,
+        .capabilities = eager->capabilities | PARITY_CAP_TEST_ONLY, .kernels = &nan_kernels, .description = "test: NaN"}));
+    parity_results results;
+    run(suite, NULL, true, &results);
+    const parity_combo_result *broken = find(&results, "qwen3_tiny/plain/ce=eager,rms_norm=nan_norm/fp32/cpu");
+    cr_assert_not_null(broken);
+    cr_expect_eq(broken->status, PARITY_COMBO_FAIL);
+    cr_expect(strstr(broken->reason, "NaN/Inf first appeared in ") != NULL, "%s", broken->reason);
+    const parity_combo_result *after = find(&results, "qwen3_tiny/plain/ce=chunk_loss,rms_norm=eager/fp32/cpu");
+    cr_assert_not_null(after, "the combos after the broken one ran");
+    cr_expect_eq(after->status, PARITY_COMBO_PASS, "%s", after->reason);
+    cr_expect_eq(after->sample_count, 2);
+    parity_results_release(&results);
+    cleanup(suite);
+}
+
+Test(run_library, a_filtered_combo_still_gets_its_eager_baseline) {
+    parity_suite *suite = suite_with_goldens("dtypes: [bf16]\nsweep: [attn]\n");
+    parity_results results;
+    run(suite, "*attn=sdpa*", false, &results);
+    cr_assert_eq(results.combo_count, 1, "only the selected combo is recorded");
+    const parity_combo_result *sdpa = &results.combos[0];
+    cr_expect_str_eq(sdpa->id, "qwen3_tiny/plain/attn=sdpa/bf16/cpu");
+    cr_expect_eq(sdpa->status, PARITY_COMBO_PASS, "%s", sdpa->reason);
+    // The tolerance came from the eager run: loss tolerance = max(2 |eager - golden|, floor).
+    const parity_metric *loss = &sdpa->metrics[0];
+    cr_expect_str_eq(loss->name, "loss");
+    cr_expect_geq(loss->tolerance, 2 * ldexp(1.0, -8) * fabs(loss->golden) - 1e-15);
+    parity_results_release(&results);
+    cleanup(suite);
+}
+
+Test(run_library, the_veomni_rule_compares_with_the_first_mode_on_loss_and_grad_norm) {
+    parity_suite *suite = suite_with_goldens("dtypes: [bf16]\ntolerance: veomni\nmodes:\n"
+                                             "  - {name: reference, ops: {attn: eager}}\n"
+                                             "  - {name: sdpa, ops: {attn: sdpa, ce: chunk_loss}}\n");
+    parity_results results;
+    run(suite, NULL, false, &results);
+    cr_assert_eq(results.combo_count, 2);
+    const parity_combo_result *reference = &results.combos[0], *sdpa = &results.combos[1];
+    cr_expect(reference->is_eager_baseline);
+    cr_assert_eq(sdpa->metric_count, 2, "loss and grad_norm only, as VeOmni");
+    cr_expect_str_eq(sdpa->metrics[0].name, "loss");
+    cr_expect_str_eq(sdpa->metrics[1].name, "grad_norm");
+    const parity_metric *reference_loss = &reference->metrics[0];
+    cr_expect_eq(sdpa->metrics[0].golden, reference_loss->value, "the first mode is the reference");
+    cr_expect_float_eq(sdpa->metrics[0].tolerance, 1e-2 + 1e-2 * fabs(reference_loss->value), 1e-12);
+    cr_expect_eq(sdpa->status, PARITY_COMBO_PASS);
+    cr_expect_str_eq(results.context.tolerance_rule,
+                     "veomni: |x - first mode| <= 1e-2 + 1e-2 * |first mode| on loss and grad_norm (first mode = the eager "
+                     "combo, same dtype and device)");
+    parity_results_release(&results);
+    cleanup(suite);
+}

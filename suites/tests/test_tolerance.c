@@ -1,0 +1,82 @@
+// test_tolerance.c: the comparison rules of harness/tolerance.h, as a table: which term decides the
+// tolerance (k * eager error or the dtype floor), k per metric kind, NaN, exact agreement, and
+// VeOmni's fixed rtol = atol = 1e-2.
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "harness/tolerance.h"
+
+#define ROWS(array) (sizeof(array) / sizeof((array)[0]))
+
+Test(tolerance, unit_roundoff_and_floors) {
+    cr_expect_eq(parity_unit_roundoff(PARITY_F64), ldexp(1.0, -53));
+    cr_expect_eq(parity_unit_roundoff(PARITY_F32), ldexp(1.0, -24));
+    cr_expect_eq(parity_unit_roundoff(PARITY_BF16), ldexp(1.0, -8));
+    cr_expect_eq(parity_tolerance_floor(PARITY_BF16, -6.0), 2 * ldexp(1.0, -8) * 6.0, "c = 2 for bf16, on |golden|");
+    cr_expect_eq(parity_tolerance_floor(PARITY_F32, 2.0), 64 * ldexp(1.0, -24) * 2.0, "c = 64 for fp32");
+    cr_expect_eq(parity_tolerance_floor(PARITY_F64, 1.0), 64 * ldexp(1.0, -53));
+    cr_expect_eq(parity_tolerance_k(PARITY_METRIC_LOSS_LIKE), 2.0);
+    cr_expect_eq(parity_tolerance_k(PARITY_METRIC_GRADIENT), 3.0);
+}
+
+Test(tolerance, parity_rule_table) {
+    static const struct {
+        const char *what;
+        parity_metric_kind kind;
+        parity_dtype dtype;
+        double value, golden, eager, tolerance, ratio;
+        bool pass;
+    } rows[] = {
+        {"k * eager decides (loss, fp32)", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0015, 1.0, 1.001, 0.002, 0.75, true},
+        {"k * eager exceeded (loss, fp32)", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0025, 1.0, 1.001, 0.002, 1.25, false},
+        {"k = 3 for gradients", PARITY_METRIC_GRADIENT, PARITY_F32, 1.0025, 1.0, 1.001, 0.003, 2.5 / 3.0, true},
+        {"bf16 floor decides", PARITY_METRIC_LOSS_LIKE, PARITY_BF16, 6.04, 6.0, 6.001, 0.046875, 0.04 / 0.046875, true},
+        {"bf16 floor exceeded", PARITY_METRIC_GRADIENT, PARITY_BF16, 6.05, 6.0, 6.001, 0.046875, 0.05 / 0.046875, false},
+        {"fp32 floor when eager is exact", PARITY_METRIC_GRADIENT, PARITY_F32, 2.0 + 4e-6, 2.0, 2.0, 128.0 / 16777216.0,
+         4e-6 / (128.0 / 16777216.0), true},
+        {"eager below golden counts by magnitude", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 0.998, 1.0, 0.999, 0.002, 1.0, true},
+        {"exact agreement", PARITY_METRIC_GRADIENT, PARITY_F64, 3.0, 3.0, 3.0, 64 * 3.0 * 0x1p-53, 0.0, true},
+        {"zero golden, zero eager, nonzero value", PARITY_METRIC_LOSS_LIKE, PARITY_F64, 1e-300, 0.0, 0.0, 0.0, INFINITY, false},
+        {"NaN never passes", PARITY_METRIC_LOSS_LIKE, PARITY_BF16, NAN, 6.0, 6.001, 0.046875, INFINITY, false},
+        {"Inf never passes", PARITY_METRIC_GRADIENT, PARITY_F32, INFINITY, 1.0, 1.001, 0.003, INFINITY, false},
+    };
+    for (size_t row = 0; row < ROWS(rows); row++) {
+        parity_metric metric;
+        parity_tolerance_check("m", rows[row].kind, rows[row].dtype, rows[row].value, rows[row].golden, rows[row].eager, &metric);
+        cr_expect_float_eq(metric.tolerance, rows[row].tolerance, 1e-12 * (1 + rows[row].tolerance), "%s: tolerance %.17g",
+                           rows[row].what, metric.tolerance);
+        if (isinf(rows[row].ratio)) cr_expect(isinf(metric.ratio), "%s: ratio %g", rows[row].what, metric.ratio);
+        else cr_expect_float_eq(metric.ratio, rows[row].ratio, 1e-9, "%s: ratio %.17g", rows[row].what, metric.ratio);
+        cr_expect_eq(metric.pass, rows[row].pass, "%s", rows[row].what);
+        cr_expect_str_eq(metric.name, "m");
+        cr_expect_eq(metric.golden, rows[row].golden);
+    }
+}
+
+Test(tolerance, veomni_rule_table) {
+    static const struct {
+        double value, reference, tolerance;
+        bool pass;
+    } rows[] = {
+        {1.015, 1.0, 0.02, true},   // rtol * |ref| + atol
+        {1.021, 1.0, 0.02, false},
+        {0.0, 0.005, 0.01005, true}, // atol dominates near zero
+        {100.5, 100.0, 1.01, true},
+        {NAN, 1.0, 0.02, false},
+    };
+    for (size_t row = 0; row < ROWS(rows); row++) {
+        parity_metric metric;
+        parity_tolerance_check_veomni("loss", rows[row].value, rows[row].reference, &metric);
+        cr_expect_float_eq(metric.tolerance, rows[row].tolerance, 1e-12, "row %zu", row);
+        cr_expect_eq(metric.pass, rows[row].pass, "row %zu", row);
+        cr_expect_eq(metric.golden, rows[row].reference, "the reference is recorded as the golden");
+    }
+}
+
+Test(tolerance, rule_names_round_trip) {
+    parity_tolerance_rule rule;
+    cr_expect(parity_tolerance_rule_parse("veomni", &rule) && rule == PARITY_RULE_VEOMNI);
+    cr_expect(parity_tolerance_rule_parse("parity", &rule) && rule == PARITY_RULE_PARITY);
+    cr_expect_not(parity_tolerance_rule_parse("strict", &rule));
+    cr_expect_str_eq(parity_tolerance_rule_name(PARITY_RULE_VEOMNI), "veomni");
+}
