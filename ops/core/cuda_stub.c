@@ -80,3 +80,40 @@ parity_error *parity_rng_words_cuda(int device_index, parity_rng_stream stream, 
     (void)count;
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
 }
+
+// The device-side tensor helpers (ops/core/cuda/elementwise.h) and the GEMM (ops/core/cuda/blas.h).
+#include "ops/core/cuda/blas.h"
+#include "ops/core/cuda/elementwise.h"
+
+parity_error *parity_cuda_add_into(parity_tensor *destination, const parity_tensor *source) {
+    (void)destination;
+    (void)source;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+parity_error *parity_cuda_convert(parity_tensor *destination, const parity_tensor *source) {
+    (void)destination;
+    (void)source;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+parity_error *parity_cuda_fill(parity_tensor *tensor, double value) {
+    (void)tensor;
+    (void)value;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+parity_cuda_gemm_desc parity_cuda_gemm_packed(parity_dtype dtype, int64_t batch, int64_t m, int64_t n, int64_t k,
+                                              bool transpose_a, bool transpose_b, const void *a, const void *b,
+                                              void *c) {
+    parity_cuda_gemm_desc desc = {.dtype = dtype, .batch = batch, .m = m, .n = n, .k = k, .transpose_a = transpose_a,
+                                  .transpose_b = transpose_b, .a = a, .b = b, .c = c, .stride_a = m * k,
+                                  .stride_b = k * n, .stride_c = m * n, .alpha = 1.0};
+    return desc;
+}
+
+parity_error *parity_cuda_gemm(int device_index, const parity_cuda_gemm_desc *desc) {
+    (void)device_index;
+    (void)desc;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}

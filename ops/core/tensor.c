@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/core/cuda/elementwise.h"
 #include "ops/core/cuda_api.h"
 #include "ops/core/memory.h"
 
@@ -260,6 +261,17 @@ parity_error *parity_tensor_to(parity_tensor *out, const parity_tensor *source, 
         } else {
             error = PARITY_ERROR(PARITY_ERROR_SHAPE, "copy of a non-contiguous GPU tensor");
         }
+    } else if (source->device.type == PARITY_DEVICE_CUDA && device.type == PARITY_DEVICE_CUDA) {
+        // Both on GPUs: convert with a device kernel (after moving the source to the target device).
+        parity_tensor moved;
+        memset(&moved, 0, sizeof moved);
+        const parity_tensor *device_source = source;
+        if (source->device.index != device.index) {
+            error = parity_tensor_to(&moved, source, device, source->dtype);
+            device_source = &moved;
+        }
+        if (!error) error = parity_cuda_convert(out, device_source);
+        parity_tensor_release(&moved);
     } else {
         // Convert on the host: stage the source there if needed, convert, then upload.
         parity_tensor host_source, host_result;
@@ -315,9 +327,11 @@ parity_error *parity_tensor_add_into(parity_tensor *destination, const parity_te
     if (!parity_tensor_same_shape(destination, source) || destination->dtype != source->dtype)
         return PARITY_ERROR(PARITY_ERROR_SHAPE, "adding %s into %s: dtype and shape must match",
                             parity_tensor_describe(source, a, sizeof a), parity_tensor_describe(destination, b, sizeof b));
+    if (destination->device.type == PARITY_DEVICE_CUDA && parity_device_equal(destination->device, source->device))
+        return parity_cuda_add_into(destination, source);
     if (destination->device.type != PARITY_DEVICE_CPU || source->device.type != PARITY_DEVICE_CPU)
-        return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "gradient accumulation on %s is not built yet",
-                            parity_tensor_describe(destination, b, sizeof b));
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "adding %s into %s: both tensors must be on one device (cpu or cuda)",
+                            parity_tensor_describe(source, a, sizeof a), parity_tensor_describe(destination, b, sizeof b));
     if (destination->dtype == PARITY_F64 && parity_tensor_is_contiguous(destination) && parity_tensor_is_contiguous(source)) {
         double *out = destination->data;
         const double *in = source->data;

@@ -62,10 +62,12 @@ parity_error *parity_tensor_transpose(parity_tensor *out, const parity_tensor *s
 parity_error *parity_tensor_copy(parity_tensor *destination, const parity_tensor *source);
 // Allocates `out` on `device` with `dtype` and fills it from `source`, converting the dtype with exact
 // round-to-nearest-even (float <-> float, int <-> int, int -> float). The result is contiguous.
+// GPU to GPU conversions run on the device; conversions from or to the CPU convert on the host.
 parity_error *parity_tensor_to(parity_tensor *out, const parity_tensor *source, parity_device device, parity_dtype dtype);
 parity_error *parity_tensor_fill_zero(parity_tensor *tensor);
 // destination += source, element by element, each sum rounded once to the destination's dtype
-// (PyTorch's in-place add for f32/bf16 gives the same correctly rounded sums). CPU tensors.
+// (PyTorch's in-place add for f32/bf16 gives the same correctly rounded sums). Both tensors on the CPU,
+// or both on one CUDA device (a device kernel, contiguous tensors, bitwise the CPU's sums).
 parity_error *parity_tensor_add_into(parity_tensor *destination, const parity_tensor *source);
 
 // CPU element access by logical flat index (row-major over the shape, honoring strides), as f64.

@@ -119,12 +119,14 @@ static op_check_tensor *find(op_check_state *state, const char *name) {
 
 parity_tensor *op_check_value(op_check_state *state, const char *name) {
     op_check_tensor *slot = find(state, name);
-    return slot ? &slot->value : NULL;
+    if (!slot) return NULL;
+    return state->mirrored ? &slot->device_value : &slot->value;
 }
 
 parity_tensor *op_check_gradient(op_check_state *state, const char *name) {
     op_check_tensor *slot = find(state, name);
-    return slot && slot->differentiable ? &slot->gradient : NULL;
+    if (!slot || !slot->differentiable) return NULL;
+    return state->mirrored ? &slot->device_gradient : &slot->gradient;
 }
 
 const void *op_check_kernels(const op_check_state *state) { return state->backend ? state->backend->kernels : NULL; }
@@ -133,26 +135,69 @@ void op_check_release(op_check_state *state) {
     for (int i = 0; i < state->tensor_count; i++) {
         parity_tensor_release(&state->tensors[i].value);
         parity_tensor_release(&state->tensors[i].gradient);
+        parity_tensor_release(&state->tensors[i].device_value);
+        parity_tensor_release(&state->tensors[i].device_gradient);
     }
     parity_saved_release(&state->saved);
     free(state->case_data);
     memset(state, 0, sizeof *state);
 }
 
+// A GPU run: every tensor of the state gets a device mirror with the host's bytes.
+static parity_error *mirror_to_device(op_check_state *state) {
+    for (int i = 0; i < state->tensor_count; i++) {
+        op_check_tensor *slot = &state->tensors[i];
+        if (slot->value.data)
+            PARITY_TRY_CONTEXT(parity_tensor_to(&slot->device_value, &slot->value, state->device, slot->value.dtype),
+                               "mirroring %s to the device", slot->name);
+        if (slot->gradient.data)
+            PARITY_TRY_CONTEXT(parity_tensor_to(&slot->device_gradient, &slot->gradient, state->device, slot->gradient.dtype),
+                               "mirroring d%s to the device", slot->name);
+    }
+    state->mirrored = true;
+    return NULL;
+}
+
+// Host -> device (upload) or device -> host of one mirrored tensor; a no-op on CPU runs.
+static parity_error *sync_mirror(op_check_state *state, parity_tensor *host, parity_tensor *device, bool upload,
+                                 const char *name) {
+    if (!state->mirrored || !host->data) return NULL;
+    PARITY_TRY_CONTEXT(upload ? parity_tensor_copy(device, host) : parity_tensor_copy(host, device), "copying %s %s the device",
+                       name, upload ? "to" : "from");
+    return NULL;
+}
+
 static parity_error *run_forward(const op_check_case *test_case, op_check_state *state) {
     parity_saved_release(&state->saved);
-    for (int i = 0; i < state->tensor_count; i++)
-        if (state->tensors[i].is_output) poison(&state->tensors[i].value);
+    for (int i = 0; i < state->tensor_count; i++) {
+        op_check_tensor *slot = &state->tensors[i];
+        if (slot->is_output) poison(&slot->value);
+        // inputs too: finite differences perturb the host values between forwards
+        PARITY_TRY(sync_mirror(state, &slot->value, &slot->device_value, true, slot->name));
+    }
     PARITY_TRY_CONTEXT(test_case->forward(state, test_case->params), "%s [%s] forward with %s", test_case->op,
                        test_case->name, state->backend->name);
+    for (int i = 0; i < state->tensor_count; i++)
+        if (state->tensors[i].is_output)
+            PARITY_TRY(sync_mirror(state, &state->tensors[i].value, &state->tensors[i].device_value, false,
+                                   state->tensors[i].name));
     return NULL;
 }
 
 static parity_error *run_backward(const op_check_case *test_case, op_check_state *state) {
-    for (int i = 0; i < state->tensor_count; i++)
-        if (!state->tensors[i].is_output && state->tensors[i].differentiable) poison(&state->tensors[i].gradient);
+    for (int i = 0; i < state->tensor_count; i++) {
+        op_check_tensor *slot = &state->tensors[i];
+        if (slot->is_output || !slot->differentiable) continue;
+        poison(&slot->gradient);
+        PARITY_TRY(sync_mirror(state, &slot->gradient, &slot->device_gradient, true, slot->name));
+    }
     PARITY_TRY_CONTEXT(test_case->backward(state, test_case->params), "%s [%s] backward with %s", test_case->op,
                        test_case->name, state->backend->name);
+    for (int i = 0; i < state->tensor_count; i++) {
+        op_check_tensor *slot = &state->tensors[i];
+        if (slot->is_output || !slot->differentiable) continue;
+        PARITY_TRY(sync_mirror(state, &slot->gradient, &slot->device_gradient, false, slot->name));
+    }
     return NULL;
 }
 
@@ -161,7 +206,7 @@ parity_error *op_check_run(const op_check_case *test_case, op_check_run_options 
     state->case_name = test_case->name;
     state->dtype = options.dtype;
     state->input_precision = options.input_precision;
-    state->device = PARITY_CPU;
+    state->device = options.device;
     state->seed = options.seed ? options.seed : 1234;
     PARITY_TRY(parity_registry_register_builtins());
     const char *backend = options.backend ? options.backend : "eager";
@@ -171,6 +216,8 @@ parity_error *op_check_run(const op_check_case *test_case, op_check_run_options 
         if (!state->tensors[i].value.data && state->tensors[i].value.numel > 0)
             return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s [%s]: setup could not allocate %s", test_case->op, test_case->name,
                                 state->tensors[i].name);
+    if (state->device.type != PARITY_DEVICE_CPU)
+        PARITY_TRY_CONTEXT(mirror_to_device(state), "%s [%s]", test_case->op, test_case->name);
     PARITY_TRY(run_forward(test_case, state));
     PARITY_TRY(run_backward(test_case, state));
     return NULL;

@@ -7,6 +7,11 @@
 //   - one backend against another on identical inputs and cotangents (relative L2 error);
 //   - bitwise determinism (two runs, same bytes);
 //   - outputs and gradients poisoned with NaN before every call, so an unwritten element fails.
+// A run on a GPU (options.device = cuda:N) builds the inputs on the CPU exactly as a CPU run does,
+// then mirrors every tensor of the state (values, gradients, cotangents, indices) to the device:
+// during forward/backward op_check_value and op_check_gradient return the device tensors, and the
+// outputs and gradients are copied back to the host slots afterwards, so every row runs unchanged
+// on the GPU and the checks below compare host tensors.
 // Inputs are drawn from named Philox streams (case name + tensor name) in f64 and rounded once to
 // the run's dtype, or to a coarser "input precision" so an f64 run can see exactly the bf16 inputs.
 #ifndef PARITY_OP_CHECK_H
@@ -24,17 +29,19 @@
 
 typedef struct op_check_tensor {
     char name[40];
-    parity_tensor value;     // inputs: the data; outputs: written by forward
+    parity_tensor value;     // inputs: the data; outputs: written by forward (host; copied back from the device)
     parity_tensor gradient;  // inputs: d(loss)/d(input) written by backward; outputs: the cotangent
     bool is_output;
     bool differentiable;     // inputs: checked by finite differences; outputs: carries a cotangent
+    parity_tensor device_value, device_gradient; // the mirrors a GPU run hands to the backend
 } op_check_tensor;
 
 typedef struct op_check_state {
     const char *case_name;
     parity_dtype dtype;          // the run's float dtype
     parity_dtype input_precision; // inputs are rounded to this before storing (== dtype normally)
-    parity_device device;
+    parity_device device;        // where the backend runs (cpu, or cuda:N with mirrored tensors)
+    bool mirrored;               // set after setup on a GPU run: accessors return the device tensors
     uint64_t seed;
     const parity_backend *backend;
     op_check_tensor tensors[OP_CHECK_MAX_TENSORS];
@@ -78,6 +85,7 @@ parity_tensor *op_check_output_typed(op_check_state *state, const char *name, bo
 parity_tensor *op_check_output_compute(op_check_state *state, const char *name, bool differentiable, int ndim,
                                        const int64_t *shape);
 // Lookup by name (NULL when absent). The gradient accessor returns NULL for non-differentiable inputs.
+// In setup they return the host tensors; in forward/backward of a GPU run, the device mirrors.
 parity_tensor *op_check_value(op_check_state *state, const char *name);
 parity_tensor *op_check_gradient(op_check_state *state, const char *name);
 // The backend's kernel table, typed by the caller: const parity_rms_norm_kernels *k = op_check_kernels(state);
@@ -89,6 +97,7 @@ typedef struct op_check_run_options {
     parity_dtype dtype;           // default f64 (0)
     parity_dtype input_precision; // default = dtype
     uint64_t seed;                // default 1234
+    parity_device device;         // default cpu; cuda:N runs the backend registered on cuda on mirrored tensors
 } op_check_run_options;
 
 // setup + forward + backward; the state owns everything until op_check_release.

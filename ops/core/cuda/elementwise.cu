@@ -1,0 +1,126 @@
+// elementwise.cu: the device-side tensor helpers of elementwise.h (add into, dtype conversion,
+// fill), one thread per element over a grid-stride loop.
+#include "ops/core/cuda/kernel_math.cuh"
+
+extern "C" {
+#include "ops/core/cuda/elementwise.h"
+}
+
+namespace {
+
+// Loads element i of any dtype as f64 (exact for every dtype parity stores, int64 up to 2^53).
+__device__ double load_any(const void *data, parity_dtype dtype, int64_t i) {
+    switch (dtype) {
+    case PARITY_F64: return ((const double *)data)[i];
+    case PARITY_F32: return ((const float *)data)[i];
+    case PARITY_BF16: return parity_bf16_to_f64(((const uint16_t *)data)[i]);
+    case PARITY_F16: return parity_f16_to_f64(((const uint16_t *)data)[i]);
+    case PARITY_I64: return (double)((const int64_t *)data)[i];
+    case PARITY_I32: return ((const int32_t *)data)[i];
+    case PARITY_U8: return ((const uint8_t *)data)[i];
+    default: return NAN;
+    }
+}
+
+// Stores an f64 value into a float dtype with one rounding.
+__device__ void store_float(void *data, parity_dtype dtype, int64_t i, double value) {
+    switch (dtype) {
+    case PARITY_F64: ((double *)data)[i] = value; break;
+    case PARITY_F32: ((float *)data)[i] = __double2float_rn(value); break;
+    case PARITY_BF16: ((uint16_t *)data)[i] = parity_f64_to_bf16(value); break;
+    case PARITY_F16: ((uint16_t *)data)[i] = parity_f64_to_f16(value); break;
+    default: break;
+    }
+}
+
+__global__ void add_into_kernel(void *destination, const void *source, parity_dtype dtype, int64_t count) {
+    PARITY_CUDA_FOR_EACH(i, count) store_float(destination, dtype, i, load_any(destination, dtype, i) + load_any(source, dtype, i));
+}
+
+// int64/int32 -> int64/int32 exactly (values outside int32 wrap, as a C cast).
+__global__ void convert_integer_kernel(void *destination, parity_dtype to, const void *source, parity_dtype from,
+                                       int64_t count) {
+    PARITY_CUDA_FOR_EACH(i, count) {
+        int64_t value = from == PARITY_I64 ? ((const int64_t *)source)[i] : from == PARITY_I32 ? ((const int32_t *)source)[i]
+                                                                                             : ((const uint8_t *)source)[i];
+        if (to == PARITY_I64) ((int64_t *)destination)[i] = value;
+        else if (to == PARITY_I32) ((int32_t *)destination)[i] = (int32_t)value;
+        else ((uint8_t *)destination)[i] = (uint8_t)value;
+    }
+}
+
+__global__ void convert_to_float_kernel(void *destination, parity_dtype to, const void *source, parity_dtype from,
+                                        int64_t count) {
+    PARITY_CUDA_FOR_EACH(i, count) store_float(destination, to, i, load_any(source, from, i));
+}
+
+__global__ void fill_kernel(void *data, parity_dtype dtype, double value, int64_t count) {
+    PARITY_CUDA_FOR_EACH(i, count) store_float(data, dtype, i, value);
+}
+
+parity_error *check_cuda_tensor(const char *what, const char *name, const parity_tensor *tensor) {
+    char description[200];
+    if (tensor->device.type != PARITY_DEVICE_CUDA)
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: %s %s is not a CUDA tensor", what, name,
+                            parity_tensor_describe(tensor, description, sizeof description));
+    if (!parity_tensor_is_contiguous(tensor))
+        return PARITY_ERROR(PARITY_ERROR_SHAPE, "%s: %s %s is not contiguous", what, name,
+                            parity_tensor_describe(tensor, description, sizeof description));
+    return NULL;
+}
+
+parity_error *check_pair(const char *what, const parity_tensor *destination, const parity_tensor *source) {
+    PARITY_TRY(check_cuda_tensor(what, "destination", destination));
+    PARITY_TRY(check_cuda_tensor(what, "source", source));
+    char a[200], b[200];
+    if (destination->device.index != source->device.index || !parity_tensor_same_shape(destination, source))
+        return PARITY_ERROR(PARITY_ERROR_SHAPE, "%s: %s and %s must have one shape on one device", what,
+                            parity_tensor_describe(source, a, sizeof a), parity_tensor_describe(destination, b, sizeof b));
+    return NULL;
+}
+
+} // namespace
+
+extern "C" parity_error *parity_cuda_add_into(parity_tensor *destination, const parity_tensor *source) {
+    PARITY_TRY(check_pair("cuda add_into", destination, source));
+    char a[200];
+    if (destination->dtype != source->dtype || !parity_dtype_is_float(destination->dtype))
+        return PARITY_ERROR(PARITY_ERROR_SHAPE, "cuda add_into: %s into %s: needs one float dtype",
+                            parity_dtype_name(source->dtype), parity_tensor_describe(destination, a, sizeof a));
+    if (destination->numel == 0) return NULL;
+    PARITY_CUDA_TRY(cudaSetDevice(destination->device.index));
+    add_into_kernel<<<parity_cuda::grid_for(destination->numel), 256>>>(destination->data, source->data,
+                                                                          destination->dtype, destination->numel);
+    PARITY_CUDA_TRY_LAUNCH("add_into_kernel");
+    return NULL;
+}
+
+extern "C" parity_error *parity_cuda_convert(parity_tensor *destination, const parity_tensor *source) {
+    PARITY_TRY(check_pair("cuda convert", destination, source));
+    bool to_float = parity_dtype_is_float(destination->dtype), from_float = parity_dtype_is_float(source->dtype);
+    if (from_float && !to_float)
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "cuda convert: %s to %s would truncate", parity_dtype_name(source->dtype),
+                            parity_dtype_name(destination->dtype));
+    if (destination->numel == 0) return NULL;
+    PARITY_CUDA_TRY(cudaSetDevice(destination->device.index));
+    unsigned grid = parity_cuda::grid_for(destination->numel);
+    if (to_float)
+        convert_to_float_kernel<<<grid, 256>>>(destination->data, destination->dtype, source->data, source->dtype,
+                                               destination->numel);
+    else
+        convert_integer_kernel<<<grid, 256>>>(destination->data, destination->dtype, source->data, source->dtype,
+                                              destination->numel);
+    PARITY_CUDA_TRY_LAUNCH("convert kernel");
+    return NULL;
+}
+
+extern "C" parity_error *parity_cuda_fill(parity_tensor *tensor, double value) {
+    PARITY_TRY(check_cuda_tensor("cuda fill", "tensor", tensor));
+    if (!parity_dtype_is_float(tensor->dtype))
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "cuda fill: %s tensor (float dtypes only)", parity_dtype_name(tensor->dtype));
+    if (tensor->numel == 0) return NULL;
+    PARITY_CUDA_TRY(cudaSetDevice(tensor->device.index));
+    fill_kernel<<<parity_cuda::grid_for(tensor->numel), 256>>>(tensor->data, tensor->dtype, value, tensor->numel);
+    PARITY_CUDA_TRY_LAUNCH("fill_kernel");
+    return NULL;
+}

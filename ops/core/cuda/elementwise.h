@@ -1,0 +1,28 @@
+// elementwise.h: device-side tensor helpers behind tensor.c for CUDA tensors (gradient accumulation,
+// dtype conversion, fills), so such work never stages through the host. Implemented in
+// ops/core/cuda/elementwise.cu; in a build without CUDA, ops/core/cuda_stub.c answers each call with
+// "parity was built without CUDA". Tensors must be contiguous and on one CUDA device. Each call is
+// queued on the default stream, so later copies and kernels see its result.
+#ifndef PARITY_CUDA_ELEMENTWISE_H
+#define PARITY_CUDA_ELEMENTWISE_H
+
+#include "ops/core/error.h"
+#include "ops/core/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// destination += source (same dtype and shape), each sum computed exactly in f64 and rounded once to
+// the dtype: bitwise the same as parity_tensor_add_into on the CPU.
+parity_error *parity_cuda_add_into(parity_tensor *destination, const parity_tensor *source);
+// destination = source converted to destination's dtype (same shape): float <- float or int with one
+// round-to-nearest-even, int64 <-> int32.
+parity_error *parity_cuda_convert(parity_tensor *destination, const parity_tensor *source);
+// Every element of a float tensor set to `value` rounded once to its dtype (NaN allowed).
+parity_error *parity_cuda_fill(parity_tensor *tensor, double value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

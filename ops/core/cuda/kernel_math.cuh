@@ -1,0 +1,119 @@
+// kernel_math.cuh: what every parity CUDA kernel shares. For .cu files only.
+//   - scalar<D>: storage and compute types of a float dtype, with exact conversions (bf16 is stored as
+//     uint16_t bits; its arithmetic runs in f32, as PyTorch's bf16 kernels do; f64 runs stay f64).
+//   - dispatch_float: one templated launch instantiated for f64, f32 and bf16.
+//   - grid sizes, deterministic block reductions (fixed tree order, so runs are bitwise repeatable).
+//   - exp/log/... of a compute value through f64 and one rounding, so f32 results match the CPU
+//     eager's f64-then-round emulation instead of carrying the fast f32 functions' ulp errors.
+#ifndef PARITY_CUDA_KERNEL_MATH_CUH
+#define PARITY_CUDA_KERNEL_MATH_CUH
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "ops/core/cuda/cuda_check.h"
+
+extern "C" {
+#include "ops/core/dtype.h"
+}
+
+namespace parity_cuda {
+
+template <parity_dtype D> struct scalar;
+
+template <> struct scalar<PARITY_F64> {
+    using storage = double;
+    using compute = double;
+    __device__ __forceinline__ static compute load(storage value) { return value; }
+    __device__ __forceinline__ static storage store(compute value) { return value; }
+    __device__ __forceinline__ static storage from_f64(double value) { return value; }
+};
+
+template <> struct scalar<PARITY_F32> {
+    using storage = float;
+    using compute = float;
+    __device__ __forceinline__ static compute load(storage value) { return value; }
+    __device__ __forceinline__ static storage store(compute value) { return value; }
+    __device__ __forceinline__ static storage from_f64(double value) { return __double2float_rn(value); }
+};
+
+template <> struct scalar<PARITY_BF16> {
+    using storage = uint16_t;
+    using compute = float;
+    __device__ __forceinline__ static compute load(storage value) { return parity_bf16_to_f32(value); }
+    __device__ __forceinline__ static storage store(compute value) { return parity_f32_to_bf16(value); }
+    __device__ __forceinline__ static storage from_f64(double value) { return parity_f64_to_bf16(value); }
+};
+
+// Rounds a compute value to what the storage dtype holds, staying in the compute type.
+template <parity_dtype D> __device__ __forceinline__ typename scalar<D>::compute round_storage(typename scalar<D>::compute v) {
+    return scalar<D>::load(scalar<D>::store(v));
+}
+
+template <parity_dtype D> struct dtype_tag {
+    static constexpr parity_dtype value = D;
+};
+
+// Calls fn(dtype_tag<D>{}) for the float dtype D == dtype; USAGE error naming `what` otherwise.
+template <typename Fn> parity_error *dispatch_float(parity_dtype dtype, const char *what, Fn &&fn) {
+    switch (dtype) {
+    case PARITY_F64: return fn(dtype_tag<PARITY_F64>{});
+    case PARITY_F32: return fn(dtype_tag<PARITY_F32>{});
+    case PARITY_BF16: return fn(dtype_tag<PARITY_BF16>{});
+    default:
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: dtype %s is not supported on cuda (fp64, fp32, bf16)", what,
+                            parity_dtype_name(dtype));
+    }
+}
+
+// A 1-d grid of `threads`-wide blocks covering `count` elements (capped; kernels grid-stride).
+inline unsigned grid_for(int64_t count, int threads = 256) {
+    int64_t blocks = (count + threads - 1) / threads;
+    if (blocks < 1) blocks = 1;
+    if (blocks > 65535 * 16) blocks = 65535 * 16;
+    return (unsigned)blocks;
+}
+
+// Grid-stride loop over [0, count).
+#define PARITY_CUDA_FOR_EACH(index, count)                                                          \
+    for (int64_t index = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; index < (count);            \
+         index += (int64_t)gridDim.x * blockDim.x)
+
+// Sum over the block in a fixed order; every thread gets the result. `scratch` holds 32 values;
+// blockDim.x is a multiple of 32, at most 1024.
+template <typename T> __device__ T block_sum(T value, T *scratch) {
+    for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xffffffffu, value, offset);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    __syncthreads(); // scratch may still be read by a previous call
+    if (lane == 0) scratch[warp] = value;
+    __syncthreads();
+    T total = lane < warps ? scratch[lane] : T(0);
+    for (int offset = 16; offset > 0; offset >>= 1) total += __shfl_xor_sync(0xffffffffu, total, offset);
+    return total;
+}
+
+template <typename T> __device__ T block_max(T value, T *scratch) {
+    for (int offset = 16; offset > 0; offset >>= 1) value = fmax(value, __shfl_xor_sync(0xffffffffu, value, offset));
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    __syncthreads();
+    if (lane == 0) scratch[warp] = value;
+    __syncthreads();
+    T total = lane < warps ? scratch[lane] : T(-INFINITY);
+    for (int offset = 16; offset > 0; offset >>= 1) total = fmax(total, __shfl_xor_sync(0xffffffffu, total, offset));
+    return total;
+}
+
+// Transcendentals of a compute value: f64 evaluation, one rounding to the compute type.
+__device__ __forceinline__ double precise_exp(double x) { return exp(x); }
+__device__ __forceinline__ float precise_exp(float x) { return __double2float_rn(exp((double)x)); }
+__device__ __forceinline__ double precise_log(double x) { return log(x); }
+__device__ __forceinline__ float precise_log(float x) { return __double2float_rn(log((double)x)); }
+__device__ __forceinline__ double precise_cos(double x) { return cos(x); }
+__device__ __forceinline__ float precise_cos(float x) { return __double2float_rn(cos((double)x)); }
+__device__ __forceinline__ double precise_sin(double x) { return sin(x); }
+__device__ __forceinline__ float precise_sin(float x) { return __double2float_rn(sin((double)x)); }
+
+} // namespace parity_cuda
+
+#endif
