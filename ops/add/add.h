@@ -34,6 +34,8 @@ parity_error *parity_add_check(const parity_add_args *args);
 parity_error *parity_add_check_grads(const parity_add_args *args, const parity_add_grads *grads);
 
 parity_error *parity_add_register_cpu(void);
+// The CUDA eager backend (ops/add/eager.cu); CUDA builds only.
+parity_error *parity_add_register_cuda(void);
 
 #ifdef __cplusplus
 }

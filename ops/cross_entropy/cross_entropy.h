@@ -66,6 +66,8 @@ parity_error *parity_cross_entropy_load_targets(const parity_cross_entropy_args 
 
 // Registers the CPU backends "eager" and "chunk_loss".
 parity_error *parity_cross_entropy_register_cpu(void);
+// The CUDA eager backend (ops/cross_entropy/eager.cu); CUDA builds only.
+parity_error *parity_cross_entropy_register_cuda(void);
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,8 @@ parity_error *parity_sigmoid_gate_check_grads(const parity_sigmoid_gate_args *ar
                                               const parity_sigmoid_gate_grads *grads);
 
 parity_error *parity_sigmoid_gate_register_cpu(void);
+// The CUDA eager backend (ops/sigmoid_gate/eager.cu); CUDA builds only.
+parity_error *parity_sigmoid_gate_register_cuda(void);
 
 #ifdef __cplusplus
 }

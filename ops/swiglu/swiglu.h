@@ -33,6 +33,8 @@ parity_error *parity_swiglu_check(const parity_swiglu_args *args);
 parity_error *parity_swiglu_check_grads(const parity_swiglu_args *args, const parity_swiglu_grads *grads);
 
 parity_error *parity_swiglu_register_cpu(void);
+// The CUDA eager backend (ops/swiglu/eager.cu); CUDA builds only.
+parity_error *parity_swiglu_register_cuda(void);
 
 #ifdef __cplusplus
 }

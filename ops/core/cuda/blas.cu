@@ -107,6 +107,17 @@ extern "C" parity_error *parity_cuda_gemm(int device_index, const parity_cuda_ge
     lda = lda > 0 ? lda : 1;
     ldb = ldb > 0 ? ldb : 1;
     if (d.m == 0 || d.n == 0) return NULL;
+    if (d.k == 0) { // an empty sum: C = beta C, done here rather than trusting every cuBLAS path with K = 0
+        if (d.beta == 1.0) return NULL;
+        if (d.beta != 0.0)
+            return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "cuda gemm: K = 0 with beta %g (only 0 or 1)", d.beta);
+        size_t element = parity_dtype_size(d.dtype);
+        PARITY_CUDA_TRY(cudaSetDevice(device_index));
+        for (int64_t i = 0; i < d.batch; i++)
+            PARITY_CUDA_TRY(cudaMemset2DAsync((char *)d.c + i * d.stride_c * element, ldc * element, 0, d.n * element,
+                                              d.m, (cudaStream_t)d.stream));
+        return NULL;
+    }
 
     device_handle &entry = handles[device_index];
     std::lock_guard<std::mutex> guard(entry.lock);

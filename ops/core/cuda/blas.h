@@ -44,8 +44,9 @@ parity_cuda_gemm_desc parity_cuda_gemm_packed(parity_dtype dtype, int64_t batch,
                                               void *c);
 
 // Runs the product on `device_index`. Returns once the work is queued (asynchronous, like a kernel).
-// SHAPE error for negative sizes, sizes beyond cuBLAS's int range, or leading dimensions shorter than
-// a row; USAGE error for another dtype; DEVICE error (with cuBLAS's status string) when cuBLAS fails.
+// K = 0 gives C = beta C (beta 0 or 1). SHAPE error for negative sizes, sizes beyond cuBLAS's int
+// range, or leading dimensions shorter than a row; USAGE error for another dtype; DEVICE error (with
+// cuBLAS's status string) when cuBLAS fails.
 parity_error *parity_cuda_gemm(int device_index, const parity_cuda_gemm_desc *desc);
 
 #ifdef __cplusplus

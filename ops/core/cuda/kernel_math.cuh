@@ -9,14 +9,20 @@
 #define PARITY_CUDA_KERNEL_MATH_CUH
 
 #include <cuda_runtime.h>
+#include <initializer_list>
 #include <math.h>
 #include <stdint.h>
 
 #include "ops/core/cuda/cuda_check.h"
 
 extern "C" {
+#include "ops/core/device.h"
 #include "ops/core/dtype.h"
 }
+
+// PARITY_SHAPE for C++: expands to `ndim, shape` (the array lives until the end of the full expression).
+#define PARITY_CUDA_SHAPE(...)                                                                      \
+    (int)std::initializer_list<int64_t>{__VA_ARGS__}.size(), std::initializer_list<int64_t>{__VA_ARGS__}.begin()
 
 namespace parity_cuda {
 
@@ -51,6 +57,17 @@ template <parity_dtype D> __device__ __forceinline__ typename scalar<D>::compute
     return scalar<D>::load(scalar<D>::store(v));
 }
 
+// The CPU eager's parity_round_compute: an f64 result rounded once to the compute type.
+template <parity_dtype D> __device__ __forceinline__ typename scalar<D>::compute to_compute(double v) {
+    return (typename scalar<D>::compute)v;
+}
+
+// A value as a tensor of the dtype holds it after an operation computed in f64: rounded to the
+// compute type, then to storage (the CPU eager's stored(): f64 -> f32 -> bf16, two roundings).
+template <parity_dtype D> __device__ __forceinline__ typename scalar<D>::compute stored_f64(double v) {
+    return round_storage<D>(to_compute<D>(v));
+}
+
 template <parity_dtype D> struct dtype_tag {
     static constexpr parity_dtype value = D;
 };
@@ -65,6 +82,12 @@ template <typename Fn> parity_error *dispatch_float(parity_dtype dtype, const ch
         return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: dtype %s is not supported on cuda (fp64, fp32, bf16)", what,
                             parity_dtype_name(dtype));
     }
+}
+
+// Makes `device` current for the launches that follow.
+inline parity_error *use_device(parity_device device) {
+    PARITY_CUDA_TRY(cudaSetDevice(device.index));
+    return NULL;
 }
 
 // A 1-d grid of `threads`-wide blocks covering `count` elements (capped; kernels grid-stride).
@@ -103,6 +126,11 @@ template <typename T> __device__ T block_max(T value, T *scratch) {
     for (int offset = 16; offset > 0; offset >>= 1) total = fmax(total, __shfl_xor_sync(0xffffffffu, total, offset));
     return total;
 }
+
+// A product rounded on its own, never contracted into an fma with a following add (the CPU eager
+// rounds every product before the sum that uses it).
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
 
 // Transcendentals of a compute value: f64 evaluation, one rounding to the compute type.
 __device__ __forceinline__ double precise_exp(double x) { return exp(x); }
