@@ -10,6 +10,9 @@
 // and dkey, dvalue sum the per-head results (each rounded to the storage dtype) over the group in
 // f32, as repeat_kv's backward does. Documents run one after the other; the saved probabilities
 // take Hq * sum(L^2) compute values, the scratch Hq * L^2 storage values of the longest document.
+#include <stdlib.h>
+#include <string.h>
+
 #include "ops/core/cuda/blas.h"
 #include "ops/core/cuda/eager_support.cuh"
 
@@ -154,6 +157,7 @@ parity_error *gemm_over_heads(int device_index, parity_dtype dtype, const parity
 }
 
 // Validation shared by forward and backward: sizes, devices, strictly increasing boundaries (read to the host).
+// S = 0 documents (N = 0) is a valid, empty call, as on the CPU.
 parity_error *prepare_call(const parity_attention_args *args, parity_attention_dims *dims, scoped_documents *documents) {
     PARITY_TRY(parity_attention_check(args, dims));
     parity_device device = args->query->device;
@@ -162,8 +166,14 @@ parity_error *prepare_call(const parity_attention_args *args, parity_attention_d
     PARITY_TRY(check_on_device("attention", "key", args->key, device));
     PARITY_TRY(check_on_device("attention", "value", args->value, device));
     PARITY_TRY(check_on_device("attention", "output", args->output, device));
-    PARITY_TRY(parity_cu_seqlens_load("attention", args->cu_seqlens, dims->tokens, &documents->documents));
-    PARITY_TRY(parity_attention_check_boundaries(documents->documents.offsets, documents->documents.count + 1, dims->tokens));
+    // the boundaries on the host (cu_seqlens may live on either side), checked as the CPU backends check them
+    scoped_tensor host;
+    PARITY_TRY(parity_tensor_to(&host.tensor, args->cu_seqlens, PARITY_CPU, PARITY_I64));
+    PARITY_TRY(parity_attention_check_boundaries(host.data<int64_t>(), host.tensor.numel, dims->tokens));
+    documents->documents.offsets = static_cast<int64_t *>(malloc((size_t)host.tensor.numel * sizeof(int64_t)));
+    if (!documents->documents.offsets) return PARITY_ERROR(PARITY_ERROR_MEMORY, "attention: cu_seqlens of %lld entries", (long long)host.tensor.numel);
+    memcpy(documents->documents.offsets, host.tensor.data, (size_t)host.tensor.numel * sizeof(int64_t));
+    documents->documents.count = host.tensor.numel - 1;
     PARITY_CUDA_TRY(cudaSetDevice(device.index));
     return NULL;
 }
