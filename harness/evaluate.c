@@ -115,6 +115,11 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         batch = &loaded;
     }
     if (!error && !batch) error = PARITY_ERROR(PARITY_ERROR_USAGE, "evaluation needs a batch");
+    parity_batch on_device = {0}; // a run off the CPU reads its batch on that device
+    if (!error && options->device.type != PARITY_DEVICE_CPU) {
+        error = parity_batch_to_device(batch, options->device, &on_device);
+        batch = &on_device;
+    }
     parity_model *model = NULL;
     if (!error) error = parity_model_create(model_config, &parameters, options->device, options->dtype, &selection, &model);
     if (!error) {
@@ -137,5 +142,6 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
     parity_model_free(model);
     parity_parameters_release(&parameters);
     parity_batch_release(&loaded);
+    parity_batch_release(&on_device);
     return error;
 }

@@ -14,6 +14,28 @@ void parity_batch_release(parity_batch *batch) {
     memset(batch, 0, sizeof *batch);
 }
 
+parity_error *parity_batch_to_device(const parity_batch *batch, parity_device device, parity_batch *out) {
+    memset(out, 0, sizeof *out);
+    const parity_tensor *sources[] = {&batch->input_ids, &batch->positions, &batch->targets, &batch->cu_seqlens};
+    parity_tensor *targets[] = {&out->input_ids, &out->positions, &out->targets, &out->cu_seqlens};
+    const char *names[] = {"input_ids", "positions", "targets", "cu_seqlens"};
+    for (int i = 0; i < 4; i++) {
+        parity_error *error = parity_tensor_to(targets[i], sources[i], device, PARITY_I64);
+        if (error) {
+            char where[32];
+            parity_batch_release(out);
+            return parity_error_wrap(error, __FILE__, __LINE__, "copying the batch's %s to %s", names[i],
+                                     parity_device_format(device, where, sizeof where));
+        }
+    }
+    out->rows = batch->rows;
+    out->row_length = batch->row_length;
+    out->token_count = batch->token_count;
+    out->document_count = batch->document_count;
+    out->valid_target_count = batch->valid_target_count;
+    return NULL;
+}
+
 parity_error *parity_batch_from_arrays(const int64_t *input_ids, const int64_t *labels, const int64_t *positions, int64_t rows,
                                        int64_t row_length, int64_t vocab_size, const char *source, parity_batch *out) {
     memset(out, 0, sizeof *out);

@@ -3,6 +3,8 @@
 // documents; a packed row whose position_ids restart at 0 holds one document per restart, and
 // attention, RoPE and every sequence-wise op stay inside each document.
 // Batch files are safetensors with int64 input_ids and labels [B, T] and optional position_ids.
+// A batch is read on the host; parity_batch_to_device copies its tensors to the run's device (the
+// counts stay host integers, and ops that need index values on the host copy them back themselves).
 #ifndef PARITY_BATCH_H
 #define PARITY_BATCH_H
 
@@ -28,6 +30,9 @@ parity_error *parity_batch_read(const char *path, int64_t vocab_size, parity_bat
 // Builds a batch from host arrays (ids, labels [rows * row_length]; positions may be NULL).
 parity_error *parity_batch_from_arrays(const int64_t *input_ids, const int64_t *labels, const int64_t *positions, int64_t rows,
                                        int64_t row_length, int64_t vocab_size, const char *source, parity_batch *out);
+// `out` = `batch` with input_ids, positions, targets and cu_seqlens copied to `device` (contiguous int64
+// tensors there); the counts are copied as they are. On error `out` holds nothing.
+parity_error *parity_batch_to_device(const parity_batch *batch, parity_device device, parity_batch *out);
 void parity_batch_release(parity_batch *batch);
 
 #endif

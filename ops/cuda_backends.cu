@@ -1,16 +1,23 @@
 // cuda_backends.cu: registers every CUDA backend family of this build. Adding a family = one row.
 extern "C" {
 #include "ops/add/add.h"
+#include "ops/attention/attention.h"
 #include "ops/broadcast_heads/broadcast_heads.h"
+#include "ops/causal_conv1d/causal_conv1d.h"
 #include "ops/concat/concat.h"
 #include "ops/cross_entropy/cross_entropy.h"
 #include "ops/cuda_backends.h"
 #include "ops/cross_entropy/fused_linear_cuda.h"
 #include "ops/embedding/embedding.h"
+#include "ops/gated_delta_rule/gated_delta_rule.h"
+#include "ops/gdn_gating/gdn_gating.h"
 #include "ops/l2_norm/l2_norm.h"
 #include "ops/linear/linear.h"
 #include "ops/load_balancing_loss/load_balancing_loss_cuda.h"
+#include "ops/load_balancing_loss/load_balancing_loss.h"
 #include "ops/matmul/matmul.h"
+#include "ops/moe_experts/moe_experts.h"
+#include "ops/moe_router/moe_router.h"
 #include "ops/rms_norm/rms_norm.h"
 #include "ops/rms_norm/rms_norm_cuda.h"
 #include "ops/rms_norm_gated/rms_norm_gated.h"
@@ -52,6 +59,13 @@ static const struct {
     {"load_balancing_loss triton", parity_load_balancing_loss_register_cuda_triton},
     {"cross_entropy liger_kernel", parity_cross_entropy_register_cuda_liger_kernel},
     {"cross_entropy chunk_loss", parity_cross_entropy_register_cuda_chunk_loss},
+    {"attention eager", parity_attention_register_cuda},
+    {"moe_router eager", parity_moe_router_register_cuda},
+    {"moe_experts eager", parity_moe_experts_register_cuda},
+    {"load_balancing_loss eager", parity_load_balancing_loss_register_cuda},
+    {"causal_conv1d eager", parity_causal_conv1d_register_cuda},
+    {"gdn_gating eager", parity_gdn_gating_register_cuda},
+    {"gated_delta_rule eager", parity_gated_delta_rule_register_cuda},
 };
 
 extern "C" parity_error *parity_register_cuda_backends(void) {

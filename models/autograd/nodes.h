@@ -100,8 +100,8 @@ parity_error *parity_node_gdn_gating(parity_tape *tape, const parity_backend *ba
                                      parity_variable *b, parity_variable *A_log, parity_variable *dt_bias, parity_variable **g,
                                      parity_variable **beta);
 
-// ---- Tape-level glue (no registry op, plain arithmetic on the host or through parity_tensor_to) ----
-// CPU tensors only for now: a non-CPU tape or variable is an UNAVAILABLE "not built yet" error.
+// ---- Tape-level glue (no registry op: conversions, copies and scalar arithmetic) ----
+// On any device; the variables must live on the tape's device (a USAGE error names the mismatch).
 
 // dtype conversion with exact rounding; backward converts the gradient back (rounded to input's dtype).
 parity_error *parity_node_cast(parity_tape *tape, const char *name, parity_variable *input, parity_dtype dtype,

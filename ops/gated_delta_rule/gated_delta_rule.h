@@ -72,6 +72,8 @@ parity_error *parity_gated_delta_rule_check_grads(const parity_gated_delta_rule_
 
 // Registers the CPU backends: "eager" (recurrent) and "fla" (chunked).
 parity_error *parity_gated_delta_rule_register_cpu(void);
+// Registers "eager" on CUDA (eager.cu; CUDA builds only).
+parity_error *parity_gated_delta_rule_register_cuda(void);
 
 #ifdef __cplusplus
 }

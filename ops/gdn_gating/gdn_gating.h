@@ -46,6 +46,8 @@ parity_error *parity_gdn_gating_check(const parity_gdn_gating_args *args, int64_
 parity_error *parity_gdn_gating_check_grads(const parity_gdn_gating_args *args, const parity_gdn_gating_grads *grads);
 
 parity_error *parity_gdn_gating_register_cpu(void);
+// Registers "eager" on CUDA (eager.cu; CUDA builds only).
+parity_error *parity_gdn_gating_register_cuda(void);
 
 #ifdef __cplusplus
 }

@@ -54,6 +54,8 @@ parity_error *parity_load_balancing_loss_check_grads(const parity_load_balancing
 parity_dtype parity_load_balancing_loss_dtype(parity_dtype logits_dtype);
 
 parity_error *parity_load_balancing_loss_register_cpu(void);
+// Registers "eager" on CUDA (eager.cu; CUDA builds only).
+parity_error *parity_load_balancing_loss_register_cuda(void);
 
 #ifdef __cplusplus
 }

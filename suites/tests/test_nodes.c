@@ -492,15 +492,17 @@ Test(nodes, forward_errors_name_the_node) {
     cr_expect_eq(tape.node_count, 0, "a failed forward recorded %zu nodes", tape.node_count);
     parity_tape_release(&tape);
 
-    // the host glue refuses tensors off the CPU instead of pretending
+    // the glue runs on any device but refuses a variable that is not on the tape's device
     parity_tape gpu_tape;
     parity_tape_init(&gpu_tape, PARITY_CUDA(0), PARITY_F32, true);
     parity_variable *borrowed;
     check(parity_tape_borrow(&gpu_tape, "x", &x, true, &borrowed), "borrow");
-    expect_error(parity_node_cast(&gpu_tape, "model.cast", borrowed, PARITY_F32, &out), PARITY_ERROR_UNAVAILABLE,
-                 "model.cast", "not built yet");
-    expect_error(parity_node_stack_rows(&gpu_tape, "model.router_logits", &borrowed, 1, &out), PARITY_ERROR_UNAVAILABLE,
-                 "model.router_logits", "not built yet");
+    expect_error(parity_node_cast(&gpu_tape, "model.cast", borrowed, PARITY_F32, &out), PARITY_ERROR_USAGE, "model.cast",
+                 "the input is on cpu, the tape on cuda:0");
+    expect_error(parity_node_stack_rows(&gpu_tape, "model.router_logits", &borrowed, 1, &out), PARITY_ERROR_USAGE,
+                 "model.router_logits", "on cpu, expected a contiguous tensor on the tape's device cuda:0");
+    expect_error(parity_node_weighted_sum(&gpu_tape, "model.loss", borrowed, 1.0, borrowed, 1.0, &out), PARITY_ERROR_USAGE,
+                 "model.loss", "expected both on the tape's device cuda:0");
     parity_tape_release(&gpu_tape);
     parity_tensor_release(&x);
     parity_tensor_release(&w);

@@ -1,6 +1,6 @@
 // node_cast.c: dtype conversion on the tape (tape-level glue, no registry op). Forward converts with
-// exact round-to-nearest-even (parity_tensor_to); backward converts the gradient back to the input's
-// dtype (rounded once) and accumulates it. CPU tensors only for now.
+// exact round-to-nearest-even (parity_tensor_to, on the input's device: a CUDA tensor converts on the
+// GPU); backward converts the gradient back to the input's dtype (rounded once) and accumulates it.
 #include <stdlib.h>
 
 #include "models/autograd/nodes.h"
@@ -13,7 +13,7 @@ static parity_error *cast_backward(parity_tape *tape, parity_node *node) {
     cast_record *record = node->data;
     if (!record->output->has_gradient || !record->input->requires_gradient) return NULL;
     parity_tensor converted;
-    PARITY_TRY(parity_tensor_to(&converted, &record->output->gradient, PARITY_CPU, record->input->value.dtype));
+    PARITY_TRY(parity_tensor_to(&converted, &record->output->gradient, record->input->value.device, record->input->value.dtype));
     parity_error *error = parity_variable_accumulate(record->input, &converted);
     parity_tensor_release(&converted);
     return error;
@@ -21,23 +21,21 @@ static parity_error *cast_backward(parity_tape *tape, parity_node *node) {
 
 parity_error *parity_node_cast(parity_tape *tape, const char *name, parity_variable *input, parity_dtype dtype,
                                parity_variable **out) {
-    if (tape->device.type != PARITY_DEVICE_CPU || input->value.device.type != PARITY_DEVICE_CPU)
-        return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s: cast (host): not built yet for %s tensors", name,
-                            parity_device_type_name(input->value.device.type != PARITY_DEVICE_CPU ? input->value.device.type
-                                                                                                   : tape->device.type));
+    char where[32], tape_device[32];
+    PARITY_CHECK(parity_device_equal(input->value.device, tape->device), PARITY_ERROR_USAGE,
+                 "%s: cast: the input is on %s, the tape on %s", name,
+                 parity_device_format(input->value.device, where, sizeof where),
+                 parity_device_format(tape->device, tape_device, sizeof tape_device));
     PARITY_CHECK(parity_dtype_is_float(input->value.dtype) && parity_dtype_is_float(dtype), PARITY_ERROR_SHAPE,
-                 "%s: cast (host): from %s to %s, expected float dtypes", name, parity_dtype_name(input->value.dtype),
+                 "%s: cast: from %s to %s, expected float dtypes", name, parity_dtype_name(input->value.dtype),
                  parity_dtype_name(dtype));
     parity_tensor converted;
-    PARITY_TRY_CONTEXT(parity_tensor_to(&converted, &input->value, PARITY_CPU, dtype), "%s: cast (host)", name);
-    parity_error *error = parity_tape_borrow(tape, name, &converted, input->requires_gradient, out);
-    if (error) {
-        parity_tensor_release(&converted);
-        return error;
-    }
-    (*out)->value = converted; // the tape owns the converted storage from here
+    PARITY_TRY_CONTEXT(parity_tensor_to(&converted, &input->value, input->value.device, dtype), "%s: cast", name);
+    parity_error *error = parity_tape_adopt(tape, name, &converted, input->requires_gradient, out); // the tape owns the copy
+    parity_tensor_release(&converted);                                                          // (a no-op once adopted)
+    PARITY_TRY(error);
     cast_record *record = malloc(sizeof *record);
     if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording cast");
     *record = (cast_record){input, *out};
-    return parity_tape_push(tape, "cast", "host", cast_backward, NULL, record);
+    return parity_tape_push(tape, "cast", "glue", cast_backward, NULL, record);
 }

@@ -1,6 +1,6 @@
 // node_stack_rows.c: concatenation along the first dimension on the tape (tape-level glue, no registry
 // op), e.g. per-layer router logits (N, E) -> (L*N, E). Backward hands each part its rows of the
-// output's gradient. CPU tensors only for now.
+// output's gradient. Works on any device: the rows are views and copies (device to device on a GPU).
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +12,7 @@ typedef struct stack_rows_record {
     parity_variable *parts[]; // count of them
 } stack_rows_record;
 
-// The rows [start, start + rows) of a contiguous CPU tensor, as a view.
+// The rows [start, start + rows) of a contiguous tensor, as a view (pointer arithmetic only: any device).
 static parity_tensor rows_view(const parity_tensor *tensor, int64_t start, int64_t rows) {
     int64_t shape[PARITY_MAX_DIMS];
     memcpy(shape, tensor->shape, sizeof shape);
@@ -39,21 +39,22 @@ static parity_error *stack_rows_backward(parity_tape *tape, parity_node *node) {
 
 parity_error *parity_node_stack_rows(parity_tape *tape, const char *name, parity_variable *const *parts, int count,
                                      parity_variable **out) {
-    PARITY_CHECK(count >= 1, PARITY_ERROR_SHAPE, "%s: stack_rows (host): %d parts, expected at least one", name, count);
+    PARITY_CHECK(count >= 1, PARITY_ERROR_SHAPE, "%s: stack_rows: %d parts, expected at least one", name, count);
     bool needs_gradient = false;
     int64_t rows = 0;
     const parity_tensor *first = &parts[0]->value;
     for (int i = 0; i < count; i++) {
         const parity_tensor *part = &parts[i]->value;
-        if (tape->device.type != PARITY_DEVICE_CPU || part->device.type != PARITY_DEVICE_CPU)
-            return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s: stack_rows (host): not built yet for %s tensors", name,
-                                parity_device_type_name(part->device.type != PARITY_DEVICE_CPU ? part->device.type
-                                                                                               : tape->device.type));
-        char shape[160], expected[160];
+        char shape[160], expected[160], where[32], tape_device[32];
+        PARITY_CHECK(parity_device_equal(part->device, tape->device) && parity_tensor_is_contiguous(part), PARITY_ERROR_USAGE,
+                     "%s: stack_rows: part %d is %s on %s, expected a contiguous tensor on the tape's device %s", name, i,
+                     parity_tensor_is_contiguous(part) ? "contiguous" : "strided",
+                     parity_device_format(part->device, where, sizeof where),
+                     parity_device_format(tape->device, tape_device, sizeof tape_device));
         PARITY_CHECK(part->ndim >= 1 && part->ndim == first->ndim && part->dtype == first->dtype &&
                          memcmp(part->shape + 1, first->shape + 1, (size_t)(first->ndim - 1) * sizeof(int64_t)) == 0,
                      PARITY_ERROR_SHAPE,
-                     "%s: stack_rows (host): part %d is %s %s, expected part 0's dtype and trailing shape (%s %s)", name, i,
+                     "%s: stack_rows: part %d is %s %s, expected part 0's dtype and trailing shape (%s %s)", name, i,
                      parity_tensor_shape_string(part, shape, sizeof shape), parity_dtype_name(part->dtype),
                      parity_tensor_shape_string(first, expected, sizeof expected), parity_dtype_name(first->dtype));
         rows += part->shape[0];
@@ -67,7 +68,7 @@ parity_error *parity_node_stack_rows(parity_tape *tape, const char *name, parity
     int64_t start = 0;
     for (int i = 0; i < count; i++) {
         parity_tensor slice = rows_view(&(*out)->value, start, parts[i]->value.shape[0]);
-        PARITY_TRY_CONTEXT(parity_tensor_copy(&slice, &parts[i]->value), "%s: stack_rows (host): part %d", name, i);
+        PARITY_TRY_CONTEXT(parity_tensor_copy(&slice, &parts[i]->value), "%s: stack_rows: part %d", name, i);
         start += parts[i]->value.shape[0];
     }
     stack_rows_record *record = malloc(sizeof *record + (size_t)count * sizeof record->parts[0]);
@@ -75,5 +76,5 @@ parity_error *parity_node_stack_rows(parity_tape *tape, const char *name, parity
     record->output = *out;
     record->count = count;
     memcpy(record->parts, parts, (size_t)count * sizeof parts[0]);
-    return parity_tape_push(tape, "stack_rows", "host", stack_rows_backward, NULL, record);
+    return parity_tape_push(tape, "stack_rows", "glue", stack_rows_backward, NULL, record);
 }

@@ -1,0 +1,175 @@
+// test_models_gpu.c: the reference models at production head sizes on the GPU, in fp64, against the CPU
+// eager: the configurations of golden/upstream's tiny checkpoints with their sizes grown (head_dim 128
+// with GQA, a GatedDeltaNet of 128 x 128 heads whose f64 state needs more than the default 48 KB of
+// shared memory, 32 experts with grouped DeepSeek-V3 routing, MLA with D != Dv), weights drawn from a
+// seed, one packed row of several documents (the longest 200 tokens). Every op runs eager. loss,
+// aux_loss, grad_norm and every parameter's gradient norm must agree to 1e-10 relative: the two devices
+// run the same math, only the order of the GEMM sums differs. This is what fp64 goldens of shapes the
+// tiny checkpoints do not reach rest on. Without a GPU every test skips visibly (gpu_skip.h).
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_skip.h"
+#include "models/model.h"
+
+#define MAX_DOCUMENTS 4
+
+typedef struct grown_model {
+    const char *name;
+    const char *base;                // golden/upstream case whose config.json is the template
+    const char *overrides;           // JSON object: fields replaced or added
+    int64_t documents[MAX_DOCUMENTS]; // lengths of the packed row's documents, 0-terminated
+} grown_model;
+
+static const grown_model grown_models[] = {
+    {"qwen3_5 GatedDeltaNet 128x128, attention D=128", "qwen3_5_tiny",
+     "{\"hidden_size\": 256, \"intermediate_size\": 384, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+     " \"head_dim\": 128, \"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4, \"linear_key_head_dim\": 128,"
+     " \"linear_value_head_dim\": 128}",
+     {5, 180, 71}},
+    {"llama GQA 4/2 D=128", "llama3_tiny",
+     "{\"hidden_size\": 256, \"intermediate_size\": 512, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+     " \"head_dim\": 128}",
+     {200, 56}},
+    {"qwen3_moe 32 experts top-4", "qwen3_moe_tiny",
+     "{\"hidden_size\": 256, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 64,"
+     " \"num_local_experts\": 32, \"num_experts_per_tok\": 4, \"moe_intermediate_size\": 128, \"decoder_sparse_step\": 1,"
+     " \"norm_topk_prob\": true}",
+     {256}},
+    {"deepseek_v3 MLA 96/48, 32 experts in 8 groups", "deepseek_v3_tiny",
+     "{\"hidden_size\": 256, \"intermediate_size\": 256, \"num_attention_heads\": 4, \"num_key_value_heads\": 4,"
+     " \"kv_lora_rank\": 128, \"qk_nope_head_dim\": 64, \"qk_rope_head_dim\": 32, \"qk_head_dim\": 96, \"head_dim\": 32,"
+     " \"v_head_dim\": 48, \"n_routed_experts\": 32, \"n_group\": 8, \"topk_group\": 4, \"num_experts_per_tok\": 6,"
+     " \"moe_intermediate_size\": 64}",
+     {100, 156}},
+};
+
+static const double gpu_vs_cpu_bound = 1e-10;
+static const uint64_t weight_seed = 20251130;
+
+static const char *error_text(parity_error *error) {
+    static char buffer[4096];
+    parity_error_format(error, buffer, sizeof buffer);
+    parity_error_free(error);
+    return buffer;
+}
+
+static double relative(double value, double reference) { return fabs(value - reference) / fmax(fabs(reference), 1e-300); }
+
+// The template config.json with the row's overrides applied, parsed.
+static void grown_config(const grown_model *row, parity_model_config *out) {
+    char path[256];
+    snprintf(path, sizeof path, "golden/upstream/%s/config.json", row->base);
+    FILE *file = fopen(path, "rb");
+    cr_assert_not_null(file, "%s: cannot open %s", row->name, path);
+    static char text[1 << 16];
+    size_t length = fread(text, 1, sizeof text - 1, file);
+    fclose(file);
+    text[length] = '\0';
+    cJSON *config = cJSON_Parse(text), *overrides = cJSON_Parse(row->overrides);
+    cr_assert(config && overrides, "%s: unparsable template or overrides", row->name);
+    for (cJSON *item = overrides->child; item; item = item->next) {
+        cJSON_DeleteItemFromObjectCaseSensitive(config, item->string);
+        cJSON_AddItemToObject(config, item->string, cJSON_Duplicate(item, true));
+    }
+    char *grown = cJSON_PrintUnformatted(config);
+    parity_error *error = parity_model_config_parse(grown, row->name, out);
+    cr_assert_null(error, "%s: %s", row->name, error ? error_text(error) : "");
+    free(grown);
+    cJSON_Delete(config);
+    cJSON_Delete(overrides);
+}
+
+// One packed row of the row's documents: ids and labels from a fixed sequence, every 37th label ignored.
+static void packed_batch(const grown_model *row, int64_t vocab_size, parity_batch *out) {
+    int64_t tokens = 0;
+    for (int d = 0; d < MAX_DOCUMENTS && row->documents[d]; d++) tokens += row->documents[d];
+    int64_t *ids = malloc((size_t)tokens * sizeof *ids), *labels = malloc((size_t)tokens * sizeof *labels);
+    int64_t *positions = malloc((size_t)tokens * sizeof *positions);
+    cr_assert(ids && labels && positions);
+    uint64_t state = 0x2545f4914f6cdd1dull;
+    for (int d = 0, i = 0; d < MAX_DOCUMENTS && row->documents[d]; d++)
+        for (int64_t p = 0; p < row->documents[d]; p++, i++) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            ids[i] = (int64_t)((state >> 33) % (uint64_t)vocab_size);
+            positions[i] = p;
+        }
+    for (int64_t i = 0; i < tokens; i++) labels[i] = i % 37 == 36 ? PARITY_IGNORE_INDEX : ids[(i * 7 + 3) % tokens];
+    parity_error *error = parity_batch_from_arrays(ids, labels, positions, 1, tokens, vocab_size, row->name, out);
+    cr_assert_null(error, "%s: %s", row->name, error ? error_text(error) : "");
+    free(ids);
+    free(labels);
+    free(positions);
+}
+
+// One all-eager fp64 step of the drawn model on `device`.
+static void step_on(const grown_model *row, const parity_model_config *config, const parity_batch *host_batch,
+                    parity_device device, parity_step_result *out) {
+    char where[32];
+    parity_device_format(device, where, sizeof where);
+    parity_parameters parameters = {0};
+    parity_error *error = parity_model_random_parameters(config, weight_seed, 0.02, &parameters);
+    cr_assert_null(error, "%s on %s: %s", row->name, where, error ? error_text(error) : "");
+    parity_model *model;
+    error = parity_model_create(config, &parameters, device, PARITY_F64, NULL, &model);
+    cr_assert_null(error, "%s on %s: %s", row->name, where, error ? error_text(error) : "");
+    parity_batch device_batch = {0};
+    const parity_batch *batch = host_batch;
+    if (device.type != PARITY_DEVICE_CPU) {
+        error = parity_batch_to_device(host_batch, device, &device_batch);
+        cr_assert_null(error, "%s on %s: %s", row->name, where, error ? error_text(error) : "");
+        batch = &device_batch;
+    }
+    error = parity_model_step(model, batch, false, out);
+    cr_assert_null(error, "%s on %s: %s", row->name, where, error ? error_text(error) : "");
+    cr_expect_eq(out->first_non_finite[0], '\0', "%s on %s: NaN/Inf in %s", row->name, where, out->first_non_finite);
+    parity_batch_release(&device_batch);
+    parity_model_free(model);
+}
+
+static void check_row(const grown_model *row) {
+    parity_test_require_gpu();
+    parity_model_config config;
+    grown_config(row, &config);
+    parity_batch batch;
+    packed_batch(row, config.vocab_size, &batch);
+    parity_step_result gpu, cpu;
+    step_on(row, &config, &batch, PARITY_CUDA(0), &gpu);
+    step_on(row, &config, &batch, PARITY_CPU, &cpu);
+    double loss = relative(gpu.loss, cpu.loss), grad_norm = relative(gpu.grad_norm, cpu.grad_norm), worst = 0;
+    double aux = cpu.has_aux_loss ? relative(gpu.aux_loss, cpu.aux_loss) : 0;
+    const char *worst_name = "";
+    cr_expect_eq(gpu.has_aux_loss, cpu.has_aux_loss, "%s: aux loss on one device only", row->name);
+    cr_assert_eq(gpu.parameter_count, cpu.parameter_count, "%s: %zu parameters with gradients on cuda, %zu on cpu", row->name,
+                 gpu.parameter_count, cpu.parameter_count);
+    cr_expect(cpu.parameter_count > 0, "%s: no gradients", row->name);
+    for (size_t i = 0; i < gpu.parameter_count; i++) {
+        cr_expect_str_eq(gpu.parameter_names[i], cpu.parameter_names[i], "%s: parameter %zu", row->name, i);
+        double difference = relative(gpu.parameter_grad_norms[i], cpu.parameter_grad_norms[i]);
+        if (!(difference <= worst)) {
+            worst = isnan(difference) ? INFINITY : difference;
+            worst_name = gpu.parameter_names[i];
+        }
+    }
+    cr_log_info("%-48s %lld tokens: loss %.1e aux %.1e grad_norm %.1e worst parameter norm %.1e (%s)", row->name,
+                (long long)batch.token_count, loss, aux, grad_norm, worst, worst_name);
+    cr_expect(loss <= gpu_vs_cpu_bound, "%s: loss differs from the cpu by %.2e relative", row->name, loss);
+    cr_expect(aux <= gpu_vs_cpu_bound, "%s: aux_loss differs from the cpu by %.2e relative", row->name, aux);
+    cr_expect(grad_norm <= gpu_vs_cpu_bound, "%s: grad_norm differs from the cpu by %.2e relative", row->name, grad_norm);
+    cr_expect(worst <= gpu_vs_cpu_bound, "%s: the gradient norm of %s differs from the cpu by %.2e relative", row->name,
+              worst_name, worst);
+    parity_step_result_release(&gpu);
+    parity_step_result_release(&cpu);
+    parity_batch_release(&batch);
+}
+
+Test(models_gpu, qwen3_5_gated_delta_net_128) { check_row(&grown_models[0]); }
+Test(models_gpu, llama_gqa_head_dim_128) { check_row(&grown_models[1]); }
+Test(models_gpu, qwen3_moe_32_experts) { check_row(&grown_models[2]); }
+Test(models_gpu, deepseek_v3_mla_grouped_routing) { check_row(&grown_models[3]); }
+Test(models_gpu, every_row_has_a_test) { cr_expect_eq(sizeof grown_models / sizeof grown_models[0], 4); }
