@@ -272,7 +272,7 @@ Test(run_cli, smoke_end_to_end_into_a_temporary_folder) {
     char folder[] = "/tmp/parity-smoke-XXXXXX";
     cr_assert_not_null(mkdtemp(folder));
     char arguments[256];
-    snprintf(arguments, sizeof arguments, "run --suite smoke --device best --model qwen3_tiny --out %s/report", folder);
+    snprintf(arguments, sizeof arguments, "run --suite smoke --device cpu --model qwen3_tiny --out %s/report", folder);
     command_result result = run_parity(arguments);
     cr_expect_eq(result.exit_code, 0, "%s", result.output);
     cr_expect(strstr(result.output, "16 pass, 0 fail, 0 error") != NULL, "%s", result.output);
