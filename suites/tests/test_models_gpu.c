@@ -8,6 +8,8 @@
 // tiny checkpoints do not reach rest on. Without a GPU every test skips visibly (gpu_skip.h).
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
+
+#include "upstream_compare.h"
 #include <criterion/logging.h>
 #include <math.h>
 #include <stdio.h>
@@ -52,15 +54,6 @@ static const grown_model grown_models[] = {
 static const double gpu_vs_cpu_bound = 1e-10;
 static const uint64_t weight_seed = 20251130;
 
-static const char *error_text(parity_error *error) {
-    static char buffer[4096];
-    parity_error_format(error, buffer, sizeof buffer);
-    parity_error_free(error);
-    return buffer;
-}
-
-static double relative(double value, double reference) { return fabs(value - reference) / fmax(fabs(reference), 1e-300); }
-
 // The template config.json with the row's overrides applied, parsed.
 static void grown_config(const grown_model *row, parity_model_config *out) {
     char path[256];
@@ -79,7 +72,7 @@ static void grown_config(const grown_model *row, parity_model_config *out) {
     }
     char *grown = cJSON_PrintUnformatted(config);
     parity_error *error = parity_model_config_parse(grown, row->name, out);
-    cr_assert_null(error, "%s: %s", row->name, error ? error_text(error) : "");
+    cr_assert_null(error, "%s: %s", row->name, error ? upstream_error_text(error) : "");
     free(grown);
     cJSON_Delete(config);
     cJSON_Delete(overrides);
@@ -101,7 +94,7 @@ static void packed_batch(const grown_model *row, int64_t vocab_size, parity_batc
         }
     for (int64_t i = 0; i < tokens; i++) labels[i] = i % 37 == 36 ? PARITY_IGNORE_INDEX : ids[(i * 7 + 3) % tokens];
     parity_error *error = parity_batch_from_arrays(ids, labels, positions, 1, tokens, vocab_size, row->name, out);
-    cr_assert_null(error, "%s: %s", row->name, error ? error_text(error) : "");
+    cr_assert_null(error, "%s: %s", row->name, error ? upstream_error_text(error) : "");
     free(ids);
     free(labels);
     free(positions);
@@ -114,19 +107,19 @@ static void step_on(const grown_model *row, const parity_model_config *config, c
     parity_device_format(device, where, sizeof where);
     parity_parameters parameters = {0};
     parity_error *error = parity_model_random_parameters(config, weight_seed, 0.02, &parameters);
-    cr_assert_null(error, "%s on %s: %s", row->name, where, error ? error_text(error) : "");
+    cr_assert_null(error, "%s on %s: %s", row->name, where, error ? upstream_error_text(error) : "");
     parity_model *model;
     error = parity_model_create(config, &parameters, device, PARITY_F64, NULL, &model);
-    cr_assert_null(error, "%s on %s: %s", row->name, where, error ? error_text(error) : "");
+    cr_assert_null(error, "%s on %s: %s", row->name, where, error ? upstream_error_text(error) : "");
     parity_batch device_batch = {0};
     const parity_batch *batch = host_batch;
     if (device.type != PARITY_DEVICE_CPU) {
         error = parity_batch_to_device(host_batch, device, &device_batch);
-        cr_assert_null(error, "%s on %s: %s", row->name, where, error ? error_text(error) : "");
+        cr_assert_null(error, "%s on %s: %s", row->name, where, error ? upstream_error_text(error) : "");
         batch = &device_batch;
     }
     error = parity_model_step(model, batch, false, out);
-    cr_assert_null(error, "%s on %s: %s", row->name, where, error ? error_text(error) : "");
+    cr_assert_null(error, "%s on %s: %s", row->name, where, error ? upstream_error_text(error) : "");
     cr_expect_eq(out->first_non_finite[0], '\0', "%s on %s: NaN/Inf in %s", row->name, where, out->first_non_finite);
     parity_batch_release(&device_batch);
     parity_model_free(model);
@@ -141,8 +134,8 @@ static void check_row(const grown_model *row) {
     parity_step_result gpu, cpu;
     step_on(row, &config, &batch, PARITY_CUDA(0), &gpu);
     step_on(row, &config, &batch, PARITY_CPU, &cpu);
-    double loss = relative(gpu.loss, cpu.loss), grad_norm = relative(gpu.grad_norm, cpu.grad_norm), worst = 0;
-    double aux = cpu.has_aux_loss ? relative(gpu.aux_loss, cpu.aux_loss) : 0;
+    double loss = upstream_relative(gpu.loss, cpu.loss), grad_norm = upstream_relative(gpu.grad_norm, cpu.grad_norm), worst = 0;
+    double aux = cpu.has_aux_loss ? upstream_relative(gpu.aux_loss, cpu.aux_loss) : 0;
     const char *worst_name = "";
     cr_expect_eq(gpu.has_aux_loss, cpu.has_aux_loss, "%s: aux loss on one device only", row->name);
     cr_assert_eq(gpu.parameter_count, cpu.parameter_count, "%s: %zu parameters with gradients on cuda, %zu on cpu", row->name,
@@ -150,7 +143,7 @@ static void check_row(const grown_model *row) {
     cr_expect(cpu.parameter_count > 0, "%s: no gradients", row->name);
     for (size_t i = 0; i < gpu.parameter_count; i++) {
         cr_expect_str_eq(gpu.parameter_names[i], cpu.parameter_names[i], "%s: parameter %zu", row->name, i);
-        double difference = relative(gpu.parameter_grad_norms[i], cpu.parameter_grad_norms[i]);
+        double difference = upstream_relative(gpu.parameter_grad_norms[i], cpu.parameter_grad_norms[i]);
         if (!(difference <= worst)) {
             worst = isnan(difference) ? INFINITY : difference;
             worst_name = gpu.parameter_names[i];

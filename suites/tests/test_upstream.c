@@ -17,6 +17,7 @@
 #include "harness/config/ops_override.h"
 #include "harness/evaluate.h"
 #include "models/checkpoint/safetensors.h"
+#include "upstream_compare.h"
 
 #define UPSTREAM "golden/upstream"
 
@@ -30,29 +31,6 @@ typedef struct upstream_row {
 static const char *const attention_models[] = {"llama3_tiny", "qwen2_tiny", "qwen3_tiny", "qwen3_moe_tiny", "deepseek_v3_tiny",
                                                "seed_oss_tiny"};
 static const char *const selections[] = {"", "attn=sdpa", "ce=chunk_loss", "attn=sdpa,ce=chunk_loss"};
-
-static double relative(double value, double reference) {
-    return fabs(value - reference) / fmax(fabs(reference), 1e-300);
-}
-
-static char *error_text(parity_error *error) {
-    static char buffer[4096];
-    parity_error_format(error, buffer, sizeof buffer);
-    parity_error_free(error);
-    return buffer;
-}
-
-// ||a - b|| / ||b|| over two same-sized tensors (any float dtypes).
-static double relative_l2(const parity_tensor *value, const parity_tensor *reference) {
-    if (value->numel != reference->numel) return INFINITY;
-    double difference = 0, norm = 0;
-    for (int64_t i = 0; i < value->numel; i++) {
-        double a = parity_tensor_get(value, i), b = parity_tensor_get(reference, i);
-        difference += (a - b) * (a - b);
-        norm += b * b;
-    }
-    return norm > 0 ? sqrt(difference / norm) : sqrt(difference);
-}
 
 typedef struct row_report {
     double loss, aux, grad_norm, worst_parameter, logits;
@@ -76,16 +54,16 @@ static void check_row(const upstream_row *row, row_report *report) {
     parity_evaluation evaluation;
     parity_error *error = parity_evaluate(&options, &evaluation);
     parity_ops_settings_free(&settings);
-    cr_assert_null(error, "%s: %s", label, error ? error_text(error) : "");
+    cr_assert_null(error, "%s: %s", label, error ? upstream_error_text(error) : "");
 
     parity_upstream_run truth;
     error = parity_upstream_run_read(directory, row->packed ? "packed_fp64_eager" : "fp64_eager", &truth);
-    cr_assert_null(error, "%s: %s", label, error ? error_text(error) : "");
+    cr_assert_null(error, "%s: %s", label, error ? upstream_error_text(error) : "");
     const parity_step_result *step = &evaluation.step;
-    report->loss = relative(step->loss, truth.loss);
-    report->grad_norm = relative(step->grad_norm, truth.grad_norm);
+    report->loss = upstream_relative(step->loss, truth.loss);
+    report->grad_norm = upstream_relative(step->grad_norm, truth.grad_norm);
     cr_expect_eq(step->has_aux_loss, truth.has_aux_loss, "%s: aux loss presence differs from transformers", label);
-    if (truth.has_aux_loss) report->aux = relative(step->aux_loss, truth.aux_loss);
+    if (truth.has_aux_loss) report->aux = upstream_relative(step->aux_loss, truth.aux_loss);
     cr_expect_eq(step->parameter_count, truth.parameter_count, "%s: %zu parameters with gradients, transformers has %zu", label,
                  step->parameter_count, truth.parameter_count);
 
@@ -98,8 +76,8 @@ static void check_row(const upstream_row *row, row_report *report) {
             for (size_t i = 0; i < evaluation.gradients.count; i++) {
                 parity_tensor reference;
                 error = parity_safetensors_load(&file, evaluation.gradients.items[i].name, PARITY_F64, &reference);
-                cr_assert_null(error, "%s: %s", label, error ? error_text(error) : "");
-                double difference = relative_l2(&evaluation.gradients.items[i].value, &reference);
+                cr_assert_null(error, "%s: %s", label, error ? upstream_error_text(error) : "");
+                double difference = upstream_relative_l2(&evaluation.gradients.items[i].value, &reference);
                 if (difference > report->worst_parameter || isnan(difference)) {
                     report->worst_parameter = isnan(difference) ? INFINITY : difference;
                     snprintf(report->worst_name, sizeof report->worst_name, "%s", evaluation.gradients.items[i].name);
@@ -114,7 +92,7 @@ static void check_row(const upstream_row *row, row_report *report) {
                 double norm;
                 cr_assert(parity_upstream_run_norm(&truth, step->parameter_names[i], &norm), "%s: transformers has no '%s'", label,
                           step->parameter_names[i]);
-                double difference = relative(step->parameter_grad_norms[i], norm);
+                double difference = upstream_relative(step->parameter_grad_norms[i], norm);
                 if (difference > report->worst_parameter) {
                     report->worst_parameter = difference;
                     snprintf(report->worst_name, sizeof report->worst_name, "%s", step->parameter_names[i]);
@@ -128,7 +106,7 @@ static void check_row(const upstream_row *row, row_report *report) {
             cr_assert_null(parity_safetensors_open(path, &file));
             parity_tensor reference;
             cr_assert_null(parity_safetensors_load(&file, "logits", PARITY_F64, &reference));
-            report->logits = relative_l2(&step->logits, &reference);
+            report->logits = upstream_relative_l2(&step->logits, &reference);
             parity_tensor_release(&reference);
             parity_safetensors_close(&file);
         }

@@ -24,6 +24,7 @@
 #include "gpu_skip.h"
 #include "harness/evaluate.h"
 #include "models/checkpoint/safetensors.h"
+#include "upstream_compare.h"
 
 #define UPSTREAM "golden/upstream"
 
@@ -39,45 +40,6 @@ static const upstream_gpu_case cases[] = {
 
 static const double gpu_vs_cpu_bound = 1e-10;
 
-// transformers' f32 error on qwen3_5_tiny's g-only gradients (measured in test_upstream_hybrid.c), times k = 3.
-typedef struct gate_tolerance {
-    const char *model;
-    double in_proj_a, dt_bias, A_log;
-} gate_tolerance;
-static const gate_tolerance gate_tolerances[] = {{"qwen3_5_tiny", 3 * 5.7e-5, 3 * 1.4e-3, 3 * 1.1e-3}};
-
-// The bound of a parameter's gradient against transformers: 1e-5, or the g-only exception above.
-static double gradient_tolerance(const char *model, const char *name) {
-    for (size_t i = 0; i < sizeof gate_tolerances / sizeof gate_tolerances[0]; i++) {
-        if (strcmp(gate_tolerances[i].model, model) != 0) continue;
-        if (strstr(name, ".linear_attn.in_proj_a.weight")) return gate_tolerances[i].in_proj_a;
-        if (strstr(name, ".linear_attn.dt_bias")) return gate_tolerances[i].dt_bias;
-        if (strstr(name, ".linear_attn.A_log")) return gate_tolerances[i].A_log;
-    }
-    return 1e-5;
-}
-
-static double relative(double value, double reference) { return fabs(value - reference) / fmax(fabs(reference), 1e-300); }
-
-static const char *error_text(parity_error *error) {
-    static char buffer[4096];
-    parity_error_format(error, buffer, sizeof buffer);
-    parity_error_free(error);
-    return buffer;
-}
-
-// ||a - b|| / ||b|| over two same-sized tensors (any float dtypes, CPU).
-static double relative_l2(const parity_tensor *value, const parity_tensor *reference) {
-    if (value->numel != reference->numel) return INFINITY;
-    double difference = 0, norm = 0;
-    for (int64_t i = 0; i < value->numel; i++) {
-        double a = parity_tensor_get(value, i), b = parity_tensor_get(reference, i);
-        difference += (a - b) * (a - b);
-        norm += b * b;
-    }
-    return norm > 0 ? sqrt(difference / norm) : sqrt(difference);
-}
-
 // One all-eager evaluation of `model` (plain or packed batch) on `device` in `dtype`.
 static void evaluate(const char *model, bool packed, parity_dtype dtype, parity_device device, bool details,
                      parity_evaluation *out, char *label, size_t label_size) {
@@ -89,7 +51,7 @@ static void evaluate(const char *model, bool packed, parity_dtype dtype, parity_
     parity_evaluation_options options = {.checkpoint = directory, .batch_path = batch, .dtype = dtype, .device = device,
                                          .eager_baseline = true, .want_logits = details, .keep_gradients = details};
     parity_error *error = parity_evaluate(&options, out);
-    cr_assert_null(error, "%s: %s", label, error ? error_text(error) : "");
+    cr_assert_null(error, "%s: %s", label, error ? upstream_error_text(error) : "");
 }
 
 // The GPU run of one (case, batch, dtype) against transformers.
@@ -101,11 +63,11 @@ static void check_against_transformers(const upstream_gpu_case *test_case, bool 
     evaluate(test_case->model, packed, dtype, PARITY_CUDA(0), details, &evaluation, label, sizeof label);
     parity_upstream_run truth;
     parity_error *error = parity_upstream_run_read(directory, packed ? "packed_fp64_eager" : "fp64_eager", &truth);
-    cr_assert_null(error, "%s: %s", label, error ? error_text(error) : "");
+    cr_assert_null(error, "%s: %s", label, error ? upstream_error_text(error) : "");
     const parity_step_result *step = &evaluation.step;
-    double loss = relative(step->loss, truth.loss), grad_norm = relative(step->grad_norm, truth.grad_norm), aux = 0;
+    double loss = upstream_relative(step->loss, truth.loss), grad_norm = upstream_relative(step->grad_norm, truth.grad_norm), aux = 0;
     cr_expect_eq(step->has_aux_loss, truth.has_aux_loss, "%s: aux loss presence differs from transformers", label);
-    if (truth.has_aux_loss) aux = relative(step->aux_loss, truth.aux_loss);
+    if (truth.has_aux_loss) aux = upstream_relative(step->aux_loss, truth.aux_loss);
     cr_expect_eq(step->parameter_count, truth.parameter_count, "%s: %zu parameters with gradients, transformers has %zu", label,
                  step->parameter_count, truth.parameter_count);
     if (dtype != PARITY_F64) {
@@ -127,9 +89,9 @@ static void check_against_transformers(const upstream_gpu_case *test_case, bool 
         for (size_t i = 0; i < evaluation.gradients.count; i++) {
             parity_tensor reference;
             error = parity_safetensors_load(&file, evaluation.gradients.items[i].name, PARITY_F64, &reference);
-            cr_assert_null(error, "%s: %s", label, error ? error_text(error) : "");
-            double difference = relative_l2(&evaluation.gradients.items[i].value, &reference);
-            double bound = gradient_tolerance(test_case->model, evaluation.gradients.items[i].name);
+            cr_assert_null(error, "%s: %s", label, error ? upstream_error_text(error) : "");
+            double difference = upstream_relative_l2(&evaluation.gradients.items[i].value, &reference);
+            double bound = upstream_gradient_bound(test_case->model, evaluation.gradients.items[i].name);
             if (!(difference / bound <= worst / worst_bound)) {
                 worst = isnan(difference) ? INFINITY : difference;
                 worst_bound = bound;
@@ -144,7 +106,7 @@ static void check_against_transformers(const upstream_gpu_case *test_case, bool 
         cr_assert_null(parity_safetensors_open(path, &file), "%s: %s", label, path);
         parity_tensor reference;
         cr_assert_null(parity_safetensors_load(&file, "logits", PARITY_F64, &reference), "%s: logits", label);
-        logits = relative_l2(&step->logits, &reference);
+        logits = upstream_relative_l2(&step->logits, &reference);
         parity_tensor_release(&reference);
         parity_safetensors_close(&file);
     } else { // packed: the per-parameter norms transformers recorded
@@ -152,8 +114,8 @@ static void check_against_transformers(const upstream_gpu_case *test_case, bool 
             double norm;
             cr_assert(parity_upstream_run_norm(&truth, step->parameter_names[i], &norm), "%s: transformers has no '%s'", label,
                       step->parameter_names[i]);
-            double difference = relative(step->parameter_grad_norms[i], norm);
-            double bound = gradient_tolerance(test_case->model, step->parameter_names[i]);
+            double difference = upstream_relative(step->parameter_grad_norms[i], norm);
+            double bound = upstream_gradient_bound(test_case->model, step->parameter_names[i]);
             if (!(difference / bound <= worst / worst_bound)) {
                 worst = isnan(difference) ? INFINITY : difference;
                 worst_bound = bound;
@@ -178,14 +140,14 @@ static void check_against_cpu(const upstream_gpu_case *test_case, bool packed) {
     parity_evaluation gpu, cpu;
     evaluate(test_case->model, packed, PARITY_F64, PARITY_CUDA(0), false, &gpu, gpu_label, sizeof gpu_label);
     evaluate(test_case->model, packed, PARITY_F64, PARITY_CPU, false, &cpu, cpu_label, sizeof cpu_label);
-    double loss = relative(gpu.step.loss, cpu.step.loss), grad_norm = relative(gpu.step.grad_norm, cpu.step.grad_norm);
-    double aux = gpu.step.has_aux_loss ? relative(gpu.step.aux_loss, cpu.step.aux_loss) : 0, worst = 0;
+    double loss = upstream_relative(gpu.step.loss, cpu.step.loss), grad_norm = upstream_relative(gpu.step.grad_norm, cpu.step.grad_norm);
+    double aux = gpu.step.has_aux_loss ? upstream_relative(gpu.step.aux_loss, cpu.step.aux_loss) : 0, worst = 0;
     const char *worst_name = "";
     cr_assert_eq(gpu.step.parameter_count, cpu.step.parameter_count, "%s: %zu parameters with gradients, the cpu has %zu",
                  gpu_label, gpu.step.parameter_count, cpu.step.parameter_count);
     for (size_t i = 0; i < gpu.step.parameter_count; i++) {
         cr_expect_str_eq(gpu.step.parameter_names[i], cpu.step.parameter_names[i], "%s: parameter %zu", gpu_label, i);
-        double difference = relative(gpu.step.parameter_grad_norms[i], cpu.step.parameter_grad_norms[i]);
+        double difference = upstream_relative(gpu.step.parameter_grad_norms[i], cpu.step.parameter_grad_norms[i]);
         if (!(difference <= worst)) {
             worst = isnan(difference) ? INFINITY : difference;
             worst_name = gpu.step.parameter_names[i];

@@ -41,53 +41,12 @@
 #include "models/batch.h"
 #include "models/checkpoint/checkpoint.h"
 #include "models/checkpoint/safetensors.h"
+#include "upstream_compare.h"
 
 #define UPSTREAM "golden/upstream"
 
-// transformers' f32 error on the g-only gradients (see the header), per case, times k = 3.
-typedef struct gate_tolerance {
-    const char *model;
-    double in_proj_a, dt_bias, A_log;
-} gate_tolerance;
-static const gate_tolerance gate_tolerances[] = {
-    {"qwen3_5_tiny", 3 * 5.7e-5, 3 * 1.4e-3, 3 * 1.1e-3},
-    {"qwen3_5_moe_tiny", 3 * 4.8e-4, 3 * 5.2e-3, 3 * 5.5e-3},
-};
-
 static const char *const hybrid_models[] = {"qwen3_5_tiny", "qwen3_5_moe_tiny"}; // the g-only exactness check
 static const char *const selections[] = {"", "attn=sdpa", "gdr=fla", "attn=sdpa,gdr=fla"};
-
-static char *error_text(parity_error *error) {
-    static char buffer[4096];
-    parity_error_format(error, buffer, sizeof buffer);
-    parity_error_free(error);
-    return buffer;
-}
-
-static double relative(double value, double reference) { return fabs(value - reference) / fmax(fabs(reference), 1e-300); }
-
-static double relative_l2(const parity_tensor *value, const parity_tensor *reference) {
-    if (value->numel != reference->numel) return INFINITY;
-    double difference = 0, norm = 0;
-    for (int64_t i = 0; i < value->numel; i++) {
-        double a = parity_tensor_get(value, i), b = parity_tensor_get(reference, i);
-        difference += (a - b) * (a - b);
-        norm += b * b;
-    }
-    return norm > 0 ? sqrt(difference / norm) : sqrt(difference);
-}
-
-// The tolerance of a parameter's gradient against grads.safetensors: 1e-5, or the documented f32 bound
-// for the three g-only gradients.
-static double gradient_tolerance(const char *model, const char *name) {
-    for (size_t i = 0; i < sizeof gate_tolerances / sizeof gate_tolerances[0]; i++) {
-        if (strcmp(gate_tolerances[i].model, model) != 0) continue;
-        if (strstr(name, ".linear_attn.in_proj_a.weight")) return gate_tolerances[i].in_proj_a;
-        if (strstr(name, ".linear_attn.dt_bias")) return gate_tolerances[i].dt_bias;
-        if (strstr(name, ".linear_attn.A_log")) return gate_tolerances[i].A_log;
-    }
-    return 1e-5;
-}
 
 static void check_row(const char *model, parity_dtype dtype, const char *ops) {
     char directory[256], batch[320], label[256];
@@ -103,14 +62,14 @@ static void check_row(const char *model, parity_dtype dtype, const char *ops) {
     parity_evaluation evaluation;
     parity_error *error = parity_evaluate(&options, &evaluation);
     parity_ops_settings_free(&settings);
-    cr_assert_null(error, "%s: %s", label, error ? error_text(error) : "");
+    cr_assert_null(error, "%s: %s", label, error ? upstream_error_text(error) : "");
     parity_upstream_run truth;
     error = parity_upstream_run_read(directory, "fp64_eager", &truth);
-    cr_assert_null(error, "%s: %s", label, error ? error_text(error) : "");
+    cr_assert_null(error, "%s: %s", label, error ? upstream_error_text(error) : "");
     const parity_step_result *step = &evaluation.step;
-    double loss = relative(step->loss, truth.loss), grad_norm = relative(step->grad_norm, truth.grad_norm), aux = 0;
+    double loss = upstream_relative(step->loss, truth.loss), grad_norm = upstream_relative(step->grad_norm, truth.grad_norm), aux = 0;
     cr_expect_eq(step->has_aux_loss, truth.has_aux_loss, "%s: aux loss presence differs from transformers", label);
-    if (truth.has_aux_loss) aux = relative(step->aux_loss, truth.aux_loss);
+    if (truth.has_aux_loss) aux = upstream_relative(step->aux_loss, truth.aux_loss);
     cr_expect_eq(step->parameter_count, truth.parameter_count, "%s: %zu parameters with gradients, transformers has %zu", label,
                  step->parameter_count, truth.parameter_count);
     if (fp64) {
@@ -125,12 +84,12 @@ static void check_row(const char *model, parity_dtype dtype, const char *ops) {
             const char *name = evaluation.gradients.items[i].name;
             parity_tensor reference;
             error = parity_safetensors_load(&file, name, PARITY_F64, &reference);
-            cr_assert_null(error, "%s: %s", label, error ? error_text(error) : "");
-            double difference = relative_l2(&evaluation.gradients.items[i].value, &reference);
-            double tolerance = gradient_tolerance(model, name);
+            cr_assert_null(error, "%s: %s", label, error ? upstream_error_text(error) : "");
+            double difference = upstream_relative_l2(&evaluation.gradients.items[i].value, &reference);
+            double tolerance = upstream_gradient_bound(model, name);
             if (isnan(difference)) difference = INFINITY;
             cr_expect(difference <= tolerance, "%s: gradient of %s relative error %.2e > %.1e", label, name, difference, tolerance);
-            bool gate = tolerance != 1e-5;
+            bool gate = tolerance != UPSTREAM_GRADIENT_BOUND;
             gate_parameters += gate;
             if (gate && difference > worst_gate) {
                 worst_gate = difference;
@@ -152,7 +111,7 @@ static void check_row(const char *model, parity_dtype dtype, const char *ops) {
         cr_assert_null(parity_safetensors_open(path, &file));
         parity_tensor reference;
         cr_assert_null(parity_safetensors_load(&file, "logits", PARITY_F64, &reference));
-        double logits = relative_l2(&step->logits, &reference);
+        double logits = upstream_relative_l2(&step->logits, &reference);
         parity_tensor_release(&reference);
         parity_safetensors_close(&file);
         cr_log_info("%-44s loss %.1e aux %.1e grad_norm %.1e worst gradient %.1e (%s), g-only %.1e (%s), logits %.1e", label,
@@ -187,7 +146,7 @@ Test(upstream_hybrid, qwen3_5_moe_tiny) { check_model("qwen3_5_moe_tiny"); }
 // qwen3_next_tiny was written by transformers 5.17's save_pretrained (tools/make_upstream_reference.py on
 // the GPU host). Its heads decay slowly enough that transformers' f32 gated delta rule stays within the
 // ordinary 1e-5 on every gradient (tools/gdn_gate_diagnosis: dt_bias 4.1e-6, A_log 4.1e-6), so it
-// needs no row in gate_tolerances.
+// needs no row in upstream_compare.c's gate_bounds.
 Test(upstream_hybrid, qwen3_next_tiny) { check_model("qwen3_next_tiny"); }
 
 // ---- the truth of the g-only gradients: exact in f64 ----
@@ -196,23 +155,23 @@ static parity_model *load_model(const char *directory, const char *gdr, parity_b
     parity_model_config config;
     parity_parameters parameters = {0};
     parity_error *error = parity_checkpoint_load(directory, PARITY_F64, &config, &parameters);
-    cr_assert_null(error, "%s: %s", directory, error ? error_text(error) : "");
+    cr_assert_null(error, "%s: %s", directory, error ? upstream_error_text(error) : "");
     parity_op_choice choice = {PARITY_OP_GATED_DELTA_RULE, gdr};
     parity_op_selection selection = {&choice, 1};
     parity_model *model;
     error = parity_model_create(&config, &parameters, PARITY_CPU, PARITY_F64, &selection, &model);
-    cr_assert_null(error, "%s: %s", directory, error ? error_text(error) : "");
+    cr_assert_null(error, "%s: %s", directory, error ? upstream_error_text(error) : "");
     char path[320];
     snprintf(path, sizeof path, "%s/batch.safetensors", directory);
     error = parity_batch_read(path, config.vocab_size, batch);
-    cr_assert_null(error, "%s: %s", path, error ? error_text(error) : "");
+    cr_assert_null(error, "%s: %s", path, error ? upstream_error_text(error) : "");
     return model;
 }
 
 static double loss_of(parity_model *model, const parity_batch *batch) {
     parity_step_result result;
     parity_error *error = parity_model_step(model, batch, false, &result);
-    cr_assert_null(error, "step: %s", error ? error_text(error) : "");
+    cr_assert_null(error, "step: %s", error ? upstream_error_text(error) : "");
     double loss = result.loss;
     parity_step_result_release(&result);
     return loss;
@@ -240,7 +199,7 @@ static void check_gate_gradients(const char *model_name) {
         parity_parameter *other = parity_parameters_find(&chunked->parameters, names[n]);
         cr_assert(parameter && other && parameter->gradient.data && other->gradient.data, "%s: no gradient of %s", model_name,
                   names[n]);
-        algorithms[n] = relative_l2(&other->gradient, &parameter->gradient);
+        algorithms[n] = upstream_relative_l2(&other->gradient, &parameter->gradient);
         cr_assert_null(parity_tensor_to(&analytic[n], &parameter->gradient, PARITY_CPU, PARITY_F64));
     }
     for (int n = 0; n < 3; n++) {
