@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "models/checkpoint/checkpoint.h"
+#include "ops/core/device.h"
 #include "ops/core/memory.h"
+#include "ops/core/rng.h"
 
 void parity_evaluation_release(parity_evaluation *evaluation) {
     parity_ops_config_release(&evaluation->ops_config);
@@ -36,6 +38,18 @@ static parity_error *timed_steps(const parity_evaluation_options *options, parit
     return error;
 }
 
+// Rounding-level noise on the embedding table, in the run's dtype (evaluate.h, jitter_seed).
+static parity_error *jitter_embedding(parity_model *model, uint64_t seed) {
+    static const char suffix[] = "embed_tokens.weight";
+    for (size_t i = 0; i < model->parameters.count; i++) {
+        parity_parameter *parameter = &model->parameters.items[i];
+        size_t length = strlen(parameter->name);
+        if (length < sizeof suffix - 1 || strcmp(parameter->name + length - (sizeof suffix - 1), suffix) != 0) continue;
+        return parity_rng_nudge_ulps(&parameter->value, parity_rng_stream_named(seed, "parity.jitter.embedding"));
+    }
+    return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s: no parameter named *%s to jitter", model->config.model_type, suffix);
+}
+
 // Every problem of a config build, one per line, as one error.
 static parity_error *config_problems(parity_error *error, const parity_ops_config *config) {
     char message[4096];
@@ -57,9 +71,17 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         error = parity_checkpoint_load(options->checkpoint, PARITY_F64, &out->model_config, &parameters);
     } else if (options->config_path) {
         error = parity_model_config_read(options->config_path, &out->model_config);
+        // Drawn where the run happens (a GPU draws a toy model's 1.6B values in milliseconds). Where
+        // the device is absent they are drawn on the CPU, so binding the ops reports the missing
+        // device for each op as always.
+        bool device_present = options->device.type == PARITY_DEVICE_CPU ||
+                              (options->device.type == PARITY_DEVICE_CUDA &&
+                               parity_cuda_device_count(NULL, 0) > options->device.index);
         if (!error)
-            error = parity_model_random_parameters(&out->model_config, options->seed,
-                                                   options->initializer_range > 0 ? options->initializer_range : 0.02, &parameters);
+            error = parity_model_random_parameters_on(&out->model_config, options->seed,
+                                                      options->initializer_range > 0 ? options->initializer_range : 0.02,
+                                                      device_present ? options->device : PARITY_CPU,
+                                                      device_present ? options->dtype : PARITY_F64, &parameters);
     } else {
         error = PARITY_ERROR(PARITY_ERROR_USAGE, "evaluation needs a checkpoint directory or a config.json with a seed");
     }
@@ -122,6 +144,7 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
     }
     parity_model *model = NULL;
     if (!error) error = parity_model_create(model_config, &parameters, options->device, options->dtype, &selection, &model);
+    if (!error && options->jitter_seed) error = jitter_embedding(model, options->jitter_seed);
     if (!error) {
         out->token_count = batch->token_count;
         out->valid_target_count = batch->valid_target_count;

@@ -25,6 +25,10 @@ typedef struct parity_evaluation_options {
     bool eager_baseline;               // fields nobody set run "eager" instead of VeOmni's GPU defaults
     bool want_logits;
     bool keep_gradients;               // move every parameter gradient (CPU, f64) into the result
+    // Non-zero: before the step, the embedding table (in the run's dtype) is nudged by rounding-level
+    // noise drawn from this seed (parity_rng_nudge_ulps): how far eager moves under such noise is the
+    // jitter spread of the tolerance rule (harness/tolerance.h).
+    uint64_t jitter_seed;
     // Timing (parity run): after the measured step, `warmup_steps` untimed and `timed_steps` timed
     // steps of the same model on the same batch. NULL = the measured step only.
     parity_timer *timer;

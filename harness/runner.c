@@ -3,6 +3,7 @@
 
 #include <fnmatch.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,6 +192,21 @@ static parity_error *step_values_copy(const parity_step_result *step, step_value
     return NULL;
 }
 
+// Zeroed values with the names of `source` (for accumulating a spread).
+static parity_error *step_values_copy_shape(const step_values *source, step_values *out) {
+    memset(out, 0, sizeof *out);
+    out->has_aux_loss = source->has_aux_loss;
+    out->count = source->count;
+    out->names = calloc(out->count ? out->count : 1, sizeof *out->names);
+    out->norms = calloc(out->count ? out->count : 1, sizeof *out->norms);
+    if (!out->names || !out->norms) {
+        step_values_release(out);
+        return PARITY_ERROR(PARITY_ERROR_MEMORY, "jitter spread values");
+    }
+    memcpy(out->names, source->names, out->count * sizeof *out->names);
+    return NULL;
+}
+
 static void step_values_from_golden(const parity_golden_values *golden, step_values *out) {
     memset(out, 0, sizeof *out);
     out->loss = golden->loss;
@@ -216,7 +232,8 @@ static parity_error *add_metric(parity_combo_result *result, const parity_metric
 
 // Fills the metrics of `result` and returns whether all pass.
 static parity_error *compare(parity_tolerance_rule rule, parity_dtype dtype, const parity_golden_values *golden_values,
-                             const step_values *value, const step_values *eager, parity_combo_result *result) {
+                             const step_values *value, const step_values *eager, const step_values *spread,
+                             parity_combo_result *result) {
     step_values golden;
     step_values_from_golden(golden_values, &golden);
     parity_metric metric;
@@ -226,21 +243,23 @@ static parity_error *compare(parity_tolerance_rule rule, parity_dtype dtype, con
         parity_tolerance_check_veomni("grad_norm", value->grad_norm, eager->grad_norm, &metric);
         return add_metric(result, &metric);
     }
-    parity_tolerance_check("loss", PARITY_METRIC_LOSS_LIKE, dtype, value->loss, golden.loss, eager->loss, &metric);
+    parity_tolerance_check("loss", PARITY_METRIC_LOSS_LIKE, dtype, value->loss, golden.loss, eager->loss,
+                           spread ? spread->loss : 0.0, &metric);
     PARITY_TRY(add_metric(result, &metric));
     if (golden.has_aux_loss) {
         parity_tolerance_check("aux_loss", PARITY_METRIC_LOSS_LIKE, dtype, value->has_aux_loss ? value->aux_loss : NAN,
-                               golden.aux_loss, eager->aux_loss, &metric);
+                               golden.aux_loss, eager->aux_loss, spread ? spread->aux_loss : 0.0, &metric);
         PARITY_TRY(add_metric(result, &metric));
     }
     parity_tolerance_check("grad_norm", PARITY_METRIC_GRADIENT, dtype, value->grad_norm, golden.grad_norm, eager->grad_norm,
-                           &metric);
+                           spread ? spread->grad_norm : 0.0, &metric);
     PARITY_TRY(add_metric(result, &metric));
     for (size_t i = 0; i < golden.count; i++) {
         char name[192];
         parity_text_format(name, sizeof name, "grad_norm:%s", golden.names[i]);
+        double spread_norm = spread ? norm_named(spread, golden.names[i], i) : 0.0;
         parity_tolerance_check(name, PARITY_METRIC_GRADIENT, dtype, norm_named(value, golden.names[i], i), golden.norms[i],
-                               norm_named(eager, golden.names[i], i), &metric);
+                               norm_named(eager, golden.names[i], i), isnan(spread_norm) ? 0.0 : spread_norm, &metric);
         PARITY_TRY(add_metric(result, &metric));
     }
     return NULL;
@@ -280,6 +299,8 @@ typedef struct group_state {
     char baseline_id[320];
     char baseline_problem[1024];
     step_values eager;                 // the baseline's values (eager_same_dtype)
+    step_values spread;                // per metric, the largest |jittered eager - eager| (names as eager's)
+    bool has_spread;
 } group_state;
 
 static void fill_record(const parity_suite *suite, const parity_combo_plan *plan, parity_combo_result *record) {
@@ -310,6 +331,41 @@ static bool golden_on_device_type(const parity_golden *golden, parity_device dev
     return golden_on_cpu == (device.type == PARITY_DEVICE_CPU);
 }
 
+// The jitter spread of a group (harness/tolerance.h): eager again PARITY_JITTER_RUNS times with the
+// embedding table nudged by rounding-level noise (seeds 1, 2, ...); per metric the largest distance
+// from the unjittered eager. A run that fails or reports no value leaves the spread as it is (the
+// rule then rests on the eager error alone) and says so on stderr.
+static parity_error *measure_jitter_spread(const parity_combo_plan *plan, const parity_case *c, group_state *group) {
+    step_values *spread = &group->spread;
+    PARITY_TRY(step_values_copy_shape(&group->eager, spread));
+    group->has_spread = true;
+    for (int run = 1; run <= PARITY_JITTER_RUNS; run++) {
+        parity_evaluation evaluation;
+        parity_error *run_error = parity_case_evaluate(c, plan->dtype, plan->device, NULL, false, NULL, 0, 0, (uint64_t)run,
+                                                       &evaluation);
+        if (run_error) {
+            char message[512];
+            fprintf(stderr, "parity run: %s: jittered eager run %d failed (%s); the tolerance uses the eager error alone\n",
+                    plan->id, run, parity_error_format(run_error, message, sizeof message));
+            parity_error_free(run_error);
+            continue;
+        }
+        const parity_step_result *step = &evaluation.step;
+        spread->loss = fmax(spread->loss, fabs(step->loss - group->eager.loss));
+        if (group->eager.has_aux_loss && step->has_aux_loss)
+            spread->aux_loss = fmax(spread->aux_loss, fabs(step->aux_loss - group->eager.aux_loss));
+        spread->grad_norm = fmax(spread->grad_norm, fabs(step->grad_norm - group->eager.grad_norm));
+        for (size_t i = 0; i < spread->count; i++)
+            for (size_t j = 0; j < step->parameter_count; j++)
+                if (strcmp(step->parameter_names[j], spread->names[i]) == 0) {
+                    spread->norms[i] = fmax(spread->norms[i], fabs(step->parameter_grad_norms[j] - group->eager.norms[i]));
+                    break;
+                }
+        parity_evaluation_release(&evaluation);
+    }
+    return NULL;
+}
+
 // Runs one combo (plan->status PASS) and fills its record (when `record` is not NULL).
 static parity_error *run_combo(const parity_suite *suite, const parity_combo_plan *plan, const parity_case *c,
                                const parity_golden *golden, group_state *group, parity_combo_result *record) {
@@ -326,7 +382,7 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
     }
     parity_evaluation evaluation;
     parity_error *run_error = parity_case_evaluate(c, plan->dtype, plan->device, &settings, false, &timer, suite->warmup,
-                                                   suite->repeats, &evaluation);
+                                                   suite->repeats, 0, &evaluation);
     parity_ops_settings_free(&settings);
     parity_timer_release(&timer);
 
@@ -341,6 +397,8 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
             parity_text_format(group->baseline_problem, sizeof group->baseline_problem, "NaN/Inf first appeared in %s",
                                value.first_non_finite);
         if (group->baseline_ok) error = step_values_copy(&evaluation.step, &group->eager);
+        if (group->baseline_ok && !error && suite->tolerance == PARITY_RULE_PARITY && plan->dtype != PARITY_F64)
+            error = measure_jitter_spread(plan, c, group);
     }
     if (record && !error) {
         if (run_error) {
@@ -365,7 +423,9 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
                 step_values_from_golden(stored, &golden_eager);
                 reference = golden_eager;
             }
-            if (!error) error = compare(suite->tolerance, plan->dtype, &golden->expected, &value, &reference, record);
+            if (!error)
+                error = compare(suite->tolerance, plan->dtype, &golden->expected, &value, &reference,
+                                group->has_spread ? &group->spread : NULL, record);
             if (!error) judge(record, &value);
         }
     }
@@ -464,6 +524,7 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
         const parity_combo_plan *combo = &plan->combos.items[i];
         if (combo->is_baseline) {
             step_values_release(&group.eager);
+            step_values_release(&group.spread);
             memset(&group, 0, sizeof group);
         }
         bool runnable = combo->status == PARITY_COMBO_PASS;
@@ -507,6 +568,7 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
     }
     parity_progress_finish(&progress);
     step_values_release(&group.eager);
+    step_values_release(&group.spread);
     char finished[32];
     parity_text_format(results->context.finished, sizeof results->context.finished, "%s",
                        parity_utc_timestamp(finished, sizeof finished, 0));

@@ -1,12 +1,8 @@
-// timer.c: the monotonic wall clock and the CUDA plug-in point of timer.h.
+// timer.c: the monotonic wall clock of timer.h, and the choice of clock per device.
 #include "harness/timer.h"
 
 #include <string.h>
 #include <time.h>
-
-static parity_timer_factory cuda_factory = NULL;
-
-void parity_timer_set_cuda_factory(parity_timer_factory factory) { cuda_factory = factory; }
 
 double parity_monotonic_seconds(void) {
     struct timespec now;
@@ -27,8 +23,7 @@ static parity_error *wall_end(parity_timer *timer, double *elapsed_ms) {
 parity_timer parity_timer_wall_clock(parity_device device) {
     parity_timer timer;
     memset(&timer, 0, sizeof timer);
-    timer.method = device.type == PARITY_DEVICE_CPU ? "wall clock (CLOCK_MONOTONIC)"
-                                                    : "wall clock (CLOCK_MONOTONIC; CUDA-event timing not plugged in)";
+    timer.method = "wall clock (CLOCK_MONOTONIC)";
     timer.begin = wall_begin;
     timer.end = wall_end;
     timer.device = device;
@@ -36,7 +31,7 @@ parity_timer parity_timer_wall_clock(parity_device device) {
 }
 
 parity_error *parity_timer_create(parity_device device, parity_timer *out) {
-    if (device.type == PARITY_DEVICE_CUDA && cuda_factory) return cuda_factory(device, out);
+    if (device.type == PARITY_DEVICE_CUDA) return parity_timer_cuda_events(device, out);
     *out = parity_timer_wall_clock(device);
     return NULL;
 }

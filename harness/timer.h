@@ -1,8 +1,7 @@
-// timer.h: how `parity run` times one step, behind a small interface so a device can bring its own
-// clock. The CPU uses the monotonic wall clock. A CUDA build plugs CUDA-event timing in with
-// parity_timer_set_cuda_factory (one call, e.g. from ops/cuda_backends.cu); until it does, a CUDA
-// device is timed by the wall clock around a step whose results were copied back to the host, and
-// the timer's `method` says so.
+// timer.h: how `parity run` times one step, behind a small interface so a device brings its own
+// clock. The CPU uses the monotonic wall clock; a CUDA device uses CUDA events recorded on the
+// default stream (the stream every parity kernel runs on) around the step (harness/timer_cuda.cu;
+// harness/timer_cuda_without_cuda.c answers UNAVAILABLE in a CPU-only build).
 #ifndef PARITY_TIMER_H
 #define PARITY_TIMER_H
 
@@ -30,8 +29,7 @@ parity_timer parity_timer_wall_clock(parity_device device);
 // Seconds on the monotonic clock (progress lines, elapsed times).
 double parity_monotonic_seconds(void);
 
-// Plug-in point for CUDA-event timing: `factory` fills `out` for a CUDA device.
-typedef parity_error *(*parity_timer_factory)(parity_device device, parity_timer *out);
-void parity_timer_set_cuda_factory(parity_timer_factory factory);
+// CUDA events on `device`'s default stream (harness/timer_cuda.cu).
+parity_error *parity_timer_cuda_events(parity_device device, parity_timer *out);
 
 #endif

@@ -153,32 +153,42 @@ parity_error *parity_model_parameter(parity_model *model, parity_tape *tape, con
     return NULL;
 }
 
-parity_error *parity_model_random_parameters(const parity_model_config *config, uint64_t seed, double initializer_range,
-                                             parity_parameters *out) {
+parity_error *parity_model_random_parameters_on(const parity_model_config *config, uint64_t seed, double initializer_range,
+                                                parity_device device, parity_dtype dtype, parity_parameters *out) {
     const parity_model_family *family = parity_model_family_find(config->model_type);
     if (!family) return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "no model implementation for model_type '%s'", config->model_type);
+    if (!parity_dtype_is_float(dtype))
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "random parameters in %s: float dtypes only", parity_dtype_name(dtype));
     parity_parameter_spec *specs = NULL;
     size_t count = 0;
     PARITY_TRY(family->parameter_specs(config, &specs, &count));
     parity_error *error = NULL;
     for (size_t i = 0; i < count && !error; i++) {
         parity_tensor value;
-        error = parity_tensor_alloc(&value, PARITY_F64, PARITY_CPU, specs[i].ndim, specs[i].shape);
+        error = parity_tensor_alloc(&value, dtype, device, specs[i].ndim, specs[i].shape);
         if (error) break;
         parity_rng_stream stream = parity_rng_stream_named(seed, specs[i].name);
         switch (specs[i].initializer) {
         case PARITY_INIT_NORMAL: error = parity_rng_fill(&value, stream, PARITY_RNG_NORMAL, 0.0, initializer_range); break;
         case PARITY_INIT_UNIFORM: error = parity_rng_fill(&value, stream, PARITY_RNG_UNIFORM, specs[i].low, specs[i].high); break;
-        case PARITY_INIT_ONES:
-            for (int64_t j = 0; j < value.numel; j++) ((double *)value.data)[j] = 1.0;
-            break;
+        case PARITY_INIT_ONES: error = parity_tensor_fill_value(&value, 1.0); break;
         case PARITY_INIT_ZEROS: error = parity_tensor_fill_zero(&value); break;
         }
         if (!error) error = parity_parameters_add(out, specs[i].name, &value);
         parity_tensor_release(&value);
+        if (error) {
+            char where[32];
+            error = parity_error_wrap(error, __FILE__, __LINE__, "drawing parameter %s on %s", specs[i].name,
+                                      parity_device_format(device, where, sizeof where));
+        }
     }
     free(specs);
     return error;
+}
+
+parity_error *parity_model_random_parameters(const parity_model_config *config, uint64_t seed, double initializer_range,
+                                             parity_parameters *out) {
+    return parity_model_random_parameters_on(config, seed, initializer_range, PARITY_CPU, PARITY_F64, out);
 }
 
 void parity_step_result_release(parity_step_result *result) {
@@ -201,21 +211,10 @@ static double scalar_of(const parity_variable *variable) {
     return value;
 }
 
-// L2 norm of a tensor in f64 (copies a device tensor to the host).
+// L2 norm of a tensor in f64 (a device tensor is reduced on its device).
 static parity_error *norm_of(const parity_tensor *tensor, double *out) {
-    parity_tensor host;
-    memset(&host, 0, sizeof host);
-    const parity_tensor *view = tensor;
-    if (tensor->device.type != PARITY_DEVICE_CPU) {
-        PARITY_TRY(parity_tensor_to(&host, tensor, PARITY_CPU, tensor->dtype));
-        view = &host;
-    }
     double sum = 0;
-    for (int64_t i = 0; i < view->numel; i++) {
-        double value = parity_tensor_get(view, i);
-        sum += value * value;
-    }
-    parity_tensor_release(&host);
+    PARITY_TRY(parity_tensor_sum_of_squares(tensor, &sum));
     *out = sqrt(sum);
     return NULL;
 }

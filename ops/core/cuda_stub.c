@@ -71,6 +71,12 @@ parity_error *parity_rng_fill_cuda(parity_tensor *tensor, parity_rng_stream stre
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
 }
 
+parity_error *parity_rng_nudge_ulps_cuda(parity_tensor *tensor, parity_rng_stream stream) {
+    (void)tensor;
+    (void)stream;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
 parity_error *parity_rng_words_cuda(int device_index, parity_rng_stream stream, uint64_t offset, uint32_t *device_out,
                                     int64_t count) {
     (void)device_index;
@@ -100,6 +106,12 @@ parity_error *parity_cuda_convert(parity_tensor *destination, const parity_tenso
 parity_error *parity_cuda_fill(parity_tensor *tensor, double value) {
     (void)tensor;
     (void)value;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+parity_error *parity_cuda_sum_of_squares(const parity_tensor *tensor, double *out) {
+    (void)tensor;
+    *out = 0;
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
 }
 

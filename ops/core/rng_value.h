@@ -23,4 +23,20 @@ PARITY_HOST_DEVICE double parity_rng_value(parity_rng_stream stream, parity_rng_
     return PARITY_ADD_RN(a, PARITY_MUL_RN(b, z));
 }
 
+// The nudge of element i (parity_rng_nudge_ulps): -1 (one unit in the last place toward zero), +1
+// (away from zero) or 0, with probabilities 1/4, 1/4, 1/2, from the two low bits of word i.
+PARITY_HOST_DEVICE int parity_rng_nudge_direction(parity_rng_stream stream, uint64_t index) {
+    uint32_t bits = parity_philox_word(stream.seed, stream.name_hash, index) & 3u;
+    return bits == 0 ? -1 : bits == 1 ? 1 : 0;
+}
+
+// `magnitude_bits` (the value's bits without the sign) moved by `direction` units in the last place,
+// staying finite and not crossing zero; infinities and NaNs (>= infinity_bits) are left alone.
+PARITY_HOST_DEVICE uint64_t parity_rng_nudged_magnitude(uint64_t magnitude_bits, uint64_t infinity_bits, int direction) {
+    if (magnitude_bits >= infinity_bits) return magnitude_bits;
+    if (direction > 0 && magnitude_bits + 1 < infinity_bits) return magnitude_bits + 1;
+    if (direction < 0 && magnitude_bits > 0) return magnitude_bits - 1;
+    return magnitude_bits;
+}
+
 #endif

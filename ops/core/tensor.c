@@ -201,6 +201,19 @@ parity_error *parity_tensor_fill_zero(parity_tensor *tensor) {
     return NULL;
 }
 
+parity_error *parity_tensor_fill_value(parity_tensor *tensor, double value) {
+    if (!parity_dtype_is_float(tensor->dtype))
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "fill of a %s tensor with %g: float dtypes only", parity_dtype_name(tensor->dtype),
+                            value);
+    if (tensor->device.type == PARITY_DEVICE_CUDA) {
+        if (!parity_tensor_is_contiguous(tensor)) return PARITY_ERROR(PARITY_ERROR_SHAPE, "fill of a non-contiguous CUDA tensor");
+        return parity_cuda_fill(tensor, value);
+    }
+    if (tensor->device.type != PARITY_DEVICE_CPU) return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "fill: needs an Ascend NPU build");
+    for (int64_t i = 0; i < tensor->numel; i++) parity_tensor_set(tensor, i, value);
+    return NULL;
+}
+
 parity_error *parity_tensor_copy(parity_tensor *destination, const parity_tensor *source) {
     char a[200], b[200];
     if (destination->dtype != source->dtype || !parity_tensor_same_shape(destination, source))
@@ -320,6 +333,30 @@ parity_error *parity_tensor_check_finite(const parity_tensor *tensor, const char
     }
     parity_tensor_release(&host);
     return error;
+}
+
+parity_error *parity_tensor_sum_of_squares(const parity_tensor *tensor, double *out) {
+    *out = 0;
+    char a[200];
+    if (!parity_dtype_is_float(tensor->dtype))
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "sum of squares of %s: float tensors only",
+                            parity_tensor_describe(tensor, a, sizeof a));
+    if (tensor->device.type == PARITY_DEVICE_CUDA) {
+        if (!parity_tensor_is_contiguous(tensor))
+            return PARITY_ERROR(PARITY_ERROR_USAGE, "sum of squares of %s: a CUDA tensor must be contiguous",
+                                parity_tensor_describe(tensor, a, sizeof a));
+        return parity_cuda_sum_of_squares(tensor, out);
+    }
+    if (tensor->device.type != PARITY_DEVICE_CPU)
+        return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "sum of squares of %s: needs an Ascend NPU build",
+                            parity_tensor_describe(tensor, a, sizeof a));
+    double sum = 0;
+    for (int64_t i = 0; i < tensor->numel; i++) {
+        const double value = parity_tensor_get(tensor, i);
+        sum += value * value;
+    }
+    *out = sum;
+    return NULL;
 }
 
 parity_error *parity_tensor_add_into(parity_tensor *destination, const parity_tensor *source) {

@@ -524,3 +524,76 @@ Test(rng_cuda, normal_fill_bf16_bitwise_equal_for_almost_all_elements) {
         parity_tensor_release(&cpu);
     }
 }
+
+// ---- ulp nudge (rounding-level noise for the tolerance's jitter spread) ----------------------------
+
+// Magnitude bits of element i (sign cleared) and its sign bit.
+static uint64_t magnitude_bits(const parity_tensor *t, int64_t i) {
+    size_t size = parity_dtype_size(t->dtype);
+    return stored_bits(t, i) & ((UINT64_C(1) << (8 * size - 1)) - 1);
+}
+static uint64_t sign_bit(const parity_tensor *t, int64_t i) {
+    size_t size = parity_dtype_size(t->dtype);
+    return stored_bits(t, i) >> (8 * size - 1);
+}
+
+// Fills a tensor of N elements with normal values, zeros at every 97th element, and nudges a copy.
+static void nudged_pair(parity_dtype dtype, parity_device device, int64_t count, parity_tensor *before, parity_tensor *after) {
+    parity_tensor on_device;
+    assert_ok(parity_tensor_alloc(before, dtype, PARITY_CPU, PARITY_SHAPE(count)), "alloc");
+    assert_ok(parity_rng_fill(before, parity_rng_stream_named(5, "nudge input"), PARITY_RNG_NORMAL, 0, 0.02), "fill");
+    for (int64_t i = 0; i < count; i += 97) parity_tensor_set(before, i, 0.0);
+    assert_ok(parity_tensor_to(&on_device, before, device, dtype), "to device");
+    assert_ok(parity_rng_nudge_ulps(&on_device, parity_rng_stream_named(1, "parity.jitter.embedding")), "nudge");
+    assert_ok(parity_tensor_to(after, &on_device, PARITY_CPU, dtype), "back to the host");
+    parity_tensor_release(&on_device);
+}
+
+Test(rng, ulp_nudge_moves_a_quarter_up_a_quarter_down_by_one_unit) {
+    enum { N = 1 << 16 };
+    static const parity_dtype dtypes[] = {PARITY_F64, PARITY_F32, PARITY_BF16, PARITY_F16};
+    for (size_t d = 0; d < ROWS(dtypes); d++) {
+        parity_tensor before, after;
+        nudged_pair(dtypes[d], PARITY_CPU, N, &before, &after);
+        long up = 0, down = 0, other = 0, sign_changed = 0;
+        for (int64_t i = 0; i < N; i++) {
+            uint64_t old = magnitude_bits(&before, i), new_ = magnitude_bits(&after, i);
+            if (new_ == old + 1) up++;
+            else if (new_ + 1 == old) down++;
+            else if (new_ != old) other++;
+            sign_changed += sign_bit(&before, i) != sign_bit(&after, i);
+        }
+        cr_expect_eq(other, 0, "%s: %ld elements moved by more than one unit", parity_dtype_name(dtypes[d]), other);
+        cr_expect_eq(sign_changed, 0, "%s: %ld elements changed sign", parity_dtype_name(dtypes[d]), sign_changed);
+        cr_expect(up > N / 4 - N / 50 && up < N / 4 + N / 50, "%s: %ld of %d moved away from zero, expected ~1/4",
+                  parity_dtype_name(dtypes[d]), up, N);
+        cr_expect(down > N / 4 - N / 50 && down < N / 4 + N / 50, "%s: %ld of %d moved toward zero, expected ~1/4",
+                  parity_dtype_name(dtypes[d]), down, N);
+        parity_tensor_release(&after);
+        parity_tensor_release(&before);
+    }
+    parity_tensor integers;
+    assert_ok(parity_tensor_alloc(&integers, PARITY_I64, PARITY_CPU, PARITY_SHAPE(4)), "alloc");
+    parity_error *error = parity_rng_nudge_ulps(&integers, parity_rng_stream_named(1, "x"));
+    cr_expect(error && parity_error_kind_of(error) == PARITY_ERROR_USAGE, "an integer tensor is refused");
+    parity_error_free(error);
+    parity_tensor_release(&integers);
+}
+
+Test(rng_cuda, ulp_nudge_is_bitwise_equal_on_cpu_and_gpu) {
+    parity_test_require_gpu();
+    static const parity_dtype dtypes[] = {PARITY_F64, PARITY_F32, PARITY_BF16, PARITY_F16};
+    for (size_t d = 0; d < ROWS(dtypes); d++) {
+        parity_tensor cpu_before, cpu_after, gpu_before, gpu_after;
+        nudged_pair(dtypes[d], PARITY_CPU, GPU_N, &cpu_before, &cpu_after);
+        nudged_pair(dtypes[d], PARITY_CUDA(0), GPU_N, &gpu_before, &gpu_after);
+        long differ = 0;
+        for (int64_t i = 0; i < GPU_N; i++) differ += stored_bits(&cpu_after, i) != stored_bits(&gpu_after, i);
+        cr_expect_eq(differ, 0, "%s: %ld of %d nudged elements differ between CPU and GPU", parity_dtype_name(dtypes[d]),
+                     differ, GPU_N);
+        parity_tensor_release(&cpu_before);
+        parity_tensor_release(&cpu_after);
+        parity_tensor_release(&gpu_before);
+        parity_tensor_release(&gpu_after);
+    }
+}

@@ -1,5 +1,5 @@
 // test_tolerance.c: the comparison rules of harness/tolerance.h, as a table: which term decides the
-// tolerance (k * eager error or the dtype floor), k per metric kind, NaN, exact agreement, and
+// tolerance (k * eager error, k * jitter spread or the dtype floor), k per metric kind, NaN, exact agreement, and
 // VeOmni's fixed rtol = atol = 1e-2.
 #include <criterion/criterion.h>
 #include <math.h>
@@ -24,25 +24,32 @@ Test(tolerance, parity_rule_table) {
         const char *what;
         parity_metric_kind kind;
         parity_dtype dtype;
-        double value, golden, eager, tolerance, ratio;
+        double value, golden, eager, spread, tolerance, ratio;
         bool pass;
     } rows[] = {
-        {"k * eager decides (loss, fp32)", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0015, 1.0, 1.001, 0.002, 0.75, true},
-        {"k * eager exceeded (loss, fp32)", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0025, 1.0, 1.001, 0.002, 1.25, false},
-        {"k = 3 for gradients", PARITY_METRIC_GRADIENT, PARITY_F32, 1.0025, 1.0, 1.001, 0.003, 2.5 / 3.0, true},
-        {"bf16 floor decides", PARITY_METRIC_LOSS_LIKE, PARITY_BF16, 6.04, 6.0, 6.001, 0.046875, 0.04 / 0.046875, true},
-        {"bf16 floor exceeded", PARITY_METRIC_GRADIENT, PARITY_BF16, 6.05, 6.0, 6.001, 0.046875, 0.05 / 0.046875, false},
-        {"fp32 floor when eager is exact", PARITY_METRIC_GRADIENT, PARITY_F32, 2.0 + 4e-6, 2.0, 2.0, 128.0 / 16777216.0,
+        {"k * eager decides (loss, fp32)", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0015, 1.0, 1.001, 0.0, 0.002, 0.75, true},
+        {"k * eager exceeded (loss, fp32)", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0025, 1.0, 1.001, 0.0, 0.002, 1.25, false},
+        {"k = 3 for gradients", PARITY_METRIC_GRADIENT, PARITY_F32, 1.0025, 1.0, 1.001, 0.0, 0.003, 2.5 / 3.0, true},
+        {"bf16 floor decides", PARITY_METRIC_LOSS_LIKE, PARITY_BF16, 6.04, 6.0, 6.001, 0.0, 0.046875, 0.04 / 0.046875, true},
+        {"bf16 floor exceeded", PARITY_METRIC_GRADIENT, PARITY_BF16, 6.05, 6.0, 6.001, 0.0, 0.046875, 0.05 / 0.046875, false},
+        {"fp32 floor when eager is exact", PARITY_METRIC_GRADIENT, PARITY_F32, 2.0 + 4e-6, 2.0, 2.0, 0.0, 128.0 / 16777216.0,
          4e-6 / (128.0 / 16777216.0), true},
-        {"eager below golden counts by magnitude", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 0.998, 1.0, 0.999, 0.002, 1.0, true},
-        {"exact agreement", PARITY_METRIC_GRADIENT, PARITY_F64, 3.0, 3.0, 3.0, 64 * 3.0 * 0x1p-53, 0.0, true},
-        {"zero golden, zero eager, nonzero value", PARITY_METRIC_LOSS_LIKE, PARITY_F64, 1e-300, 0.0, 0.0, 0.0, INFINITY, false},
-        {"NaN never passes", PARITY_METRIC_LOSS_LIKE, PARITY_BF16, NAN, 6.0, 6.001, 0.046875, INFINITY, false},
-        {"Inf never passes", PARITY_METRIC_GRADIENT, PARITY_F32, INFINITY, 1.0, 1.001, 0.003, INFINITY, false},
+        {"eager below golden counts by magnitude", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 0.998, 1.0, 0.999, 0.0, 0.002, 1.0, true},
+        {"exact agreement", PARITY_METRIC_GRADIENT, PARITY_F64, 3.0, 3.0, 3.0, 0.0, 64 * 3.0 * 0x1p-53, 0.0, true},
+        {"zero golden, zero eager, nonzero value", PARITY_METRIC_LOSS_LIKE, PARITY_F64, 1e-300, 0.0, 0.0, 0.0, 0.0, INFINITY, false},
+        {"NaN never passes", PARITY_METRIC_LOSS_LIKE, PARITY_BF16, NAN, 6.0, 6.001, 0.0, 0.046875, INFINITY, false},
+        {"Inf never passes", PARITY_METRIC_GRADIENT, PARITY_F32, INFINITY, 1.0, 1.001, 0.0, 0.003, INFINITY, false},
+        {"jitter spread above the eager error decides", PARITY_METRIC_GRADIENT, PARITY_BF16, 1.05, 1.0, 1.001, 0.02, 0.06,
+         0.05 / 0.06, true},
+        {"jitter spread exceeded", PARITY_METRIC_GRADIENT, PARITY_BF16, 1.07, 1.0, 1.001, 0.02, 0.06, 0.07 / 0.06, false},
+        {"jitter spread below the eager error changes nothing", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0025, 1.0, 1.001,
+         0.0005, 0.002, 1.25, false},
+        {"NaN spread is ignored", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0015, 1.0, 1.001, NAN, 0.002, 0.75, true},
     };
     for (size_t row = 0; row < ROWS(rows); row++) {
         parity_metric metric;
-        parity_tolerance_check("m", rows[row].kind, rows[row].dtype, rows[row].value, rows[row].golden, rows[row].eager, &metric);
+        parity_tolerance_check("m", rows[row].kind, rows[row].dtype, rows[row].value, rows[row].golden, rows[row].eager,
+                               rows[row].spread, &metric);
         cr_expect_float_eq(metric.tolerance, rows[row].tolerance, 1e-12 * (1 + rows[row].tolerance), "%s: tolerance %.17g",
                            rows[row].what, metric.tolerance);
         if (isinf(rows[row].ratio)) cr_expect(isinf(metric.ratio), "%s: ratio %g", rows[row].what, metric.ratio);

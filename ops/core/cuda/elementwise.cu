@@ -1,5 +1,5 @@
 // elementwise.cu: the device-side tensor helpers of elementwise.h (add into, dtype conversion,
-// fill), one thread per element over a grid-stride loop.
+// fill), one thread per element over a grid-stride loop; the sum of squares reduces in a fixed order.
 #include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
@@ -122,5 +122,56 @@ extern "C" parity_error *parity_cuda_fill(parity_tensor *tensor, double value) {
     PARITY_CUDA_TRY(cudaSetDevice(tensor->device.index));
     fill_kernel<<<parity_cuda::grid_for(tensor->numel), 256>>>(tensor->data, tensor->dtype, value, tensor->numel);
     PARITY_CUDA_TRY_LAUNCH("fill_kernel");
+    return NULL;
+}
+
+namespace {
+
+constexpr int squares_threads = 256;
+constexpr int64_t squares_max_blocks = 1024;
+
+// partials[b] = sum of x^2 over elements b*256 + t + k * (blocks * 256), tree-summed in the block.
+__global__ void sum_of_squares_kernel(const void *data, parity_dtype dtype, int64_t count, double *partials) {
+    __shared__ double sums[squares_threads];
+    double sum = 0;
+    for (int64_t i = blockIdx.x * (int64_t)squares_threads + threadIdx.x; i < count; i += (int64_t)gridDim.x * squares_threads) {
+        const double value = load_any(data, dtype, i);
+        sum += value * value;
+    }
+    sums[threadIdx.x] = sum;
+    __syncthreads();
+    for (int half = squares_threads / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) partials[blockIdx.x] = sums[0];
+}
+
+} // namespace
+
+extern "C" parity_error *parity_cuda_sum_of_squares(const parity_tensor *tensor, double *out) {
+    *out = 0;
+    PARITY_TRY(check_cuda_tensor("cuda sum of squares", "tensor", tensor));
+    if (!parity_dtype_is_float(tensor->dtype))
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "cuda sum of squares: %s tensor (float dtypes only)",
+                            parity_dtype_name(tensor->dtype));
+    if (tensor->numel == 0) return NULL;
+    PARITY_CUDA_TRY(cudaSetDevice(tensor->device.index));
+    int64_t blocks = (tensor->numel + squares_threads - 1) / squares_threads;
+    if (blocks > squares_max_blocks) blocks = squares_max_blocks;
+    double *partials = nullptr;
+    PARITY_CUDA_TRY(cudaMalloc(&partials, (size_t)blocks * sizeof(double)));
+    sum_of_squares_kernel<<<(unsigned)blocks, squares_threads>>>(tensor->data, tensor->dtype, tensor->numel, partials);
+    cudaError_t status = cudaGetLastError();
+    double host[squares_max_blocks];
+    if (status == cudaSuccess)
+        status = cudaMemcpy(host, partials, (size_t)blocks * sizeof(double), cudaMemcpyDeviceToHost);
+    cudaFree(partials);
+    if (status != cudaSuccess)
+        return PARITY_ERROR(PARITY_ERROR_DEVICE, "cuda sum of squares of %lld elements: %s", (long long)tensor->numel,
+                            cudaGetErrorString(status));
+    double sum = 0;
+    for (int64_t b = 0; b < blocks; b++) sum += host[b];
+    *out = sum;
     return NULL;
 }

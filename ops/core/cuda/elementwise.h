@@ -1,5 +1,5 @@
 // elementwise.h: device-side tensor helpers behind tensor.c for CUDA tensors (gradient accumulation,
-// dtype conversion, fills), so such work never stages through the host. Implemented in
+// dtype conversion, fills, sums of squares), so such work never stages through the host. Implemented in
 // ops/core/cuda/elementwise.cu; in a build without CUDA, ops/core/cuda_stub.c answers each call with
 // "parity was built without CUDA". Tensors must be contiguous and on one CUDA device. Each call is
 // queued on the default stream, so later copies and kernels see its result.
@@ -21,6 +21,10 @@ parity_error *parity_cuda_add_into(parity_tensor *destination, const parity_tens
 parity_error *parity_cuda_convert(parity_tensor *destination, const parity_tensor *source);
 // Every element of a float tensor set to `value` rounded once to its dtype (NaN allowed).
 parity_error *parity_cuda_fill(parity_tensor *tensor, double value);
+// *out = sum of the squares of a float tensor's elements, accumulated in f64 in a fixed order (a fixed
+// grid of block partials summed on the host in block order): bitwise repeatable for a given numel.
+// Waits for the device (the result is on the host).
+parity_error *parity_cuda_sum_of_squares(const parity_tensor *tensor, double *out);
 
 #ifdef __cplusplus
 }

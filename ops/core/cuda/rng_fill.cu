@@ -20,6 +20,17 @@ struct store_f32 { float *out; __device__ void operator()(int64_t i, double v) c
 struct store_bf16 { uint16_t *out; __device__ void operator()(int64_t i, double v) const { out[i] = parity_f64_to_bf16(v); } };
 struct store_f16 { uint16_t *out; __device__ void operator()(int64_t i, double v) const { out[i] = parity_f64_to_f16(v); } };
 
+// One unit in the last place per element (parity_rng_nudge_ulps), on the value's bits.
+template <typename Bits>
+__global__ void rng_nudge_kernel(Bits *data, Bits sign_bit, uint64_t infinity_bits, parity_rng_stream stream, int64_t count) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
+        int direction = parity_rng_nudge_direction(stream, (uint64_t)i);
+        if (!direction) continue;
+        Bits sign = data[i] & sign_bit;
+        data[i] = (Bits)(sign | (Bits)parity_rng_nudged_magnitude((uint64_t)(data[i] & (Bits)~sign_bit), infinity_bits, direction));
+    }
+}
+
 __global__ void rng_words_kernel(parity_rng_stream stream, uint64_t offset, uint32_t *out, int64_t count) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x)
         out[i] = parity_philox_word(stream.seed, stream.name_hash, offset + (uint64_t)i);
@@ -43,6 +54,26 @@ extern "C" parity_error *parity_rng_fill_cuda(parity_tensor *tensor, parity_rng_
     }
     PARITY_CUDA_TRY_LAUNCH("rng_fill_kernel");
     PARITY_CUDA_TRY(cudaDeviceSynchronize());
+    return NULL;
+}
+
+extern "C" parity_error *parity_rng_nudge_ulps_cuda(parity_tensor *tensor, parity_rng_stream stream) {
+    if (tensor->numel == 0) return NULL;
+    PARITY_CUDA_TRY(cudaSetDevice(tensor->device.index));
+    unsigned grid = grid_for(tensor->numel);
+    switch (tensor->dtype) {
+    case PARITY_F64:
+        rng_nudge_kernel<uint64_t><<<grid, 256>>>((uint64_t *)tensor->data, UINT64_C(1) << 63, UINT64_C(0x7ff0000000000000), stream,
+                                                  tensor->numel);
+        break;
+    case PARITY_F32:
+        rng_nudge_kernel<uint32_t><<<grid, 256>>>((uint32_t *)tensor->data, 0x80000000u, 0x7f800000u, stream, tensor->numel);
+        break;
+    case PARITY_BF16: rng_nudge_kernel<uint16_t><<<grid, 256>>>((uint16_t *)tensor->data, 0x8000u, 0x7f80u, stream, tensor->numel); break;
+    case PARITY_F16: rng_nudge_kernel<uint16_t><<<grid, 256>>>((uint16_t *)tensor->data, 0x8000u, 0x7c00u, stream, tensor->numel); break;
+    default: return PARITY_ERROR(PARITY_ERROR_USAGE, "ulp nudge of a %s tensor", parity_dtype_name(tensor->dtype));
+    }
+    PARITY_CUDA_TRY_LAUNCH("rng_nudge_kernel");
     return NULL;
 }
 
