@@ -72,7 +72,7 @@ typedef struct parity_results_context {
     char libraries[512];     // "OpenBLAS 0.3.21, HDF5 1.10.8, cuBLAS 13.0, NCCL 2.28"
     char command[1024];
     char started[32], finished[32]; // ISO 8601 UTC
-    char tolerance_rule[256];       // "parity: max(k * eager error, floor); k = 2 loss-like, 3 gradients"
+    char tolerance_rule[512];       // "parity: max(k * eager error, floor); k = 2 loss-like, 3 gradients"
     char timing_method[128];        // "CUDA events, 3 warm-up, median of 10" / "wall clock ..."
 } parity_results_context;
 
