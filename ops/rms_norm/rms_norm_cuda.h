@@ -3,12 +3,15 @@
 //   forward:  one row group of threads per row holds the row in registers, sums x^2 once, writes y
 //             and the row's inverse rms (saved, compute precision);
 //   backward: each block walks a range of rows, writes dx from one read of x and dy, and keeps its
-//             columns' share of dw in registers; a second small kernel sums the per-block partials
-//             in a fixed order (the two-stage dw reduction).
+//             columns' share of dw in registers; x and dy of its next rows stream into shared memory
+//             (bulk asynchronous copies, aligned tensors), so loads stay in flight through each row's
+//             reduction; a second small kernel sums the per-block partials in a fixed order (the
+//             two-stage dw reduction).
 // The row layout depends on hidden and the dtype only, so y and dx of a row are bitwise the same in
 // any batch. The policies differ in how dw is split:
 //   PERSISTENT   one block per resident slot of the device (Liger: grid = SMs x occupancy); dw is
-//                bitwise repeatable on one device, its rounding depends on the SM count
+//                bitwise repeatable on one device, its rounding depends on the SM count (and on
+//                the tensors' 16-byte alignment, which picks the kernel and so its occupancy)
 //   FIXED_TILES  64-row tiles whatever the device (the batch-invariant "triton" backend): dw is
 //                bitwise the same on any device for the same rows
 // Rounding follows the eager reference (HF): x_hat = x * inv in the compute precision; standard

@@ -133,27 +133,36 @@ struct row_layout {
     int threads; // a multiple of 32, at most 1024
 };
 
-// The layout for rows of `hidden` elements; false when a row does not fit in one group's
-// registers (more than 1024 threads x 8 accesses). `few_items` prefers more threads with fewer
-// accesses each (kernels that hold several tensors of the row, like a backward).
-inline bool row_layout_for(int64_t hidden, int full_width, bool few_items, row_layout *out) {
+// One candidate shape of a row group: up to `cap` threads with `items` accesses each.
+struct row_layout_choice {
+    int cap, items;
+};
+
+// The layout for rows of `hidden` elements from the first of `count` choices whose threads hold the
+// row; false when none does.
+inline bool row_layout_from(int64_t hidden, int full_width, const row_layout_choice *choices, int count,
+                            row_layout *out) {
     int vector = hidden % full_width == 0 ? full_width : 1;
     int64_t vectors = hidden / vector;
-    struct choice {
-        int cap, items;
-    };
-    static const choice wide[] = {{256, 1}, {256, 2}, {256, 4}, {512, 4}, {1024, 4}, {1024, 8}};
-    static const choice narrow[] = {{256, 1}, {512, 1}, {512, 2}, {1024, 2}, {1024, 4}, {1024, 8}};
-    for (const choice &c : few_items ? narrow : wide) {
-        int64_t threads = (vectors + c.items - 1) / c.items;
-        if (threads <= c.cap) {
+    for (int i = 0; i < count; i++) {
+        int64_t threads = (vectors + choices[i].items - 1) / choices[i].items;
+        if (threads <= choices[i].cap) {
             out->vector = vector;
-            out->items = c.items;
+            out->items = choices[i].items;
             out->threads = (int)((threads + 31) / 32 * 32);
             return true;
         }
     }
     return false;
+}
+
+// The layout for rows of `hidden` elements; false when a row does not fit in one group's
+// registers (more than 1024 threads x 8 accesses). `few_items` prefers more threads with fewer
+// accesses each (kernels that hold several tensors of the row, like a backward).
+inline bool row_layout_for(int64_t hidden, int full_width, bool few_items, row_layout *out) {
+    static const row_layout_choice wide[] = {{256, 1}, {256, 2}, {256, 4}, {512, 4}, {1024, 4}, {1024, 8}};
+    static const row_layout_choice narrow[] = {{256, 1}, {512, 1}, {512, 2}, {1024, 2}, {1024, 4}, {1024, 8}};
+    return row_layout_from(hidden, full_width, few_items ? narrow : wide, 6, out);
 }
 
 // Calls fn(integral_constant<VEC>, integral_constant<ITEMS>) for the layout's compile-time shape.
