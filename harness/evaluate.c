@@ -15,6 +15,8 @@ void parity_evaluation_release(parity_evaluation *evaluation) {
     parity_ops_config_release(&evaluation->ops_config);
     parity_step_result_release(&evaluation->step);
     parity_parameters_release(&evaluation->gradients);
+    if (evaluation->has_op_profile) parity_tape_profile_release(&evaluation->op_profile);
+    evaluation->has_op_profile = false;
     free(evaluation->step_ms);
     evaluation->step_ms = NULL;
     evaluation->step_ms_count = 0;
@@ -48,6 +50,18 @@ static parity_error *jitter_embedding(parity_model *model, uint64_t seed) {
         return parity_rng_nudge_ulps(&parameter->value, parity_rng_stream_named(seed, "parity.jitter.embedding"));
     }
     return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s: no parameter named *%s to jitter", model->config.model_type, suffix);
+}
+
+// One more step with per-op times (options->profile_ops); its results are discarded.
+static parity_error *profiled_step(parity_model *model, const parity_batch *batch, parity_evaluation *out) {
+    parity_tape_profile_init(&out->op_profile, model->device);
+    out->has_op_profile = true;
+    model->profile = &out->op_profile;
+    parity_step_result step;
+    parity_error *error = parity_model_step(model, batch, false, &step);
+    if (!error) parity_step_result_release(&step);
+    model->profile = NULL;
+    return error;
 }
 
 // Every problem of a config build, one per line, as one error.
@@ -152,6 +166,7 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         parity_memory_reset_peak(options->device);
         error = parity_model_step(model, batch, options->want_logits, &out->step);
         if (!error) error = timed_steps(options, model, batch, out);
+        if (!error && options->profile_ops) error = profiled_step(model, batch, out);
         out->peak_memory_bytes = (int64_t)parity_memory_get_stats(options->device).peak_bytes;
     }
     for (size_t i = 0; !error && options->keep_gradients && i < model->parameters.count; i++) {

@@ -29,6 +29,9 @@ typedef struct parity_evaluation_options {
     // noise drawn from this seed (parity_rng_nudge_ulps): how far eager moves under such noise is the
     // jitter spread of the tolerance rule (harness/tolerance.h).
     uint64_t jitter_seed;
+    // After the measured step (which warms the device up), one more step with the device synchronized
+    // at every node, its per-(op, backend) times in op_profile (models/autograd/tape_profile.h).
+    bool profile_ops;
     // Timing (parity run): after the measured step, `warmup_steps` untimed and `timed_steps` timed
     // steps of the same model on the same batch. NULL = the measured step only.
     parity_timer *timer;
@@ -44,6 +47,8 @@ typedef struct parity_evaluation {
     double *step_ms;                   // timed_steps samples in ms (owned)
     size_t step_ms_count;
     int64_t peak_memory_bytes;         // the device's peak over the steps (ops/core/memory.h)
+    bool has_op_profile;               // profile_ops: the profiled step's times
+    parity_tape_profile op_profile;
 } parity_evaluation;
 
 // Runs the evaluation. On a config problem the error lists every problem (ops_config has each).

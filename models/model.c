@@ -225,9 +225,11 @@ parity_error *parity_model_step(parity_model *model, const parity_batch *batch, 
     result->logits_sum = NAN;
     parity_tape tape;
     parity_tape_init(&tape, model->device, model->dtype, true);
+    tape.profile = model->profile;
     memset(model->parameter_variables, 0, model->parameters.count * sizeof *model->parameter_variables);
     parity_forward_outputs outputs = {.want_logits = want_logits};
-    parity_error *error = model->family->forward(model, &tape, batch, &outputs);
+    parity_error *error = model->profile ? parity_tape_profile_start(model->profile) : NULL;
+    if (!error) error = model->family->forward(model, &tape, batch, &outputs);
     if (!error && !outputs.loss) error = PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s forward returned no loss", model->config.model_type);
     if (!error) {
         result->loss = scalar_of(outputs.loss);

@@ -84,6 +84,7 @@ struct parity_model {
     parity_bound_op bound[PARITY_MODEL_MAX_OPS];
     size_t bound_count;
     parity_variable **parameter_variables; // per step: one tape variable per parameter (tied weights share it)
+    parity_tape_profile *profile;          // NULL, or where steps add their per-op times (tape_profile.h)
 };
 
 // The family for a model_type, or NULL.

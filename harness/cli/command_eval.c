@@ -20,7 +20,7 @@ void parity_command_eval_usage(FILE *stream) {
     fprintf(stream,
             "usage: parity eval (--checkpoint DIR | --config config.json --seed N) --batch FILE.safetensors\n"
             "                   [--dtype fp64|fp32|bf16] [--device cpu|cuda] [--ops field=value,...]\n"
-            "                   [--ops-file VEOMNI.yaml] [--logits] [--save-grads FILE] [--json]\n"
+            "                   [--ops-file VEOMNI.yaml] [--logits] [--save-grads FILE] [--profile-ops] [--json]\n"
             "\n"
             "Runs one forward + backward and reports loss, aux_loss (null for models without one), grad_norm\n"
             "(L2 over every gradient), the gradient norm of every parameter (HF names, fused experts) and the\n"
@@ -38,6 +38,9 @@ void parity_command_eval_usage(FILE *stream) {
             "  --ops-file FILE      a VeOmni YAML whose model.ops_implementation block selects backends\n"
             "  --logits             compute the logits (cross-entropy eager only) for logits_sum\n"
             "  --save-grads FILE    write every parameter gradient (f32, HF names) to a safetensors file\n"
+            "  --profile-ops        after the step, one more with the device synchronized at every node:\n"
+            "                       forward and backward ms per (op, backend), largest first (to stderr\n"
+            "                       with --json); for finding the slow op, not for timings\n"
             "  --json               print one JSON object\n"
             "\n"
             "exit status: 0 ok; 1 NaN/Inf in the loss or a gradient; 2 usage or config error (unknown or\n"
@@ -92,6 +95,7 @@ static int parse_arguments(int argc, char **argv, eval_arguments *arguments) {
             if (value && arguments->ops_count < 16) arguments->ops[arguments->ops_count++] = value;
         } else if (strcmp(argv[i], "--json") == 0) arguments->json = true;
         else if (strcmp(argv[i], "--logits") == 0) options->want_logits = true;
+        else if (strcmp(argv[i], "--profile-ops") == 0) options->profile_ops = true;
         else {
             fprintf(stderr, "parity eval: unknown argument '%s' (see parity eval --help)\n", argv[i]);
             return PARITY_EXIT_CONFIG;
@@ -204,6 +208,11 @@ int parity_command_eval(int argc, char **argv) {
     }
     if (arguments.json) print_json(&arguments, &evaluation);
     else print_summary(&arguments, &evaluation);
+    if (evaluation.has_op_profile) {
+        FILE *out = arguments.json ? stderr : stdout;
+        fprintf(out, "\nper-op times of one more step:\n");
+        parity_tape_profile_print(&evaluation.op_profile, out);
+    }
     status = evaluation.step.first_non_finite[0] ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
     if (status != PARITY_EXIT_OK) fprintf(stderr, "parity eval: NaN/Inf first appeared in %s\n", evaluation.step.first_non_finite);
     parity_evaluation_release(&evaluation);

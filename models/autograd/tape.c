@@ -98,6 +98,14 @@ parity_error *parity_tape_reshape(parity_tape *tape, parity_variable *source, in
 
 parity_error *parity_tape_push(parity_tape *tape, const char *op, const char *backend, parity_node_backward backward,
                                parity_saved *saved, void *data) {
+    if (tape->profile) {
+        parity_error *error = parity_tape_profile_forward(tape->profile, op, backend);
+        if (error) {
+            if (saved) parity_saved_release(saved);
+            free(data);
+            return error;
+        }
+    }
     if (!tape->recording) {
         if (saved) parity_saved_release(saved);
         free(data);
@@ -195,7 +203,12 @@ parity_error *parity_tape_backward(parity_tape *tape, parity_variable *loss) {
     parity_tensor_release(&one);
     for (size_t i = tape->node_count; i-- > 0 && !error;) {
         parity_node *node = &tape->nodes[i];
-        error = node->backward(tape, node);
+        double started = 0, finished = 0;
+        if (tape->profile) error = parity_tape_profile_sync(tape->profile, &started);
+        if (!error) error = node->backward(tape, node);
+        if (!error && tape->profile) error = parity_tape_profile_sync(tape->profile, &finished);
+        if (!error && tape->profile)
+            error = parity_tape_profile_backward(tape->profile, node->op, node->backend, (finished - started) * 1e3);
         if (error) error = parity_error_wrap(error, __FILE__, __LINE__, "backward of node %zu (%s, %s)", i, node->op, node->backend);
         parity_saved_release(&node->saved); // free as we go: backward memory stays at the forward's peak
     }

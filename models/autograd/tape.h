@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 
+#include "models/autograd/tape_profile.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 
@@ -45,6 +46,7 @@ struct parity_tape {
     size_t variable_count, variable_capacity;
     parity_node *nodes;
     size_t node_count, node_capacity;
+    parity_tape_profile *profile; // NULL, or per-op times of this tape's nodes (tape_profile.h)
 };
 
 void parity_tape_init(parity_tape *tape, parity_device device, parity_dtype dtype, bool recording);
