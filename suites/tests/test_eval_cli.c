@@ -84,6 +84,16 @@ Test(eval_cli, draws_weights_from_a_config_and_seed) {
     free(other.output);
 }
 
+Test(eval_cli, profile_ops_prints_a_per_op_table) {
+    command_result result = run_parity("eval --checkpoint " UPSTREAM "/qwen3_moe_tiny --batch " UPSTREAM
+                                       "/qwen3_moe_tiny/batch.safetensors --dtype fp32 --profile-ops");
+    cr_expect_eq(result.exit_code, 0, "%s", result.output);
+    cr_expect(strstr(result.output, "per-op times of one more step:") && strstr(result.output, "backward ms") &&
+                  strstr(result.output, "moe_experts") && strstr(result.output, "with the device synchronized at every node"),
+              "%s", result.output);
+    free(result.output);
+}
+
 typedef struct bad_input_case {
     const char *name;
     const char *model;
