@@ -50,9 +50,10 @@ static double ratio_of(double error, double tolerance) {
     return tolerance > 0.0 ? error / tolerance : INFINITY;
 }
 
-static void fill(parity_metric *out, const char *name, double value, double golden, double tolerance) {
+static void fill(parity_metric *out, const char *name, double value, double golden, double tolerance, const char *basis) {
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name);
+    snprintf(out->basis, sizeof out->basis, "%s", basis);
     out->value = value;
     out->golden = golden;
     out->error = isfinite(value) ? fabs(value - golden) : INFINITY;
@@ -64,12 +65,16 @@ static void fill(parity_metric *out, const char *name, double value, double gold
 void parity_tolerance_check(const char *name, parity_metric_kind kind, parity_dtype dtype, double value, double golden,
                             double eager_same_dtype, double spread, parity_metric *out) {
     double eager_error = fabs(eager_same_dtype - golden);
-    if (isfinite(spread) && spread > eager_error) eager_error = spread;
+    const char *basis = "eager error";
+    if (isfinite(spread) && spread > eager_error) {
+        eager_error = spread;
+        basis = "jitter spread";
+    }
     double scaled = isfinite(eager_error) ? parity_tolerance_k(kind) * eager_error : 0.0;
     double floor = parity_tolerance_floor(dtype, golden);
-    fill(out, name, value, golden, scaled > floor ? scaled : floor);
+    fill(out, name, value, golden, scaled > floor ? scaled : floor, scaled > floor ? basis : "floor");
 }
 
 void parity_tolerance_check_veomni(const char *name, double value, double reference, parity_metric *out) {
-    fill(out, name, value, reference, PARITY_VEOMNI_ATOL + PARITY_VEOMNI_RTOL * fabs(reference));
+    fill(out, name, value, reference, PARITY_VEOMNI_ATOL + PARITY_VEOMNI_RTOL * fabs(reference), "veomni");
 }

@@ -14,7 +14,7 @@
 //     rtol = atol = 1e-2, the reference being the suite's first mode (the eager combo).
 //
 // Every check fills a parity_metric (value, golden, error, tolerance, ratio = error / tolerance,
-// pass). A NaN or Inf value never passes.
+// pass, and the basis: which term set the tolerance). A NaN or Inf value never passes.
 #ifndef PARITY_TOLERANCE_H
 #define PARITY_TOLERANCE_H
 

@@ -153,16 +153,17 @@ static void append_metric_row(parity_text *html, const parity_metric *metric, co
     parity_text_append(html, "<td><code>");
     escaped(html, metric->name);
     parity_text_appendf(html, "</code></td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td>"
-                              "<td class=\"num %s\">%s</td><td>%s</td></tr>\n",
+                              "<td>%s</td><td class=\"num %s\">%s</td><td>%s</td></tr>\n",
                         parity_report_format(value, sizeof value, "%.9g", metric->value),
                         parity_report_format(golden, sizeof golden, "%.9g", metric->golden),
                         parity_report_format(error, sizeof error, "%.3e", metric->error),
-                        parity_report_format(tolerance, sizeof tolerance, "%.3e", metric->tolerance), ratio_class(metric->ratio),
+                        parity_report_format(tolerance, sizeof tolerance, "%.3e", metric->tolerance),
+                        metric->basis[0] ? metric->basis : "-", ratio_class(metric->ratio),
                         parity_report_format(ratio, sizeof ratio, "%.3g", metric->ratio), metric->pass ? "pass" : "<b>FAIL</b>");
 }
 
 static const char metric_header[] = "<th>metric</th><th class=\"num\">value</th><th class=\"num\">golden</th><th class=\"num\">error</th>"
-                                    "<th class=\"num\">tolerance</th><th class=\"num\">ratio</th><th></th>";
+                                    "<th class=\"num\">tolerance</th><th>tolerance from</th><th class=\"num\">ratio</th><th></th>";
 
 static void append_failures(parity_text *html, const parity_results *results, const size_t counts[]) {
     if (!counts[PARITY_COMBO_FAIL] && !counts[PARITY_COMBO_ERROR]) return;
@@ -181,7 +182,7 @@ static void append_failures(parity_text *html, const parity_results *results, co
         if (!any || combo->status == PARITY_COMBO_ERROR) {
             parity_text_append(html, "<tr><td class=\"id\">");
             escaped(html, combo->id);
-            parity_text_appendf(html, "</td><td colspan=\"7\">");
+            parity_text_appendf(html, "</td><td colspan=\"8\">");
             append_pill(html, combo->status);
             parity_text_append(html, " ");
             escaped(html, combo->reason[0] ? combo->reason : "(no reason recorded)");

@@ -1,6 +1,6 @@
 // markdown.c: summary.md (GitHub-flavored Markdown). Sections:
 //   header (suite, git sha, device, date, tolerance rule, timing), counts by status,
-//   failures (combo, metric, error, tolerance, ratio), errors, the 10 passing metrics closest to
+//   failures (combo, metric, error, tolerance, its basis, ratio), errors, the 10 passing metrics closest to
 //   their tolerance, the fastest passing combo per model/batch/dtype/device vs its eager baseline
 //   (median ms, speed-up, tokens/s), not-supported and excluded reasons grouped.
 #include "reports/markdown.h"
@@ -64,9 +64,9 @@ static void append_metric_cells(parity_text *md, const parity_metric *metric) {
     char error[32], tolerance[32], ratio[32];
     parity_text_append(md, " | ");
     parity_text_append_markdown_code(md, metric->name);
-    parity_text_appendf(md, " | %s | %s | %s |\n", parity_report_format(error, sizeof error, "%.3e", metric->error),
+    parity_text_appendf(md, " | %s | %s | %s | %s |\n", parity_report_format(error, sizeof error, "%.3e", metric->error),
                         parity_report_format(tolerance, sizeof tolerance, "%.3e", metric->tolerance),
-                        parity_report_format(ratio, sizeof ratio, "%.3g", metric->ratio));
+                        metric->basis[0] ? metric->basis : "-", parity_report_format(ratio, sizeof ratio, "%.3g", metric->ratio));
 }
 
 // Failing metrics of a combo, worst first, at most FAILING_METRICS_PER_COMBO (the rest counted).
@@ -78,12 +78,12 @@ static void append_failure_rows(parity_text *md, const parity_combo_result *comb
         parity_text_append_markdown_code(md, combo->id);
         parity_text_append(md, " | ");
         parity_text_append_markdown_cell(md, combo->reason[0] ? combo->reason : "failed (no reason recorded)");
-        parity_text_append(md, " | | | |\n");
+        parity_text_append(md, " | | | | |\n");
         return;
     }
     const parity_metric **order = malloc(failed * sizeof *order);
     if (!order) {
-        parity_text_append(md, "| (out of memory listing metrics) | | | | |\n");
+        parity_text_append(md, "| (out of memory listing metrics) | | | | | |\n");
         return;
     }
     size_t count = 0;
@@ -103,14 +103,14 @@ static void append_failure_rows(parity_text *md, const parity_combo_result *comb
     if (count > FAILING_METRICS_PER_COMBO) {
         parity_text_append(md, "| ");
         parity_text_append_markdown_code(md, combo->id);
-        parity_text_appendf(md, " | ... %zu more failing metrics (see results.json) | | | |\n", count - FAILING_METRICS_PER_COMBO);
+        parity_text_appendf(md, " | ... %zu more failing metrics (see results.json) | | | | |\n", count - FAILING_METRICS_PER_COMBO);
     }
     free(order);
 }
 
 static void append_failures(parity_text *md, const parity_results *results, const size_t counts[]) {
     if (counts[PARITY_COMBO_FAIL] == 0) return;
-    parity_text_append(md, "## Failures\n\n| combo | metric | error | tolerance | ratio |\n|---|---|---:|---:|---:|\n");
+    parity_text_append(md, "## Failures\n\n| combo | metric | error | tolerance | tolerance from | ratio |\n|---|---|---:|---:|---|---:|\n");
     for (size_t i = 0; i < results->combo_count; i++)
         if (results->combos[i].status == PARITY_COMBO_FAIL) append_failure_rows(md, &results->combos[i]);
     parity_text_append(md, "\n");
@@ -161,7 +161,7 @@ static void append_tightest(parity_text *md, const parity_results *results) {
         parity_text_append(md, "No passing combo other than the eager baselines.\n\n");
         return;
     }
-    parity_text_append(md, "| # | combo | metric | error | tolerance | ratio |\n|---:|---|---|---:|---:|---:|\n");
+    parity_text_append(md, "| # | combo | metric | error | tolerance | tolerance from | ratio |\n|---:|---|---|---:|---:|---|---:|\n");
     for (size_t i = 0; i < count; i++) {
         parity_text_appendf(md, "| %zu | ", i + 1);
         parity_text_append_markdown_code(md, top[i].combo->id);

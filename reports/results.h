@@ -30,9 +30,11 @@ typedef struct parity_metric {
     double value;            // this combo's value
     double golden;           // the fp64 eager golden
     double error;            // |value - golden|
-    double tolerance;        // max(k * |eager_same_dtype - golden|, floor)
+    double tolerance;        // max(k * max(|eager_same_dtype - golden|, jitter spread), floor)
     double ratio;            // error / tolerance (<= 1 passes)
     bool pass;
+    char basis[16];          // which term set the tolerance: "eager error", "jitter spread", "floor", "veomni"
+                             // ("" when a results.json from before the field is read)
 } parity_metric;
 
 typedef struct parity_field_choice {

@@ -63,6 +63,7 @@ static cJSON *metric_json(const parity_metric *metric) {
     add_number(object, "tolerance", metric->tolerance);
     add_number(object, "ratio", metric->ratio);
     cJSON_AddBoolToObject(object, "pass", metric->pass);
+    cJSON_AddStringToObject(object, "basis", metric->basis);
     return object;
 }
 
@@ -248,6 +249,8 @@ static parity_error *read_metric(const json_place *place, const cJSON *object, p
     PARITY_TRY(read_number(place, object, "tolerance", &metric->tolerance));
     PARITY_TRY(read_number(place, object, "ratio", &metric->ratio));
     PARITY_TRY(read_bool(place, object, "pass", &metric->pass));
+    metric->basis[0] = '\0'; // optional: results.json files written before the field lack it
+    if (cJSON_GetObjectItemCaseSensitive(object, "basis")) PARITY_TRY(read_string(place, object, "basis", metric->basis, sizeof metric->basis));
     return NULL;
 }
 

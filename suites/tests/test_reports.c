@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli_runner.h"
 #include "reports/atomic_file.h"
 #include "reports/gnuplot_charts.h"
@@ -165,6 +167,7 @@ static void expect_same_results(const parity_results *a, const parity_results *b
                           same_double(s->tolerance, r->tolerance) && same_double(s->ratio, r->ratio),
                       "%s %s: a number changed (value %.17g -> %.17g)", p->id, r->name, r->value, s->value);
             cr_expect_eq(s->pass, r->pass);
+            cr_expect_str_eq(s->basis, r->basis, "%s %s: the tolerance's basis", p->id, r->name);
         }
         cr_assert_eq(q->sample_count, p->sample_count, "%s", p->id);
         for (size_t s = 0; s < p->sample_count; s++) cr_expect(same_double(q->samples_ms[s], p->samples_ms[s]), "%s sample %zu", p->id, s);
@@ -215,6 +218,7 @@ static const malformed_case malformed_cases[] = {
     {"metric value of the wrong type", "\"value\":", "\"value\": true, \"was\":", "combos[0].metrics[0].value"},
     {"metric value an unknown string", "\"value\":", "\"value\": \"NaNa\", \"was\":", "combos[0].metrics[0].value"},
     {"missing metric field", "\"golden\":", "\"golden_x\":", "combos[0].metrics[0].golden"},
+    {"metric basis of the wrong type", "\"basis\":", "\"basis\": 3, \"was\":", "combos[0].metrics[0].basis"},
     {"unknown status", "\"status\":\t\"pass\"", "\"status\":\t\"passed\"", "combos[0].status"},
     {"sample of the wrong type", "\"samples_ms\":\t[", "\"samples_ms\":\t[null, ", "combos[0].timing.samples_ms[0]"},
     {"fields not an object", "\"fields\":\t{", "\"fields\":\t[], \"was\":\t{", "combos[0].fields"},
@@ -266,6 +270,39 @@ Test(reports, malformed_results_json_is_a_data_error_naming_file_and_field) {
         parity_error_free(error);
     }
     free(good);
+    parity_results_release(&results);
+    remove_directory(directory);
+}
+
+Test(reports, results_json_from_before_the_basis_field_still_reads) {
+    char directory[64], path[128];
+    make_directory(directory, sizeof directory);
+    parity_results results, read;
+    sample_results_build(&results);
+    snprintf(path, sizeof path, "%s/results.json", directory);
+    cr_assert_null(parity_results_write_json(path, &results));
+    char *text = read_text(directory, "results.json");
+    cJSON *root = cJSON_Parse(text); // remove every metric's basis, as a writer from before the field left it out
+    free(text);
+    cr_assert_not_null(root);
+    size_t removed = 0;
+    const cJSON *combo;
+    cJSON_ArrayForEach(combo, cJSON_GetObjectItemCaseSensitive(root, "combos")) {
+        cJSON *metric;
+        cJSON_ArrayForEach(metric, cJSON_GetObjectItemCaseSensitive(combo, "metrics")) {
+            cJSON_DeleteItemFromObjectCaseSensitive(metric, "basis");
+            removed++;
+        }
+    }
+    cr_assert(removed > 0);
+    text = cJSON_Print(root);
+    cJSON_Delete(root);
+    write_text(directory, "results.json", text);
+    free(text);
+    parity_error *error = parity_results_read_json(path, &read);
+    cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
+    cr_expect_str_eq(read.combos[0].metrics[0].basis, "", "an absent basis reads as empty");
+    parity_results_release(&read);
     parity_results_release(&results);
     remove_directory(directory);
 }
@@ -428,12 +465,12 @@ Test(reports, summary_md_has_counts_failures_tightest_ratios_and_speed) {
     cr_expect(strstr(md, "**12 combos: 5 pass, 2 fail, 3 not supported, 1 error, 1 excluded**"), "%s", md);
     const char *failures = strstr(md, "## Failures");
     cr_assert_not_null(failures);
-    cr_expect(strstr(failures, "| `" SAMPLE_FAILING_COMBO "` | `" SAMPLE_FAILING_METRIC "` | 9.300e-03 | 3.000e-03 | 3.1 |"), "%s", failures);
-    cr_expect(strstr(failures, "| `qwen3_moe_tiny/attn=sdpa,moe=wrong_eps,ce=eager/bf16/cpu` | `loss` | NaN | 2.500e-03 | NaN |"));
+    cr_expect(strstr(failures, "| `" SAMPLE_FAILING_COMBO "` | `" SAMPLE_FAILING_METRIC "` | 9.300e-03 | 3.000e-03 | eager error | 3.1 |"), "%s", failures);
+    cr_expect(strstr(failures, "| `qwen3_moe_tiny/attn=sdpa,moe=wrong_eps,ce=eager/bf16/cpu` | `loss` | NaN | 2.500e-03 | eager error | NaN |"));
     // the tightest passing ratio: sdpa + chunk_loss, loss at 0.93 * 1.02
     const char *tightest = strstr(md, "## Tightest tolerance ratios");
     cr_assert_not_null(tightest);
-    cr_expect(strstr(tightest, "| 1 | `qwen3_tiny/attn=sdpa,ce=chunk_loss/bf16/cpu` | `loss` | 2.372e-03 | 2.500e-03 | 0.949 |"), "%s", tightest);
+    cr_expect(strstr(tightest, "| 1 | `qwen3_tiny/attn=sdpa,ce=chunk_loss/bf16/cpu` | `loss` | 2.372e-03 | 2.500e-03 | eager error | 0.949 |"), "%s", tightest);
     char section[4096];
     snprintf(section, sizeof section, "%.*s", (int)(strstr(tightest, "\n## Speed") - tightest), tightest);
     cr_expect_eq(count_occurrences(section, "\n| "), 1 + 10, "the header and ten rows");

@@ -26,25 +26,26 @@ Test(tolerance, parity_rule_table) {
         parity_dtype dtype;
         double value, golden, eager, spread, tolerance, ratio;
         bool pass;
+        const char *basis; // the term that set the tolerance
     } rows[] = {
-        {"k * eager decides (loss, fp32)", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0015, 1.0, 1.001, 0.0, 0.002, 0.75, true},
-        {"k * eager exceeded (loss, fp32)", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0025, 1.0, 1.001, 0.0, 0.002, 1.25, false},
-        {"k = 3 for gradients", PARITY_METRIC_GRADIENT, PARITY_F32, 1.0025, 1.0, 1.001, 0.0, 0.003, 2.5 / 3.0, true},
-        {"bf16 floor decides", PARITY_METRIC_LOSS_LIKE, PARITY_BF16, 6.04, 6.0, 6.001, 0.0, 0.046875, 0.04 / 0.046875, true},
-        {"bf16 floor exceeded", PARITY_METRIC_GRADIENT, PARITY_BF16, 6.05, 6.0, 6.001, 0.0, 0.046875, 0.05 / 0.046875, false},
+        {"k * eager decides (loss, fp32)", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0015, 1.0, 1.001, 0.0, 0.002, 0.75, true, "eager error"},
+        {"k * eager exceeded (loss, fp32)", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0025, 1.0, 1.001, 0.0, 0.002, 1.25, false, "eager error"},
+        {"k = 3 for gradients", PARITY_METRIC_GRADIENT, PARITY_F32, 1.0025, 1.0, 1.001, 0.0, 0.003, 2.5 / 3.0, true, "eager error"},
+        {"bf16 floor decides", PARITY_METRIC_LOSS_LIKE, PARITY_BF16, 6.04, 6.0, 6.001, 0.0, 0.046875, 0.04 / 0.046875, true, "floor"},
+        {"bf16 floor exceeded", PARITY_METRIC_GRADIENT, PARITY_BF16, 6.05, 6.0, 6.001, 0.0, 0.046875, 0.05 / 0.046875, false, "floor"},
         {"fp32 floor when eager is exact", PARITY_METRIC_GRADIENT, PARITY_F32, 2.0 + 4e-6, 2.0, 2.0, 0.0, 128.0 / 16777216.0,
-         4e-6 / (128.0 / 16777216.0), true},
-        {"eager below golden counts by magnitude", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 0.998, 1.0, 0.999, 0.0, 0.002, 1.0, true},
-        {"exact agreement", PARITY_METRIC_GRADIENT, PARITY_F64, 3.0, 3.0, 3.0, 0.0, 64 * 3.0 * 0x1p-53, 0.0, true},
-        {"zero golden, zero eager, nonzero value", PARITY_METRIC_LOSS_LIKE, PARITY_F64, 1e-300, 0.0, 0.0, 0.0, 0.0, INFINITY, false},
-        {"NaN never passes", PARITY_METRIC_LOSS_LIKE, PARITY_BF16, NAN, 6.0, 6.001, 0.0, 0.046875, INFINITY, false},
-        {"Inf never passes", PARITY_METRIC_GRADIENT, PARITY_F32, INFINITY, 1.0, 1.001, 0.0, 0.003, INFINITY, false},
+         4e-6 / (128.0 / 16777216.0), true, "floor"},
+        {"eager below golden counts by magnitude", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 0.998, 1.0, 0.999, 0.0, 0.002, 1.0, true, "eager error"},
+        {"exact agreement", PARITY_METRIC_GRADIENT, PARITY_F64, 3.0, 3.0, 3.0, 0.0, 64 * 3.0 * 0x1p-53, 0.0, true, "floor"},
+        {"zero golden, zero eager, nonzero value", PARITY_METRIC_LOSS_LIKE, PARITY_F64, 1e-300, 0.0, 0.0, 0.0, 0.0, INFINITY, false, "floor"},
+        {"NaN never passes", PARITY_METRIC_LOSS_LIKE, PARITY_BF16, NAN, 6.0, 6.001, 0.0, 0.046875, INFINITY, false, "floor"},
+        {"Inf never passes", PARITY_METRIC_GRADIENT, PARITY_F32, INFINITY, 1.0, 1.001, 0.0, 0.003, INFINITY, false, "eager error"},
         {"jitter spread above the eager error decides", PARITY_METRIC_GRADIENT, PARITY_BF16, 1.05, 1.0, 1.001, 0.02, 0.06,
-         0.05 / 0.06, true},
-        {"jitter spread exceeded", PARITY_METRIC_GRADIENT, PARITY_BF16, 1.07, 1.0, 1.001, 0.02, 0.06, 0.07 / 0.06, false},
+         0.05 / 0.06, true, "jitter spread"},
+        {"jitter spread exceeded", PARITY_METRIC_GRADIENT, PARITY_BF16, 1.07, 1.0, 1.001, 0.02, 0.06, 0.07 / 0.06, false, "jitter spread"},
         {"jitter spread below the eager error changes nothing", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0025, 1.0, 1.001,
-         0.0005, 0.002, 1.25, false},
-        {"NaN spread is ignored", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0015, 1.0, 1.001, NAN, 0.002, 0.75, true},
+         0.0005, 0.002, 1.25, false, "eager error"},
+        {"NaN spread is ignored", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0015, 1.0, 1.001, NAN, 0.002, 0.75, true, "eager error"},
     };
     for (size_t row = 0; row < ROWS(rows); row++) {
         parity_metric metric;
@@ -56,6 +57,8 @@ Test(tolerance, parity_rule_table) {
         else cr_expect_float_eq(metric.ratio, rows[row].ratio, 1e-9, "%s: ratio %.17g", rows[row].what, metric.ratio);
         cr_expect_eq(metric.pass, rows[row].pass, "%s", rows[row].what);
         cr_expect_str_eq(metric.name, "m");
+        cr_expect_str_eq(metric.basis, rows[row].basis, "%s: tolerance from %s, expected %s", rows[row].what, metric.basis,
+                         rows[row].basis);
         cr_expect_eq(metric.golden, rows[row].golden);
     }
 }
