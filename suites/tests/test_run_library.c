@@ -1,7 +1,8 @@
 // test_run_library.c: the runner in process (harness/runner.h), for what the command line cannot
 // set up: a backend that produces NaN fails its combo naming where NaN/Inf first appeared while
 // the run goes on; the veomni rule compares with the first mode on loss and grad_norm only; an
-// unselected baseline still runs so a --filter'ed combo has its tolerance.
+// unselected baseline still runs so a --filter'ed combo has its tolerance; the jitter spread widens
+// bf16 tolerances past k * eager error where eager moves more under 1-ulp noise, never in fp64.
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -126,6 +127,37 @@ Test(run_library, a_filtered_combo_still_gets_its_eager_baseline) {
     const parity_metric *loss = &sdpa->metrics[0];
     cr_expect_str_eq(loss->name, "loss");
     cr_expect_geq(loss->tolerance, 2 * ldexp(1.0, -8) * fabs(loss->golden) - 1e-15);
+    parity_results_release(&results);
+    cleanup(suite);
+}
+
+Test(run_library, the_jitter_spread_sets_some_bf16_tolerances_and_no_fp64_one) {
+    parity_suite *suite = suite_with_goldens("dtypes: [fp64, bf16]\nsweep: [attn]\n");
+    parity_results results;
+    run(suite, NULL, false, &results);
+    const parity_combo_result *eager = find(&results, "qwen3_tiny/plain/attn=eager/bf16/cpu");
+    cr_assert_not_null(eager);
+    size_t from_spread = 0;
+    for (size_t i = 0; i < results.combo_count; i++) {
+        const parity_combo_result *combo = &results.combos[i];
+        if (combo->status == PARITY_COMBO_NOT_SUPPORTED) continue;
+        cr_expect_eq(combo->status, PARITY_COMBO_PASS, "%s: %s", combo->id, combo->reason);
+        bool bf16 = strcmp(combo->dtype, "bf16") == 0;
+        for (size_t m = 0; m < combo->metric_count; m++) {
+            const parity_metric *metric = &combo->metrics[m];
+            cr_expect(metric->basis[0], "%s %s: no basis recorded", combo->id, metric->name);
+            if (strcmp(metric->basis, "jitter spread") != 0) continue;
+            cr_expect(bf16, "%s %s: an fp64 tolerance from the jitter spread", combo->id, metric->name);
+            if (!bf16 || combo->is_eager_baseline) continue;
+            from_spread++;
+            // k * spread > k * |eager - golden|: the spread widened this tolerance past the eager error.
+            const parity_metric *same = &eager->metrics[m];
+            cr_assert_str_eq(same->name, metric->name);
+            double k = strcmp(metric->name, "loss") == 0 || strcmp(metric->name, "aux_loss") == 0 ? 2.0 : 3.0;
+            cr_expect_gt(metric->tolerance / k, fabs(same->value - same->golden), "%s %s", combo->id, metric->name);
+        }
+    }
+    cr_expect_gt(from_spread, 0, "no bf16 tolerance came from the jitter spread");
     parity_results_release(&results);
     cleanup(suite);
 }
