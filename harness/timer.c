@@ -2,13 +2,6 @@
 #include "harness/timer.h"
 
 #include <string.h>
-#include <time.h>
-
-double parity_monotonic_seconds(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
 
 static parity_error *wall_begin(parity_timer *timer) {
     timer->started = parity_monotonic_seconds();

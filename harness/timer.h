@@ -5,6 +5,7 @@
 #ifndef PARITY_TIMER_H
 #define PARITY_TIMER_H
 
+#include "ops/core/clock.h" // parity_monotonic_seconds, for progress lines and elapsed times
 #include "ops/core/device.h"
 #include "ops/core/error.h"
 
@@ -26,8 +27,6 @@ void parity_timer_release(parity_timer *timer);
 
 // The CPU clock: CLOCK_MONOTONIC.
 parity_timer parity_timer_wall_clock(parity_device device);
-// Seconds on the monotonic clock (progress lines, elapsed times).
-double parity_monotonic_seconds(void);
 
 // CUDA events on `device`'s default stream (harness/timer_cuda.cu).
 parity_error *parity_timer_cuda_events(parity_device device, parity_timer *out);

@@ -3,8 +3,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "ops/core/clock.h"
 #include "ops/core/cuda_api.h"
 
 void parity_tape_profile_init(parity_tape_profile *profile, parity_device device) {
@@ -19,9 +19,7 @@ void parity_tape_profile_release(parity_tape_profile *profile) {
 
 parity_error *parity_tape_profile_sync(const parity_tape_profile *profile, double *seconds) {
     if (profile->device.type == PARITY_DEVICE_CUDA) PARITY_TRY(parity_cuda_synchronize(profile->device.index));
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    *seconds = (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+    *seconds = parity_monotonic_seconds();
     return NULL;
 }
 
