@@ -30,7 +30,7 @@ static parity_combo_plan *append(parity_combo_list *list) {
 
 parity_error *parity_used_fields_of(const parity_model_config *config, parity_used_fields *out) {
     memset(out, 0, sizeof *out);
-    const parity_model_family *family = parity_model_family_find(config->model_type);
+    const parity_model_family *family = parity_model_family_of(config);
     if (!family)
         return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s: no model implementation for model_type '%s'", config->path,
                             config->model_type);

@@ -104,7 +104,7 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         return error;
     }
     const parity_model_config *model_config = &out->model_config;
-    const parity_model_family *family = parity_model_family_find(model_config->model_type);
+    const parity_model_family *family = parity_model_family_of(model_config);
     if (!family) {
         parity_parameters_release(&parameters);
         return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "no model implementation for model_type '%s'", model_config->model_type);

@@ -237,7 +237,7 @@ parity_error *parity_golden_compute(const parity_case *c, parity_device device, 
 
 parity_error *parity_golden_check_case(const char *path, const parity_golden *golden, const parity_case *c) {
     const char *regenerate = "regenerate it with parity golden generate --force";
-    if (strcmp(golden->model_type, c->config.model_type) != 0)
+    if (parity_model_traits_find(golden->model_type) != c->config.traits)
         return PARITY_ERROR(PARITY_ERROR_DATA, "%s: golden is for model_type '%s', the suite's model %s is '%s'; %s", path,
                             golden->model_type, c->model->name, c->config.model_type, regenerate);
     if (!golden->model_config_json || strcmp(golden->model_config_json, c->config_text) != 0)

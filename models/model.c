@@ -7,14 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/families.h"
 #include "ops/core/rng.h"
 
-const parity_model_family *parity_model_family_find(const char *model_type) {
-    for (size_t i = 0; i < parity_model_family_count; i++)
-        for (const char *const *type = parity_model_families[i]->model_types; *type; type++)
-            if (strcmp(*type, model_type) == 0) return parity_model_families[i];
-    return NULL;
+const parity_model_family *parity_model_family_of(const parity_model_config *config) {
+    return config->traits ? config->traits->family : NULL;
 }
 
 static const char *chosen_backend(const parity_op_selection *selection, const char *op) {
@@ -69,7 +65,7 @@ static parity_error *bind_ops(parity_model *model, const parity_op_selection *se
 parity_error *parity_model_create(const parity_model_config *config, parity_parameters *parameters, parity_device device,
                                   parity_dtype dtype, const parity_op_selection *selection, parity_model **out) {
     *out = NULL;
-    const parity_model_family *family = parity_model_family_find(config->model_type);
+    const parity_model_family *family = parity_model_family_of(config);
     if (!family) return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "no model implementation for model_type '%s'", config->model_type);
     PARITY_TRY(parity_registry_register_builtins());
     parity_model *model = calloc(1, sizeof *model);
@@ -155,7 +151,7 @@ parity_error *parity_model_parameter(parity_model *model, parity_tape *tape, con
 
 parity_error *parity_model_random_parameters_on(const parity_model_config *config, uint64_t seed, double initializer_range,
                                                 parity_device device, parity_dtype dtype, parity_parameters *out) {
-    const parity_model_family *family = parity_model_family_find(config->model_type);
+    const parity_model_family *family = parity_model_family_of(config);
     if (!family) return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "no model implementation for model_type '%s'", config->model_type);
     if (!parity_dtype_is_float(dtype))
         return PARITY_ERROR(PARITY_ERROR_USAGE, "random parameters in %s: float dtypes only", parity_dtype_name(dtype));

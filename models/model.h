@@ -64,8 +64,7 @@ typedef struct parity_forward_outputs {
 typedef struct parity_model parity_model;
 
 typedef struct parity_model_family {
-    const char *name;                        // "llama-family decoder", "deepseek_v3", ...
-    const char *const *model_types;          // NULL-terminated config.json model_type values
+    const char *name;                        // "causal-LM decoder"; each model_type's traits row names its family
     // Every op the model calls for this config, with the capabilities it needs (NULL-terminated by op == NULL).
     parity_error *(*requirements)(const parity_model_config *config, parity_op_requirement *out, size_t capacity, size_t *count);
     // Names, shapes and initializers of every parameter, for weights drawn from (seed, name).
@@ -87,8 +86,8 @@ struct parity_model {
     parity_tape_profile *profile;          // NULL, or where steps add their per-op times (tape_profile.h)
 };
 
-// The family for a model_type, or NULL.
-const parity_model_family *parity_model_family_find(const char *model_type);
+// The family that builds `config` (its traits row's), or NULL for a config not read by parity_model_config_parse.
+const parity_model_family *parity_model_family_of(const parity_model_config *config);
 
 // Builds a model from a parsed config and CPU parameters (taken over and moved to device/dtype).
 // Binds every op the model needs from `selection` (unlisted ops: "eager"); an unknown, unavailable

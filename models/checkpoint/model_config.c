@@ -1,4 +1,6 @@
 // model_config.c: config.json -> parity_model_config, with every field checked for type and range.
+// The model_type's traits row decides which groups of fields are read: a group the type does not
+// read is read from no object, so each of its fields takes its default.
 #include "models/checkpoint/model_config.h"
 
 #include <cjson/cJSON.h>
@@ -7,9 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const known_model_types[] = {"llama", "qwen2", "qwen3", "seed_oss", "qwen3_moe", "deepseek_v3",
-                                                "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next"};
 
 // ---- typed field readers: absent -> default (or error when required); wrong type -> error ----
 
@@ -53,7 +52,19 @@ static parity_error *read_bool(const cJSON *object, const char *path, const char
     return NULL;
 }
 
-static parity_error *read_rope(const cJSON *root, const char *path, parity_rope_description *rope) {
+static parity_error *read_bias(const cJSON *root, const char *path, parity_bias_rule rule, bool *out) {
+    switch (rule) {
+    case PARITY_BIAS_NONE: *out = false; return NULL;
+    case PARITY_BIAS_ALWAYS: *out = true; return NULL;
+    case PARITY_BIAS_ATTENTION_BIAS: return read_bool(root, path, "attention_bias", false, out);
+    case PARITY_BIAS_ATTENTION_OUT_BIAS: return read_bool(root, path, "attention_out_bias", false, out);
+    case PARITY_BIAS_MLP_BIAS: return read_bool(root, path, "mlp_bias", false, out);
+    }
+    return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s: bias rule %d", path, (int)rule);
+}
+
+static parity_error *read_rope(const cJSON *root, const char *path, const parity_model_traits *traits,
+                               parity_rope_description *rope) {
     // transformers 5: rope_parameters {rope_type, rope_theta, ...}; older: rope_theta + rope_scaling {type|rope_type, ...}
     const cJSON *parameters = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
     const cJSON *scaling = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
@@ -104,18 +115,21 @@ static parity_error *read_rope(const cJSON *root, const char *path, parity_rope_
     // partial_rotary_factor lives at the top level or inside rope_parameters
     const cJSON *partial_source =
         source && cJSON_GetObjectItemCaseSensitive(source, "partial_rotary_factor") ? source : root;
-    PARITY_TRY(read_number(partial_source, path, "partial_rotary_factor", 1.0, &rope->partial_rotary_factor));
+    PARITY_TRY(read_number(partial_source, path, "partial_rotary_factor",
+                           traits->partial_rotary_factor ? traits->partial_rotary_factor : 1.0, &rope->partial_rotary_factor));
     if (rope->partial_rotary_factor <= 0 || rope->partial_rotary_factor > 1)
         return PARITY_ERROR(PARITY_ERROR_DATA, "%s: field 'partial_rotary_factor' must be in (0, 1]", path);
-    bool interleave = false;
-    PARITY_TRY(read_bool(root, path, "rope_interleave", false, &interleave));
+    bool interleave = traits->rope_layout == PARITY_ROTARY_INTERLEAVED;
+    PARITY_TRY(read_bool(traits->attention == PARITY_ATTENTION_MLA ? root : NULL, path, "rope_interleave", interleave, &interleave));
     rope->layout = interleave ? PARITY_ROTARY_INTERLEAVED : PARITY_ROTARY_HALF_SPLIT;
     return NULL;
 }
 
-static parity_error *read_layer_lists(const cJSON *root, const char *path, parity_model_config *config) {
-    const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
-    bool linear_family = strncmp(config->model_type, "qwen3_5", 7) == 0 || strcmp(config->model_type, "qwen3_next") == 0;
+// layer_types (or the hybrid default) -> layer_kinds; a kind the row's layer pattern does not have is an error.
+static parity_error *read_layer_types(const cJSON *root, const char *path, parity_model_config *config) {
+    parity_layer_pattern pattern = config->traits->layers;
+    const cJSON *types = pattern == PARITY_LAYERS_ALL_FULL ? NULL : cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    const char *second = pattern == PARITY_LAYERS_SLIDING ? "sliding_attention" : "linear_attention";
     if (types && !cJSON_IsNull(types)) {
         if (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != config->num_hidden_layers)
             return PARITY_ERROR(PARITY_ERROR_DATA, "%s: field 'layer_types' must list %lld layer types", path,
@@ -124,18 +138,25 @@ static parity_error *read_layer_lists(const cJSON *root, const char *path, parit
             const cJSON *item = cJSON_GetArrayItem(types, (int)i);
             const char *name = cJSON_IsString(item) ? item->valuestring : "";
             if (strcmp(name, "full_attention") == 0) config->layer_kinds[i] = PARITY_LAYER_FULL_ATTENTION;
-            else if (strcmp(name, "sliding_attention") == 0) config->layer_kinds[i] = PARITY_LAYER_SLIDING_ATTENTION;
-            else if (strcmp(name, "linear_attention") == 0) config->layer_kinds[i] = PARITY_LAYER_LINEAR_ATTENTION;
+            else if (strcmp(name, second) == 0)
+                config->layer_kinds[i] = pattern == PARITY_LAYERS_SLIDING ? PARITY_LAYER_SLIDING_ATTENTION : PARITY_LAYER_LINEAR_ATTENTION;
             else
-                return PARITY_ERROR(PARITY_ERROR_DATA, "%s: layer_types[%lld] is '%s' (expected full_attention, "
-                                    "sliding_attention or linear_attention)", path, (long long)i, name);
+                return PARITY_ERROR(PARITY_ERROR_DATA, "%s: layer_types[%lld] is '%s' (%s layers are full_attention or %s)", path,
+                                    (long long)i, name, config->model_type, second);
         }
-    } else if (linear_family) {
+    } else if (pattern == PARITY_LAYERS_HYBRID) {
         int64_t interval;
         PARITY_TRY(read_integer(root, path, "full_attention_interval", false, 1, 4, &interval));
         for (int64_t i = 0; i < config->num_hidden_layers; i++)
             config->layer_kinds[i] = (i + 1) % interval ? PARITY_LAYER_LINEAR_ATTENTION : PARITY_LAYER_FULL_ATTENTION;
+    } else if (pattern == PARITY_LAYERS_SLIDING && config->sliding_window > 0) {
+        return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s: use_sliding_window without layer_types is not implemented (HF's "
+                            "max_window_layers rule); list the layers in layer_types", path);
     }
+    return NULL;
+}
+
+static parity_error *read_mlp_only_layers(const cJSON *root, const char *path, parity_model_config *config) {
     const cJSON *mlp_only = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
     if (mlp_only && !cJSON_IsNull(mlp_only)) {
         if (!cJSON_IsArray(mlp_only)) return PARITY_ERROR(PARITY_ERROR_DATA, "%s: field 'mlp_only_layers' must be a list", path);
@@ -163,15 +184,9 @@ parity_error *parity_model_config_parse(const char *json_text, const char *path,
     if (!error && !cJSON_IsString(type)) error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: required field 'model_type' is missing", path);
     if (!error) {
         snprintf(config->model_type, sizeof config->model_type, "%s", type->valuestring);
-        bool known = false;
-        for (size_t i = 0; i < sizeof known_model_types / sizeof known_model_types[0]; i++)
-            known = known || strcmp(config->model_type, known_model_types[i]) == 0;
-        if (!known)
-            error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: model_type '%s' is not supported (supported: llama, qwen2, qwen3, seed_oss, "
-                                 "qwen3_moe, deepseek_v3, qwen3_5_text, qwen3_5_moe_text, qwen3_next)", path, config->model_type);
+        error = parity_model_traits_lookup(config->model_type, path, &config->traits);
     }
-    bool moe_family = !error && (strstr(config->model_type, "moe") || strcmp(config->model_type, "deepseek_v3") == 0 ||
-                                 strcmp(config->model_type, "qwen3_next") == 0);
+    const parity_model_traits *traits = config->traits; // read below only when !error (then set)
     READ(read_integer(root, path, "vocab_size", true, 1, 0, &config->vocab_size));
     READ(read_integer(root, path, "hidden_size", true, 1, 0, &config->hidden_size));
     READ(read_integer(root, path, "num_hidden_layers", true, 1, 0, &config->num_hidden_layers));
@@ -183,74 +198,94 @@ parity_error *parity_model_config_parse(const char *json_text, const char *path,
     if (!error && config->num_attention_heads % config->num_key_value_heads != 0)
         error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld", path,
                              (long long)config->num_attention_heads, (long long)config->num_key_value_heads);
-    READ(read_integer(root, path, "intermediate_size", !moe_family, 1, 0, &config->intermediate_size));
+    READ(read_integer(root, path, "intermediate_size", !traits->moe, 1, 0, &config->intermediate_size));
     if (!error && !cJSON_GetObjectItemCaseSensitive(root, "head_dim") && config->hidden_size % config->num_attention_heads != 0)
         error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: no head_dim and hidden_size %lld is not divisible by %lld heads", path,
                              (long long)config->hidden_size, (long long)config->num_attention_heads);
     READ(read_integer(root, path, "head_dim", false, 1, config->num_attention_heads ? config->hidden_size / config->num_attention_heads : 0,
                       &config->head_dim));
     READ(read_number(root, path, "rms_norm_eps", 1e-6, &config->rms_norm_eps));
-    READ(read_bool(root, path, "tie_word_embeddings", false, &config->tie_word_embeddings));
-    READ(read_bool(root, path, "attention_bias", strcmp(config->model_type, "qwen2") == 0, &config->attention_bias));
-    // o_proj bias: llama/qwen3 follow attention_bias; qwen2 never has one; seed_oss has its own field.
-    bool own_out_bias_rule = strcmp(config->model_type, "qwen2") == 0 || strcmp(config->model_type, "seed_oss") == 0;
-    READ(read_bool(root, path, "attention_out_bias", config->attention_bias && !own_out_bias_rule, &config->attention_out_bias));
-    READ(read_bool(root, path, "mlp_bias", false, &config->mlp_bias));
+    READ(read_bool(root, path, "tie_word_embeddings", traits->tie_word_embeddings, &config->tie_word_embeddings));
+    READ(read_bias(root, path, traits->qkv_bias, &config->attention_bias));
+    READ(read_bias(root, path, traits->o_bias, &config->attention_out_bias));
+    READ(read_bias(root, path, traits->mlp_bias, &config->mlp_bias));
     READ(read_integer(root, path, "max_position_embeddings", false, 1, 4096, &config->max_position_embeddings));
     READ(read_integer(root, path, "pad_token_id", false, 0, -1, &config->pad_token_id));
     if (!error && config->pad_token_id >= config->vocab_size)
         error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: pad_token_id %lld is outside the vocabulary", path, (long long)config->pad_token_id);
+    // The groups of fields the row's kinds read (model_traits.h); NULL: the group reads as absent.
+    const cJSON *sliding_fields = NULL, *moe_fields = NULL, *aux_fields = NULL, *sparse_step_fields = NULL;
+    const cJSON *gated_shared_fields = NULL, *plain_shared_fields = NULL, *first_dense_fields = NULL;
+    const cJSON *grouped_router_fields = NULL, *mla_fields = NULL, *linear_fields = NULL;
+    if (!error) {
+        sliding_fields = traits->layers == PARITY_LAYERS_SLIDING ? root : NULL;
+        moe_fields = traits->moe ? root : NULL;
+        aux_fields = traits->moe && traits->load_balancing_loss ? root : NULL;
+        sparse_step_fields = traits->moe && traits->moe_layers == PARITY_MOE_LAYERS_SPARSE_STEP ? root : NULL;
+        first_dense_fields = traits->moe && traits->moe_layers == PARITY_MOE_LAYERS_FIRST_K_DENSE ? root : NULL;
+        gated_shared_fields = traits->moe && traits->shared_expert == PARITY_SHARED_EXPERT_GATED ? root : NULL;
+        plain_shared_fields = traits->moe && traits->shared_expert == PARITY_SHARED_EXPERT_PLAIN ? root : NULL;
+        grouped_router_fields = traits->moe && traits->router == PARITY_MOE_ROUTER_DEEPSEEK_V3 ? root : NULL;
+        mla_fields = traits->attention == PARITY_ATTENTION_MLA ? root : NULL;
+        linear_fields = traits->linear_attention != PARITY_LINEAR_ATTENTION_NONE ? root : NULL;
+    }
     bool use_sliding = false;
-    READ(read_bool(root, path, "use_sliding_window", false, &use_sliding));
+    READ(read_bool(sliding_fields, path, "use_sliding_window", false, &use_sliding));
     int64_t sliding = 0;
-    READ(read_integer(root, path, "sliding_window", false, 0, 0, &sliding));
+    READ(read_integer(sliding_fields, path, "sliding_window", false, 0, 0, &sliding));
     config->sliding_window = use_sliding ? sliding : 0;
-    if (!error) error = read_rope(root, path, &config->rope);
-    if (!error) error = read_layer_lists(root, path, config);
+    if (!error) error = read_rope(root, path, traits, &config->rope);
+    if (!error) error = read_layer_types(root, path, config);
 
     // MoE
     int64_t experts = 0;
-    READ(read_integer(root, path, "num_experts", false, 0, 0, &experts));
-    if (!error && experts == 0) error = read_integer(root, path, "num_local_experts", false, 0, 0, &experts);
-    if (!error && experts == 0) error = read_integer(root, path, "n_routed_experts", false, 0, 0, &experts);
+    READ(read_integer(moe_fields, path, "num_experts", false, 0, 0, &experts));
+    if (!error && experts == 0) error = read_integer(moe_fields, path, "num_local_experts", false, 0, 0, &experts);
+    if (!error && experts == 0) error = read_integer(moe_fields, path, "n_routed_experts", false, 0, 0, &experts);
     config->num_experts = experts;
-    READ(read_integer(root, path, "num_experts_per_tok", experts > 0, 1, 0, &config->num_experts_per_tok));
+    READ(read_integer(moe_fields, path, "num_experts_per_tok", experts > 0, 1, 0, &config->num_experts_per_tok));
     if (!error && experts > 0 && config->num_experts_per_tok > experts)
         error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: num_experts_per_tok %lld exceeds the %lld experts", path,
                              (long long)config->num_experts_per_tok, (long long)experts);
-    READ(read_integer(root, path, "moe_intermediate_size", experts > 0, 1, 0, &config->moe_intermediate_size));
-    READ(read_bool(root, path, "norm_topk_prob", strcmp(config->model_type, "qwen3_moe") != 0, &config->norm_topk_prob));
-    READ(read_integer(root, path, "decoder_sparse_step", false, 1, 1, &config->decoder_sparse_step));
-    READ(read_number(root, path, "router_aux_loss_coef", 0.001, &config->router_aux_loss_coef));
-    READ(read_bool(root, path, "output_router_logits", false, &config->output_router_logits));
-    READ(read_integer(root, path, "shared_expert_intermediate_size", false, 0, 0, &config->shared_expert_intermediate_size));
+    READ(read_integer(moe_fields, path, "moe_intermediate_size", experts > 0, 1, 0, &config->moe_intermediate_size));
+    READ(read_bool(moe_fields, path, "norm_topk_prob", traits->norm_topk_prob, &config->norm_topk_prob));
+    READ(read_integer(sparse_step_fields, path, "decoder_sparse_step", false, 1, 1, &config->decoder_sparse_step));
+    if (!error) error = read_mlp_only_layers(sparse_step_fields, path, config);
+    READ(read_number(aux_fields, path, "router_aux_loss_coef", 0.001, &config->router_aux_loss_coef));
+    READ(read_bool(aux_fields, path, "output_router_logits", false, &config->output_router_logits));
+    READ(read_integer(gated_shared_fields, path, "shared_expert_intermediate_size", false, 0, 0,
+                      &config->shared_expert_intermediate_size));
 
-    // DeepSeek-V3
-    READ(read_integer(root, path, "q_lora_rank", false, 0, 0, &config->q_lora_rank));
-    READ(read_integer(root, path, "kv_lora_rank", false, 0, 0, &config->kv_lora_rank));
-    READ(read_integer(root, path, "qk_nope_head_dim", false, 0, 0, &config->qk_nope_head_dim));
-    READ(read_integer(root, path, "qk_rope_head_dim", false, 0, 0, &config->qk_rope_head_dim));
-    READ(read_integer(root, path, "v_head_dim", false, 0, 0, &config->v_head_dim));
-    READ(read_integer(root, path, "n_group", false, 1, 1, &config->n_group));
-    READ(read_integer(root, path, "topk_group", false, 1, 1, &config->topk_group));
-    READ(read_integer(root, path, "n_shared_experts", false, 0, 0, &config->n_shared_experts));
-    READ(read_integer(root, path, "first_k_dense_replace", false, 0, 0, &config->first_k_dense_replace));
-    READ(read_number(root, path, "routed_scaling_factor", 1.0, &config->routed_scaling_factor));
-    if (!error && strcmp(config->model_type, "deepseek_v3") == 0) {
+    // DeepSeek-V3: MLA, grouped routing, plain shared experts, first dense layers
+    READ(read_integer(mla_fields, path, "q_lora_rank", false, 0, 0, &config->q_lora_rank));
+    READ(read_integer(mla_fields, path, "kv_lora_rank", false, 0, 0, &config->kv_lora_rank));
+    READ(read_integer(mla_fields, path, "qk_nope_head_dim", false, 0, 0, &config->qk_nope_head_dim));
+    READ(read_integer(mla_fields, path, "qk_rope_head_dim", false, 0, 0, &config->qk_rope_head_dim));
+    READ(read_integer(mla_fields, path, "v_head_dim", false, 0, 0, &config->v_head_dim));
+    READ(read_integer(grouped_router_fields, path, "n_group", false, 1, 1, &config->n_group));
+    READ(read_integer(grouped_router_fields, path, "topk_group", false, 1, 1, &config->topk_group));
+    READ(read_integer(plain_shared_fields, path, "n_shared_experts", false, 0, 0, &config->n_shared_experts));
+    READ(read_integer(first_dense_fields, path, "first_k_dense_replace", false, 0, 0, &config->first_k_dense_replace));
+    READ(read_number(grouped_router_fields, path, "routed_scaling_factor", 1.0, &config->routed_scaling_factor));
+    if (!error && mla_fields) {
         if (!config->kv_lora_rank || !config->qk_nope_head_dim || !config->qk_rope_head_dim || !config->v_head_dim)
-            error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: deepseek_v3 needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and "
-                                 "v_head_dim", path);
-        else if (experts > 0 && (experts % config->n_group != 0 || config->topk_group > config->n_group))
-            error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: n_routed_experts %lld must split into n_group %lld groups with "
-                                 "topk_group <= n_group", path, (long long)experts, (long long)config->n_group);
+            error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: %s needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and "
+                                 "v_head_dim", path, config->model_type);
+        else if (config->attention_bias)
+            error = PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s: attention_bias true: the biases of the MLA projections are not "
+                                 "implemented", path);
     }
+    if (!error && grouped_router_fields && experts > 0 &&
+        (experts % config->n_group != 0 || config->topk_group > config->n_group))
+        error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: n_routed_experts %lld must split into n_group %lld groups with "
+                             "topk_group <= n_group", path, (long long)experts, (long long)config->n_group);
 
     // Qwen3.5 / Qwen3-Next GatedDeltaNet
-    READ(read_integer(root, path, "linear_num_key_heads", false, 0, 0, &config->linear_num_key_heads));
-    READ(read_integer(root, path, "linear_num_value_heads", false, 0, 0, &config->linear_num_value_heads));
-    READ(read_integer(root, path, "linear_key_head_dim", false, 0, 0, &config->linear_key_head_dim));
-    READ(read_integer(root, path, "linear_value_head_dim", false, 0, 0, &config->linear_value_head_dim));
-    READ(read_integer(root, path, "linear_conv_kernel_dim", false, 0, 4, &config->linear_conv_kernel_dim));
+    READ(read_integer(linear_fields, path, "linear_num_key_heads", false, 0, 0, &config->linear_num_key_heads));
+    READ(read_integer(linear_fields, path, "linear_num_value_heads", false, 0, 0, &config->linear_num_value_heads));
+    READ(read_integer(linear_fields, path, "linear_key_head_dim", false, 0, 0, &config->linear_key_head_dim));
+    READ(read_integer(linear_fields, path, "linear_value_head_dim", false, 0, 0, &config->linear_value_head_dim));
+    READ(read_integer(linear_fields, path, "linear_conv_kernel_dim", false, 0, 4, &config->linear_conv_kernel_dim));
     if (!error) {
         bool has_linear = false;
         for (int64_t i = 0; i < config->num_hidden_layers; i++) has_linear |= config->layer_kinds[i] == PARITY_LAYER_LINEAR_ATTENTION;
@@ -298,7 +333,10 @@ parity_error *parity_model_config_read(const char *path, parity_model_config *ou
 
 bool parity_model_config_is_moe_layer(const parity_model_config *config, int64_t layer) {
     if (config->num_experts == 0 || layer < 0 || layer >= config->num_hidden_layers) return false;
-    if (strcmp(config->model_type, "deepseek_v3") == 0) return layer >= config->first_k_dense_replace;
-    if (config->mlp_only_layers[layer]) return false;
-    return (layer + 1) % config->decoder_sparse_step == 0;
+    switch (config->traits->moe_layers) {
+    case PARITY_MOE_LAYERS_EVERY: return true;
+    case PARITY_MOE_LAYERS_SPARSE_STEP: return !config->mlp_only_layers[layer] && (layer + 1) % config->decoder_sparse_step == 0;
+    case PARITY_MOE_LAYERS_FIRST_K_DENSE: return layer >= config->first_k_dense_replace;
+    }
+    return false;
 }

@@ -1,14 +1,16 @@
-// model_config.h: an HF config.json as one struct for every model parity implements (llama,
-// qwen2, qwen3, seed_oss, qwen3_moe, deepseek_v3, qwen3_5_text, qwen3_5_moe_text, qwen3_next).
-// Reads both RoPE spellings (transformers 5 `rope_parameters`, and `rope_theta` + `rope_scaling`),
-// defaults head_dim to hidden_size / num_attention_heads, and validates every field it uses:
-// a missing or mistyped field is an error naming the file and the field.
+// model_config.h: an HF config.json as one struct for every model parity implements (the
+// model_types of models/model_traits.c). model_type is looked up once into its traits row, which
+// decides the fields read (those of its kinds) and the defaults of absent ones. Reads both RoPE
+// spellings (transformers 5 `rope_parameters`, and `rope_theta` + `rope_scaling`), defaults
+// head_dim to hidden_size / num_attention_heads, and validates every field it uses: a missing or
+// mistyped field is an error naming the file and the field.
 #ifndef PARITY_MODEL_CONFIG_H
 #define PARITY_MODEL_CONFIG_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "models/model_traits.h"
 #include "ops/core/error.h"
 #include "ops/rotary/rope_description.h"
 
@@ -23,13 +25,14 @@ typedef enum parity_layer_kind {
 typedef struct parity_model_config {
     char path[512];                         // where it was read from (for messages)
     char model_type[64];
+    const parity_model_traits *traits;      // the row of model_type: what the blocks build
     int64_t vocab_size, hidden_size, intermediate_size, num_hidden_layers;
     int64_t num_attention_heads, num_key_value_heads, head_dim;
     double rms_norm_eps;
     bool tie_word_embeddings;
-    bool attention_bias;                    // q/k/v (and o unless attention_out_bias says otherwise)
-    bool attention_out_bias;                // seed_oss
-    bool mlp_bias;
+    bool attention_bias;                    // q/k/v projections have a bias (the row's qkv_bias rule)
+    bool attention_out_bias;                // o_proj has a bias (the row's o_bias rule)
+    bool mlp_bias;                          // the row's mlp_bias rule
     int64_t max_position_embeddings;
     int64_t pad_token_id;                   // -1 when null: the embedding's padding_idx (no gradient)
     int64_t sliding_window;                 // 0 = none

@@ -6,24 +6,11 @@
 //   o = attention(q, k, v, cu_seqlens, D^-0.5, causal, sliding window of the layer)
 //   o = o * sigmoid(gate)                               (qwen3_5 output gate)
 //   out = o_proj(o)
+// The variants are the model's traits row (qk_norm, output_gate, norm) and the config's biases.
 #include <math.h>
-#include <string.h>
+#include <stdio.h>
 
 #include "models/families/blocks.h"
-
-block_traits block_traits_of(const parity_model_config *config) {
-    const char *type = config->model_type;
-    bool qwen3_family = strncmp(type, "qwen3", 5) == 0;
-    bool hybrid = strncmp(type, "qwen3_5", 7) == 0 || strcmp(type, "qwen3_next") == 0;
-    block_traits traits = {
-        .qk_norm = qwen3_family,
-        .output_gate = hybrid,
-        .norm = hybrid ? PARITY_RMS_NORM_OFFSET : PARITY_RMS_NORM_STANDARD,
-        .qkv_bias = config->attention_bias,
-        .o_bias = config->attention_out_bias,
-    };
-    return traits;
-}
 
 void block_rope_description(const parity_model_config *config, parity_rope_description *out) {
     *out = config->rope;
@@ -31,17 +18,17 @@ void block_rope_description(const parity_model_config *config, parity_rope_descr
 
 parity_error *block_attention(family_context *context, int64_t layer, parity_variable *x, parity_variable **out) {
     const parity_model_config *config = &context->model->config;
-    block_traits traits = block_traits_of(config);
+    const parity_model_traits *traits = config->traits;
     int64_t tokens = x->value.shape[0], query_heads = config->num_attention_heads, key_heads = config->num_key_value_heads;
     int64_t head_dim = config->head_dim;
     char module[96];
     snprintf(module, sizeof module, "model.layers.%lld.self_attn", (long long)layer);
 
     parity_variable *query_projection, *key_projection, *value_projection, *query, *key, *value, *gate = NULL;
-    PARITY_TRY(family_linear(context, x, traits.qkv_bias, &query_projection, "%s.q_proj", module));
-    PARITY_TRY(family_linear(context, x, traits.qkv_bias, &key_projection, "%s.k_proj", module));
-    PARITY_TRY(family_linear(context, x, traits.qkv_bias, &value_projection, "%s.v_proj", module));
-    if (traits.output_gate) { // (N, Hq * 2D) -> (N, Hq, 2D) -> query (N, Hq, D), gate (N, Hq, D)
+    PARITY_TRY(family_linear(context, x, config->attention_bias, &query_projection, "%s.q_proj", module));
+    PARITY_TRY(family_linear(context, x, config->attention_bias, &key_projection, "%s.k_proj", module));
+    PARITY_TRY(family_linear(context, x, config->attention_bias, &value_projection, "%s.v_proj", module));
+    if (traits->output_gate) { // (N, Hq * 2D) -> (N, Hq, 2D) -> query (N, Hq, D), gate (N, Hq, D)
         parity_variable *pair, *parts[2];
         PARITY_TRY(family_reshape(context, query_projection, PARITY_SHAPE(tokens, query_heads, 2 * head_dim), &pair));
         PARITY_TRY(parity_node_split(context->tape, family_backend(context, PARITY_OP_SPLIT), module, pair,
@@ -53,9 +40,9 @@ parity_error *block_attention(family_context *context, int64_t layer, parity_var
     }
     PARITY_TRY(family_reshape(context, key_projection, PARITY_SHAPE(tokens, key_heads, head_dim), &key));
     PARITY_TRY(family_reshape(context, value_projection, PARITY_SHAPE(tokens, key_heads, head_dim), &value));
-    if (traits.qk_norm) {
-        PARITY_TRY(family_rms_norm(context, query, traits.norm, &query, "%s.q_norm", module));
-        PARITY_TRY(family_rms_norm(context, key, traits.norm, &key, "%s.k_norm", module));
+    if (traits->qk_norm) {
+        PARITY_TRY(family_rms_norm(context, query, traits->norm, &query, "%s.q_norm", module));
+        PARITY_TRY(family_rms_norm(context, key, traits->norm, &key, "%s.k_norm", module));
     }
     parity_rope_description rope;
     block_rope_description(config, &rope);
@@ -69,5 +56,5 @@ parity_error *block_attention(family_context *context, int64_t layer, parity_var
                                                   attended, gate, &attended));
     parity_variable *flat;
     PARITY_TRY(family_reshape(context, attended, PARITY_SHAPE(tokens, query_heads * head_dim), &flat));
-    return family_linear(context, flat, traits.o_bias, out, "%s.o_proj", module);
+    return family_linear(context, flat, config->attention_out_bias, out, "%s.o_proj", module);
 }

@@ -6,19 +6,18 @@
 //     mlp:   SwiGLU MLP, or MoE on the config's MoE layers
 //   loss = cross_entropy(norm(h), lm_head (or the tied embedding), shifted labels)
 //          + router_aux_loss_coef * load_balancing_loss(router outputs of every MoE layer)
-// The family table at the end lists which model_type values run through here.
+// Which mixer, MLP and norm variant a model has is its traits row (models/model_traits.c, the
+// list of model_type values that run through here).
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "models/families/blocks.h"
 #include "models/families/decoder_family.h"
 
-static bool is_deepseek(const parity_model_config *config) { return strcmp(config->model_type, "deepseek_v3") == 0; }
-
-// HF computes the aux loss only when output_router_logits is set; DeepSeek-V3 has none.
+// HF computes the aux loss only when output_router_logits is set, for the types that have one
+// (traits load_balancing_loss; DeepSeek-V3 has none).
 bool decoder_has_aux_loss(const parity_model_config *config) {
-    if (config->num_experts == 0 || is_deepseek(config) || !config->output_router_logits) return false;
+    if (config->num_experts == 0 || !config->traits->load_balancing_loss || !config->output_router_logits) return false;
     for (int64_t layer = 0; layer < config->num_hidden_layers; layer++)
         if (parity_model_config_is_moe_layer(config, layer)) return true;
     return false;
@@ -27,14 +26,14 @@ bool decoder_has_aux_loss(const parity_model_config *config) {
 static parity_error *mixer(family_context *context, int64_t layer, parity_variable *x, parity_variable **out) {
     const parity_model_config *config = &context->model->config;
     if (config->layer_kinds[layer] == PARITY_LAYER_LINEAR_ATTENTION) return block_gated_delta_net(context, layer, x, out);
-    if (is_deepseek(config)) return block_mla(context, layer, x, out);
+    if (config->traits->attention == PARITY_ATTENTION_MLA) return block_mla(context, layer, x, out);
     return block_attention(context, layer, x, out);
 }
 
 parity_error *decoder_forward(parity_model *model, parity_tape *tape, const parity_batch *batch, parity_forward_outputs *outputs) {
     family_context context = {model, tape, batch};
     const parity_model_config *config = &model->config;
-    block_traits traits = block_traits_of(config);
+    parity_rms_norm_variant norm = config->traits->norm;
     const parity_backend *add = family_backend(&context, PARITY_OP_ADD);
     parity_variable *embedding, *hidden;
     PARITY_TRY(family_parameter(&context, &embedding, "model.embed_tokens.weight"));
@@ -46,10 +45,10 @@ parity_error *decoder_forward(parity_model *model, parity_tape *tape, const pari
         char module[64];
         snprintf(module, sizeof module, "model.layers.%lld", (long long)layer);
         parity_variable *normed, *mixed, *mlp_out;
-        PARITY_TRY(family_rms_norm(&context, hidden, traits.norm, &normed, "%s.input_layernorm", module));
+        PARITY_TRY(family_rms_norm(&context, hidden, norm, &normed, "%s.input_layernorm", module));
         PARITY_TRY(mixer(&context, layer, normed, &mixed));
         PARITY_TRY(parity_node_add(tape, add, module, hidden, mixed, &hidden));
-        PARITY_TRY(family_rms_norm(&context, hidden, traits.norm, &normed, "%s.post_attention_layernorm", module));
+        PARITY_TRY(family_rms_norm(&context, hidden, norm, &normed, "%s.post_attention_layernorm", module));
         if (parity_model_config_is_moe_layer(config, layer)) {
             parity_variable *router_output = NULL;
             PARITY_TRY(block_moe(&context, layer, normed, &mlp_out, &router_output));
@@ -61,7 +60,7 @@ parity_error *decoder_forward(parity_model *model, parity_tape *tape, const pari
         }
         PARITY_TRY(parity_node_add(tape, add, module, hidden, mlp_out, &hidden));
     }
-    PARITY_TRY(family_rms_norm(&context, hidden, traits.norm, &hidden, "model.norm"));
+    PARITY_TRY(family_rms_norm(&context, hidden, norm, &hidden, "model.norm"));
     parity_variable *lm_head = embedding;
     if (!config->tie_word_embeddings) PARITY_TRY(family_parameter(&context, &lm_head, "lm_head.weight"));
     parity_variable *cross_entropy;

@@ -1,9 +1,8 @@
 // decoder_family.c: what each decoder model needs: the ops it calls (with the variants it needs from
 // them, so a backend that cannot do a variant is "not supported" instead of silently applied) and the
-// names, shapes and initializers of its parameters (HF names).
+// names, shapes and initializers of its parameters (HF names), from the config and its traits row.
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "models/families/blocks.h"
 #include "models/families/decoder_family.h"
@@ -29,18 +28,18 @@ static bool has_moe(const parity_model_config *config) {
 static parity_error *decoder_requirements(const parity_model_config *config, parity_op_requirement *out, size_t capacity,
                                           size_t *count) {
     family_requirements list = {out, capacity, 0};
-    block_traits traits = block_traits_of(config);
-    bool deepseek = strcmp(config->model_type, "deepseek_v3") == 0;
+    const parity_model_traits *traits = config->traits;
+    bool mla = traits->attention == PARITY_ATTENTION_MLA;
     bool attention_layers = has_layer_kind(config, PARITY_LAYER_FULL_ATTENTION) || has_layer_kind(config, PARITY_LAYER_SLIDING_ATTENTION);
     PARITY_TRY(family_require(&list, PARITY_OP_EMBEDDING, 0, NULL));
     PARITY_TRY(family_require(&list, PARITY_OP_LINEAR, 0, NULL));
     PARITY_TRY(family_require(&list, PARITY_OP_ADD, 0, NULL));
-    PARITY_TRY(family_require(&list, PARITY_OP_RMS_NORM, traits.norm == PARITY_RMS_NORM_OFFSET ? PARITY_CAP_OFFSET_WEIGHT : 0,
-                              traits.norm == PARITY_RMS_NORM_OFFSET ? "the (1 + w) RMSNorm" : NULL));
+    PARITY_TRY(family_require(&list, PARITY_OP_RMS_NORM, traits->norm == PARITY_RMS_NORM_OFFSET ? PARITY_CAP_OFFSET_WEIGHT : 0,
+                              traits->norm == PARITY_RMS_NORM_OFFSET ? "the (1 + w) RMSNorm" : NULL));
     PARITY_TRY(family_require(&list, PARITY_OP_CROSS_ENTROPY, 0, NULL));
     if (attention_layers) {
         uint32_t attention = PARITY_CAP_VARLEN;
-        if (config->num_key_value_heads < config->num_attention_heads && !deepseek) attention |= PARITY_CAP_GQA;
+        if (config->num_key_value_heads < config->num_attention_heads && !mla) attention |= PARITY_CAP_GQA;
         if (has_layer_kind(config, PARITY_LAYER_SLIDING_ATTENTION)) attention |= PARITY_CAP_SLIDING_WINDOW;
         PARITY_TRY(family_require(&list, PARITY_OP_ATTENTION, attention, "packed documents (cu_seqlens)"));
         PARITY_TRY(family_require(&list, PARITY_OP_ROTARY,
@@ -48,11 +47,11 @@ static parity_error *decoder_requirements(const parity_model_config *config, par
                                   config->rope.partial_rotary_factor < 1 ? "partial rotary (partial_rotary_factor < 1)"
                                                                          : "per-token positions of packed documents"));
     }
-    if (traits.output_gate || has_layer_kind(config, PARITY_LAYER_LINEAR_ATTENTION)) {
+    if (traits->output_gate || has_layer_kind(config, PARITY_LAYER_LINEAR_ATTENTION)) {
         PARITY_TRY(family_require(&list, PARITY_OP_SPLIT, 0, NULL));
         PARITY_TRY(family_require(&list, PARITY_OP_SIGMOID_GATE, 0, NULL));
     }
-    if (deepseek) {
+    if (mla) {
         PARITY_TRY(family_require(&list, PARITY_OP_SPLIT, 0, NULL));
         PARITY_TRY(family_require(&list, PARITY_OP_CONCAT, 0, NULL));
         PARITY_TRY(family_require(&list, PARITY_OP_BROADCAST_HEADS, 0, NULL));
@@ -62,7 +61,7 @@ static parity_error *decoder_requirements(const parity_model_config *config, par
         PARITY_TRY(family_require(&list, PARITY_OP_GATED_DELTA_RULE, PARITY_CAP_VARLEN, "packed documents (cu_seqlens)"));
         PARITY_TRY(family_require(&list, PARITY_OP_GDN_GATING, 0, NULL));
         PARITY_TRY(family_require(&list, PARITY_OP_RMS_NORM_GATED, 0, NULL));
-        if (strcmp(config->model_type, "qwen3_next") == 0) PARITY_TRY(family_require(&list, PARITY_OP_CONCAT, 0, NULL));
+        if (traits->linear_attention == PARITY_LINEAR_ATTENTION_FUSED) PARITY_TRY(family_require(&list, PARITY_OP_CONCAT, 0, NULL));
     }
     bool shared_expert = config->shared_expert_intermediate_size > 0 || config->n_shared_experts > 0;
     if (has_dense_mlp(config) || shared_expert) PARITY_TRY(family_require(&list, PARITY_OP_SWIGLU, 0, NULL));
@@ -89,22 +88,22 @@ static parity_error *mlp_specs(family_specs *list, const char *module, int64_t h
 
 static parity_error *attention_specs(family_specs *list, const parity_model_config *config, const char *module) {
     family_specs specs = *list;
-    block_traits traits = block_traits_of(config);
+    const parity_model_traits *traits = config->traits;
     int64_t hidden = config->hidden_size, head_dim = config->head_dim;
-    int64_t query = config->num_attention_heads * head_dim * (traits.output_gate ? 2 : 1);
+    int64_t query = config->num_attention_heads * head_dim * (traits->output_gate ? 2 : 1);
     int64_t key = config->num_key_value_heads * head_dim, output = config->num_attention_heads * head_dim;
-    parity_initializer norm = traits.norm == PARITY_RMS_NORM_OFFSET ? PARITY_INIT_ZEROS : PARITY_INIT_ONES;
+    parity_initializer norm = traits->norm == PARITY_RMS_NORM_OFFSET ? PARITY_INIT_ZEROS : PARITY_INIT_ONES;
     PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(query, hidden), "%s.q_proj.weight", module));
     PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(key, hidden), "%s.k_proj.weight", module));
     PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(key, hidden), "%s.v_proj.weight", module));
     PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(hidden, output), "%s.o_proj.weight", module));
-    if (traits.qkv_bias) {
+    if (config->attention_bias) {
         PARITY_TRY(SPEC(PARITY_INIT_ZEROS, PARITY_SHAPE(query), "%s.q_proj.bias", module));
         PARITY_TRY(SPEC(PARITY_INIT_ZEROS, PARITY_SHAPE(key), "%s.k_proj.bias", module));
         PARITY_TRY(SPEC(PARITY_INIT_ZEROS, PARITY_SHAPE(key), "%s.v_proj.bias", module));
     }
-    if (traits.o_bias) PARITY_TRY(SPEC(PARITY_INIT_ZEROS, PARITY_SHAPE(hidden), "%s.o_proj.bias", module));
-    if (traits.qk_norm) {
+    if (config->attention_out_bias) PARITY_TRY(SPEC(PARITY_INIT_ZEROS, PARITY_SHAPE(hidden), "%s.o_proj.bias", module));
+    if (traits->qk_norm) {
         PARITY_TRY(SPEC(norm, PARITY_SHAPE(head_dim), "%s.q_norm.weight", module));
         PARITY_TRY(SPEC(norm, PARITY_SHAPE(head_dim), "%s.k_norm.weight", module));
     }
@@ -160,7 +159,7 @@ static parity_error *qwen3_next_gated_delta_net_specs(family_specs *list, const 
 }
 
 static parity_error *gated_delta_net_specs(family_specs *list, const parity_model_config *config, const char *module) {
-    if (strcmp(config->model_type, "qwen3_next") == 0) return qwen3_next_gated_delta_net_specs(list, config, module);
+    if (config->traits->linear_attention == PARITY_LINEAR_ATTENTION_FUSED) return qwen3_next_gated_delta_net_specs(list, config, module);
     family_specs specs = *list;
     int64_t hidden = config->hidden_size, key_heads = config->linear_num_key_heads, value_heads = config->linear_num_value_heads;
     int64_t key_dim = key_heads * config->linear_key_head_dim, value_dim = value_heads * config->linear_value_head_dim;
@@ -182,7 +181,7 @@ static parity_error *moe_specs(family_specs *list, const parity_model_config *co
     family_specs specs = *list;
     int64_t hidden = config->hidden_size, experts = config->num_experts, intermediate = config->moe_intermediate_size;
     PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(experts, hidden), "%s.gate.weight", module));
-    if (strcmp(config->model_type, "deepseek_v3") == 0)
+    if (config->traits->router == PARITY_MOE_ROUTER_DEEPSEEK_V3)
         PARITY_TRY(SPEC(PARITY_INIT_ZEROS, PARITY_SHAPE(experts), "%s.gate.e_score_correction_bias", module));
     PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(experts, 2 * intermediate, hidden), "%s.experts.gate_up_proj", module));
     PARITY_TRY(SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(experts, hidden, intermediate), "%s.experts.down_proj", module));
@@ -202,8 +201,7 @@ static parity_error *moe_specs(family_specs *list, const parity_model_config *co
 
 static parity_error *decoder_parameter_specs(const parity_model_config *config, parity_parameter_spec **out, size_t *count) {
     family_specs specs = {0};
-    block_traits traits = block_traits_of(config);
-    parity_initializer norm = traits.norm == PARITY_RMS_NORM_OFFSET ? PARITY_INIT_ZEROS : PARITY_INIT_ONES;
+    parity_initializer norm = config->traits->norm == PARITY_RMS_NORM_OFFSET ? PARITY_INIT_ZEROS : PARITY_INIT_ONES;
     int64_t hidden = config->hidden_size;
     parity_error *error = SPEC(PARITY_INIT_NORMAL, PARITY_SHAPE(config->vocab_size, hidden), "model.embed_tokens.weight");
     for (int64_t layer = 0; layer < config->num_hidden_layers && !error; layer++) {
@@ -217,8 +215,8 @@ static parity_error *decoder_parameter_specs(const parity_model_config *config, 
             error = gated_delta_net_specs(&specs, config, mixer);
         } else {
             snprintf(mixer, sizeof mixer, "%s.self_attn", module);
-            error = strcmp(config->model_type, "deepseek_v3") == 0 ? mla_specs(&specs, config, mixer)
-                                                                   : attention_specs(&specs, config, mixer);
+            error = config->traits->attention == PARITY_ATTENTION_MLA ? mla_specs(&specs, config, mixer)
+                                                                      : attention_specs(&specs, config, mixer);
         }
         if (!error)
             error = parity_model_config_is_moe_layer(config, layer) ? moe_specs(&specs, config, mlp)
@@ -237,12 +235,8 @@ static parity_error *decoder_parameter_specs(const parity_model_config *config, 
     return NULL;
 }
 
-static const char *const decoder_model_types[] = {"llama", "qwen2", "qwen3", "seed_oss", "qwen3_moe", "deepseek_v3",
-                                                  "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next", NULL};
-
 const parity_model_family parity_decoder_family = {
     .name = "causal-LM decoder",
-    .model_types = decoder_model_types,
     .requirements = decoder_requirements,
     .parameter_specs = decoder_parameter_specs,
     .forward = decoder_forward,

@@ -13,7 +13,6 @@
 //               (N, Hk, 2 r) with r = Hv / Hk, split into q, k, v, z and b, a; mixed = cat(q, k, v).
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "models/families/blocks.h"
 
@@ -68,8 +67,10 @@ parity_error *block_gated_delta_net(family_context *context, int64_t layer, pari
     snprintf(module, sizeof module, "model.layers.%lld.linear_attn", (long long)layer);
 
     gdn_projections projections;
-    if (strcmp(config->model_type, "qwen3_next") == 0) PARITY_TRY(project_qwen3_next(context, module, x, &projections));
-    else PARITY_TRY(project_qwen3_5(context, module, x, &projections));
+    if (config->traits->linear_attention == PARITY_LINEAR_ATTENTION_FUSED)
+        PARITY_TRY(project_qwen3_next(context, module, x, &projections));
+    else
+        PARITY_TRY(project_qwen3_5(context, module, x, &projections));
     parity_variable *mixed = projections.mixed, *z = projections.z, *b = projections.b, *a = projections.a;
     parity_variable *conv_weight, *conv_weight_2d, *convolved, *parts[3];
     PARITY_TRY(family_parameter(context, &conv_weight, "%s.conv1d.weight", module)); // (C, 1, K)

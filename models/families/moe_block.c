@@ -6,7 +6,6 @@
 //     e_score_correction_bias, group-limited top-k, routed_scaling_factor; weights stay f32;
 //     out = experts(x) + shared_experts(x). No aux loss.
 #include <stdio.h>
-#include <string.h>
 
 #include "models/families/blocks.h"
 
@@ -14,7 +13,7 @@ parity_error *block_moe(family_context *context, int64_t layer, parity_variable 
                         parity_variable **router_output) {
     const parity_model_config *config = &context->model->config;
     parity_tape *tape = context->tape;
-    bool deepseek = strcmp(config->model_type, "deepseek_v3") == 0;
+    bool deepseek = config->traits->router == PARITY_MOE_ROUTER_DEEPSEEK_V3;
     char module[96];
     snprintf(module, sizeof module, "model.layers.%lld.mlp", (long long)layer);
 
@@ -28,7 +27,7 @@ parity_error *block_moe(family_context *context, int64_t layer, parity_variable 
     PARITY_TRY(parity_node_linear(tape, family_backend(context, PARITY_OP_LINEAR), module, router_input, gate_weight, NULL, &logits));
 
     parity_node_router_options options = {
-        .kind = deepseek ? PARITY_MOE_ROUTER_DEEPSEEK_V3 : PARITY_MOE_ROUTER_SOFTMAX_TOP_K,
+        .kind = config->traits->router,
         .top_k = config->num_experts_per_tok,
         .norm_topk_prob = config->norm_topk_prob,
         .n_group = config->n_group,
@@ -57,7 +56,7 @@ parity_error *block_moe(family_context *context, int64_t layer, parity_variable 
     PARITY_TRY(family_parameter(context, &down, "%s.experts.down_proj", module));
     PARITY_TRY(parity_node_moe_experts(tape, family_backend(context, PARITY_OP_MOE_EXPERTS), module, x, gate_up, down, indices,
                                        weights, &routed));
-    *router_output = deepseek ? NULL : logits;
+    *router_output = config->traits->load_balancing_loss ? logits : NULL;
     const parity_backend *add = family_backend(context, PARITY_OP_ADD);
     char shared[128];
     if (config->n_shared_experts > 0) {
