@@ -5,6 +5,7 @@
 // rule (tolerance.h), timing warm-up + repeats, and recording everything in a parity_results.
 // A failing combo never stops the run. Goldens are read and checked against the suite before
 // anything runs: a missing, corrupt or stale golden is a DATA/IO error naming the file.
+// The code is in harness/run/: run_plan.c, run_execute.c, run_compare.c, run_jitter.c.
 #ifndef PARITY_RUNNER_H
 #define PARITY_RUNNER_H
 
