@@ -37,7 +37,7 @@
 #include "golden/golden_hdf5.h"
 #include "golden/sha256.h"
 
-#define NAME_WIDTH (sizeof(((parity_golden_values *)0)->parameter_names[0]))
+#define NAME_WIDTH PARITY_STEP_NAME_SIZE
 #define COUNT_OF(array) (sizeof(array) / sizeof((array)[0]))
 
 // The root's string attributes and where they live in the struct (every one must be non-empty).
@@ -67,25 +67,18 @@ static const string_field string_fields[] = {
 
 static bool tensor_present(const parity_tensor *tensor) { return tensor->ndim > 0 && tensor->numel > 0; }
 
-static void release_values(parity_golden_values *values) {
-    free(values->parameter_names);
-    free(values->parameter_grad_norms);
-    parity_tensor_release(&values->logits_sample);
-    memset(values, 0, sizeof *values);
-}
-
 void parity_golden_release(parity_golden *golden) {
     if (!golden) return;
     free(golden->model_config_json);
     parity_tensor_release(&golden->input_ids);
     parity_tensor_release(&golden->labels);
     parity_tensor_release(&golden->position_ids);
-    release_values(&golden->expected);
-    for (size_t i = 0; i < COUNT_OF(golden->precisions); i++) release_values(&golden->precisions[i].eager);
+    parity_step_result_release(&golden->expected);
+    for (size_t i = 0; i < COUNT_OF(golden->precisions); i++) parity_step_result_release(&golden->precisions[i].eager);
     memset(golden, 0, sizeof *golden);
 }
 
-const parity_golden_values *parity_golden_eager(const parity_golden *golden, const char *dtype) {
+const parity_step_result *parity_golden_eager(const parity_golden *golden, const char *dtype) {
     for (size_t i = 0; i < golden->precision_count && i < COUNT_OF(golden->precisions); i++)
         if (strcmp(golden->precisions[i].dtype, dtype) == 0) return &golden->precisions[i].eager;
     return NULL;
@@ -94,8 +87,8 @@ const parity_golden_values *parity_golden_eager(const parity_golden *golden, con
 // ---- checks shared by writing (kind USAGE: the caller's golden is wrong) and reading (DATA) ----
 
 // `where` is "/expected" or "/eager/bf16"; `reference` is /expected's values when checking a precision.
-static parity_error *check_values(parity_error_kind kind, const char *path, const char *where, const parity_golden_values *values,
-                                  const parity_golden_values *reference) {
+static parity_error *check_values(parity_error_kind kind, const char *path, const char *where, const parity_step_result *values,
+                                  const parity_step_result *reference) {
     if (values->parameter_count == 0 || !values->parameter_names || !values->parameter_grad_norms)
         return PARITY_ERROR(kind, "%s: %s: no parameter gradient norms", path, where);
     if (!isfinite(values->loss)) return PARITY_ERROR(kind, "%s: %s: loss is %g, must be finite", path, where, values->loss);
@@ -112,9 +105,9 @@ static parity_error *check_values(parity_error_kind kind, const char *path, cons
         if (!isfinite(norm) || norm < 0)
             return PARITY_ERROR(kind, "%s: %s: parameter_grad_norms[%zu] (%s) is %g, must be finite and >= 0", path, where, i, name, norm);
     }
-    if (tensor_present(&values->logits_sample) && !parity_dtype_is_float(values->logits_sample.dtype))
+    if (tensor_present(&values->logits) && !parity_dtype_is_float(values->logits.dtype))
         return PARITY_ERROR(kind, "%s: %s: logits_sample is %s, must be a float dtype", path, where,
-                            parity_dtype_name(values->logits_sample.dtype));
+                            parity_dtype_name(values->logits.dtype));
     if (!reference) return NULL;
     if (values->has_aux_loss != reference->has_aux_loss)
         return PARITY_ERROR(kind, "%s: %s: aux_loss is %s but /expected %s one", path, where,
@@ -183,7 +176,7 @@ static parity_error *check_golden(parity_error_kind kind, const char *path, cons
 
 // ---- writing ----
 
-static parity_error *write_values(hid_t parent, const char *path, const char *name, const parity_golden_values *values) {
+static parity_error *write_values(hid_t parent, const char *path, const char *name, const parity_step_result *values) {
     hid_t group = -1;
     PARITY_TRY(parity_hdf5_create_group(parent, path, name, false, &group));
     parity_error *error = parity_hdf5_write_double_attribute(group, path, "loss", values->loss);
@@ -198,9 +191,9 @@ static parity_error *write_values(hid_t parent, const char *path, const char *na
                                                  PARITY_SHAPE((int64_t)values->parameter_count));
         error = parity_hdf5_write_tensor(group, path, "parameter_grad_norms", &norms);
     }
-    if (!error && tensor_present(&values->logits_sample)) {
+    if (!error && tensor_present(&values->logits)) {
         parity_tensor sample = {0};
-        error = parity_tensor_to(&sample, &values->logits_sample, PARITY_CPU, values->logits_sample.dtype);
+        error = parity_tensor_to(&sample, &values->logits, PARITY_CPU, values->logits.dtype);
         if (error) error = parity_error_wrap(error, __FILE__, __LINE__, "%s: %s/logits_sample", path, name);
         else error = parity_hdf5_write_tensor(group, path, "logits_sample", &sample);
         parity_tensor_release(&sample);
@@ -396,7 +389,7 @@ parity_error *parity_golden_write(const char *path, const parity_golden *golden,
 
 // ---- reading ----
 
-static parity_error *read_values(hid_t parent, const char *path, const char *name, parity_golden_values *values) {
+static parity_error *read_values(hid_t parent, const char *path, const char *name, parity_step_result *values) {
     hid_t group = -1;
     PARITY_TRY(parity_hdf5_open_group(parent, path, name, &group));
     parity_error *error = parity_hdf5_read_double_attribute(group, path, "loss", &values->loss);
@@ -428,7 +421,7 @@ static parity_error *read_values(hid_t parent, const char *path, const char *nam
     parity_tensor_release(&norms);
     bool has_sample = false;
     if (!error) error = parity_hdf5_has_link(group, path, "logits_sample", &has_sample);
-    if (!error && has_sample) error = parity_hdf5_read_tensor(group, path, "logits_sample", -1, &values->logits_sample);
+    if (!error && has_sample) error = parity_hdf5_read_tensor(group, path, "logits_sample", -1, &values->logits);
     H5Gclose(group);
     return error;
 }

@@ -128,7 +128,7 @@ static parity_error *generate_one(const parity_case *c, const char *path, void *
     if (!error)
         printf("written  %s  (loss %.17g, grad_norm %.17g, %zu parameters, eager on %s)\n", path, golden.expected.loss,
                golden.expected.grad_norm, golden.expected.parameter_count, provenance.device);
-    parity_golden_compute_release(&golden);
+    parity_golden_release(&golden);
     if (!error) state->written++;
     return error;
 }
@@ -146,7 +146,7 @@ static double relative_drift(double now, double stored) {
 }
 
 // Largest relative drift between two sets of values (names matched), and where it is.
-static double values_drift(const parity_golden_values *now, const parity_golden_values *stored, char *where, size_t size) {
+static double values_drift(const parity_step_result *now, const parity_step_result *stored, char *where, size_t size) {
     double worst = relative_drift(now->loss, stored->loss);
     parity_text_format(where, size, "loss");
     double drift;
@@ -163,9 +163,7 @@ static double values_drift(const parity_golden_values *now, const parity_golden_
         parity_text_format(where, size, "logits_sum");
     }
     for (size_t i = 0; i < stored->parameter_count; i++) {
-        double value = NAN;
-        for (size_t j = 0; j < now->parameter_count; j++)
-            if (strcmp(now->parameter_names[j], stored->parameter_names[i]) == 0) value = now->parameter_grad_norms[j];
+        double value = parity_step_result_norm(now, stored->parameter_names[i], i);
         drift = isnan(value) ? INFINITY : relative_drift(value, stored->parameter_grad_norms[i]);
         if (drift > worst) {
             worst = drift;
@@ -204,14 +202,14 @@ static parity_error *verify_one(const parity_case *c, const char *path, void *co
     bool failed = !(drift <= VERIFY_RELATIVE_DRIFT);
     printf("%s %s: fp64 drift %.3g (largest at %s)", failed ? "DRIFT   " : "ok      ", path, drift, where);
     for (size_t i = 0; i < now.precision_count; i++) {
-        const parity_golden_values *old = parity_golden_eager(&stored, now.precisions[i].dtype);
+        const parity_step_result *old = parity_golden_eager(&stored, now.precisions[i].dtype);
         if (!old) continue;
         char other[256];
         printf("; eager %s drift %.3g", now.precisions[i].dtype, values_drift(&now.precisions[i].eager, old, other, sizeof other));
     }
     printf("\n");
     state->drifted += failed;
-    parity_golden_compute_release(&now);
+    parity_golden_release(&now);
     parity_golden_release(&stored);
     return NULL;
 }

@@ -84,17 +84,16 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
     parity_ops_settings_free(&settings);
     parity_timer_release(&timer);
 
-    parity_run_values value = {0};
-    if (!run_error) run_error = parity_run_values_copy(&evaluation.step, &value);
+    const parity_step_result *value = &evaluation.step; // read only when the run succeeded
     if (plan->is_baseline) {
         group->baseline_ran = true;
-        group->baseline_ok = !run_error && !value.first_non_finite[0];
+        group->baseline_ok = !run_error && !value->first_non_finite[0];
         parity_text_format(group->baseline_id, sizeof group->baseline_id, "%s", plan->id);
         if (run_error) parity_error_format(run_error, group->baseline_problem, sizeof group->baseline_problem);
-        else if (value.first_non_finite[0])
+        else if (value->first_non_finite[0])
             parity_text_format(group->baseline_problem, sizeof group->baseline_problem, "NaN/Inf first appeared in %s",
-                               value.first_non_finite);
-        if (group->baseline_ok) error = parity_run_values_copy(&evaluation.step, &group->eager);
+                               value->first_non_finite);
+        if (group->baseline_ok) error = parity_step_result_copy(value, &group->eager);
         if (group->baseline_ok && !error && suite->tolerance == PARITY_RULE_PARITY && plan->dtype != PARITY_F64)
             error = parity_run_jitter_spread(plan, c, group);
     }
@@ -113,22 +112,17 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
             // The baseline is checked against the golden's own eager error when the golden was made
             // on this kind of device (a changed eager kernel or a stale golden shows); otherwise it is
             // the reference by definition.
-            parity_run_values reference = group->eager;
-            parity_run_values golden_eager;
-            const parity_golden_values *stored = plan->dtype == PARITY_F64 ? &golden->expected
-                                                                           : parity_golden_eager(golden, parity_dtype_name(plan->dtype));
-            if (plan->is_baseline && stored && golden_on_device_type(golden, plan->device)) {
-                parity_run_values_from_golden(stored, &golden_eager);
-                reference = golden_eager;
-            }
+            const parity_step_result *reference = &group->eager;
+            const parity_step_result *stored = plan->dtype == PARITY_F64 ? &golden->expected
+                                                                          : parity_golden_eager(golden, parity_dtype_name(plan->dtype));
+            if (plan->is_baseline && stored && golden_on_device_type(golden, plan->device)) reference = stored;
             if (!error)
-                error = parity_run_compare(suite->tolerance, plan->dtype, &golden->expected, &value, &reference,
-                                group->has_spread ? &group->spread : NULL, record);
-            if (!error) parity_run_judge(record, &value);
+                error = parity_run_compare(suite->tolerance, plan->dtype, &golden->expected, value, reference,
+                                           group->has_spread ? &group->spread : NULL, record);
+            if (!error) parity_run_judge(record, value);
         }
     }
     parity_error_free(run_error);
-    parity_run_values_release(&value);
     parity_evaluation_release(&evaluation);
     return error;
 }
@@ -221,8 +215,8 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
     for (size_t i = 0; i < plan->combos.count && !error; i++) {
         const parity_combo_plan *combo = &plan->combos.items[i];
         if (combo->is_baseline) {
-            parity_run_values_release(&group.eager);
-            parity_run_values_release(&group.spread);
+            parity_step_result_release(&group.eager);
+            parity_step_result_release(&group.spread);
             memset(&group, 0, sizeof group);
         }
         bool runnable = combo->status == PARITY_COMBO_PASS;
@@ -265,8 +259,8 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
         parity_progress_end(&progress, combo->id, status, note);
     }
     parity_progress_finish(&progress);
-    parity_run_values_release(&group.eager);
-    parity_run_values_release(&group.spread);
+    parity_step_result_release(&group.eager);
+    parity_step_result_release(&group.spread);
     char finished[32];
     parity_text_format(results->context.finished, sizeof results->context.finished, "%s",
                        parity_utc_timestamp(finished, sizeof finished, 0));
