@@ -52,7 +52,4 @@ void parity_run_plan_release(parity_run_plan *plan);
 parity_error *parity_run_execute(const parity_suite *suite, const parity_run_plan *plan, const parity_run_options *options,
                                  parity_results *results);
 
-// Median and relative noise (median absolute deviation / median) of timing samples.
-void parity_timing_summary(const double *samples, size_t count, double *median, double *noise);
-
 #endif

@@ -11,30 +11,7 @@
 #include "harness/provenance.h"
 #include "harness/run/run_internal.h"
 #include "harness/text.h"
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_of(double *sorted, size_t count) {
-    qsort(sorted, count, sizeof *sorted, compare_doubles);
-    return count % 2 ? sorted[count / 2] : 0.5 * (sorted[count / 2 - 1] + sorted[count / 2]);
-}
-
-void parity_timing_summary(const double *samples, size_t count, double *median, double *noise) {
-    *median = NAN;
-    *noise = NAN;
-    if (count == 0) return;
-    double *scratch = malloc(count * sizeof *scratch);
-    if (!scratch) return;
-    memcpy(scratch, samples, count * sizeof *scratch);
-    *median = median_of(scratch, count);
-    for (size_t i = 0; i < count; i++) scratch[i] = fabs(samples[i] - *median);
-    double deviation = median_of(scratch, count);
-    *noise = *median > 0 ? deviation / *median : NAN;
-    free(scratch);
-}
+#include "harness/timing_stats.h"
 
 static void fill_record(const parity_suite *suite, const parity_combo_plan *plan, parity_combo_result *record) {
     parity_text_format(record->id, sizeof record->id, "%s", plan->id);
