@@ -44,9 +44,9 @@ typedef struct parity_golden {
     size_t precision_count;
 } parity_golden;
 
-// Writes atomically (temp file "<path>.tmp.<pid>" + rename), creating parent directories. Refuses to
-// replace an existing file unless `force` (a USAGE error that says "use --force"); nothing is left
-// behind on failure. Checks the golden first (USAGE error naming the field): required strings set,
+// Writes atomically (a temporary file beside it, synced, renamed into place: ops/core/file.h),
+// creating parent directories. Refuses to replace an existing file unless `force` (a USAGE error that
+// says "use --force"); nothing is left behind on failure. Checks the golden first (USAGE error naming the field): required strings set,
 // sha256 fields 64 hex digits, config JSON valid, batch 2-D integers, finite expected values, every
 // precision with the same parameter names as `expected`. schema_version 0 means "current".
 parity_error *parity_golden_write(const char *path, const parity_golden *golden, bool force);

@@ -2,30 +2,21 @@
 #include "golden/upstream_reference.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ops/core/file.h"
 
 parity_error *parity_upstream_run_read(const char *directory, const char *tag, parity_step_result *out) {
     memset(out, 0, sizeof *out);
     out->aux_loss = out->logits_sum = NAN;
     char path[1024];
     snprintf(path, sizeof path, "%s/reference.json", directory);
-    FILE *stream = fopen(path, "rb");
-    if (!stream) return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
-    fseek(stream, 0, SEEK_END);
-    long size = ftell(stream);
-    fseek(stream, 0, SEEK_SET);
-    char *text = malloc(size > 0 ? (size_t)size + 1 : 1);
-    size_t got = text ? fread(text, 1, (size_t)(size > 0 ? size : 0), stream) : 0;
-    fclose(stream);
-    if (!text || got != (size_t)size) {
-        free(text);
-        return PARITY_ERROR(PARITY_ERROR_IO, "%s: read failed", path);
-    }
-    text[size] = '\0';
+    char *text;
+    size_t size;
+    PARITY_TRY(parity_read_file(path, &text, &size));
     cJSON *root = cJSON_Parse(text);
     free(text);
     parity_error *error = NULL;

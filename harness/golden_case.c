@@ -9,30 +9,10 @@
 #include "golden/sha256.h"
 #include "harness/text.h"
 #include "models/checkpoint/checkpoint.h"
+#include "ops/core/file.h"
 
 // Logits are summed only when the full (tokens x vocab) fp64 logits stay this small.
 #define LOGITS_SUM_MAX_ELEMENTS (1 << 22)
-
-static parity_error *read_text(const char *path, char **out) {
-    *out = NULL;
-    FILE *file = fopen(path, "rb");
-    if (!file) return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t capacity = 4096, used = 0, got;
-    char *text = malloc(capacity);
-    while (text && (got = fread(text + used, 1, capacity - used - 1, file)) > 0) {
-        used += got;
-        if (used + 1 == capacity) {
-            char *grown = realloc(text, capacity *= 2);
-            if (!grown) free(text);
-            text = grown;
-        }
-    }
-    fclose(file);
-    if (!text) return PARITY_ERROR(PARITY_ERROR_MEMORY, "%s: reading", path);
-    text[used] = '\0';
-    *out = text;
-    return NULL;
-}
 
 void parity_case_release(parity_case *c) {
     free(c->config_text);
@@ -92,7 +72,8 @@ parity_error *parity_case_prepare(const parity_suite *suite, const parity_suite_
     out->batch_spec = batch;
     if (model->checkpoint[0]) parity_text_format(out->config_path, sizeof out->config_path, "%s/config.json", model->checkpoint);
     else parity_text_format(out->config_path, sizeof out->config_path, "%s", model->config);
-    parity_error *error = read_text(out->config_path, &out->config_text);
+    size_t config_size;
+    parity_error *error = parity_read_file(out->config_path, &out->config_text, &config_size);
     if (!error) error = parity_model_config_parse(out->config_text, out->config_path, &out->config);
     if (!error) error = weight_checksum(out);
     if (!error) error = parity_case_batch_make(batch, out->config.vocab_size, &out->batch);

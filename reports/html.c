@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reports/atomic_file.h"
+#include "ops/core/file.h"
 #include "reports/gnuplot_charts.h"
 #include "reports/report_analysis.h"
 #include "reports/text_buffer.h"
@@ -360,7 +360,7 @@ parity_error *parity_report_write_html(const char *path, const parity_results *r
     parity_text_append(&html, "<footer>Rendered by parity from results.json (re-render with <code>parity report DIR</code>). "
                               "Self-contained: no scripts, no network.</footer>\n</main>\n</body>\n</html>\n");
     parity_error *error = parity_text_check(&html, path);
-    if (!error) error = parity_write_file_atomic(path, html.data, html.length);
+    if (!error) error = parity_write_file_atomic(path, html.data, html.length, true);
     parity_text_free(&html);
     return error;
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reports/atomic_file.h"
+#include "ops/core/file.h"
 #include "reports/report_analysis.h"
 #include "reports/text_buffer.h"
 
@@ -261,7 +261,7 @@ parity_error *parity_report_write_markdown(const char *path, const parity_result
     append_reasons(&md, results, PARITY_COMBO_EXCLUDED, "Excluded by the suite");
     parity_text_append(&md, "Rendered from results.json; every metric of every combo is there and in report.html.\n");
     parity_error *error = parity_text_check(&md, path);
-    if (!error) error = parity_write_file_atomic(path, md.data, md.length);
+    if (!error) error = parity_write_file_atomic(path, md.data, md.length, true);
     parity_text_free(&md);
     return error;
 }

@@ -6,9 +6,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "harness/cli/text_table.h"
+#include "ops/core/file.h"
 
 static const double gibibyte = 1024.0 * 1024.0 * 1024.0;
 
@@ -305,18 +305,17 @@ void parity_bench_print_table(const parity_bench_report *report, FILE *stream, b
 
 typedef parity_error *(*write_body)(const parity_bench_report *report, FILE *stream);
 
-// Writes through a temporary file renamed into place: no half-written file is ever left at `path`.
+// Renders the body in memory, then writes it atomically (ops/core/file.h): no half-written file is
+// ever left at `path`.
 static parity_error *write_atomically(const char *path, const parity_bench_report *report, write_body body) {
-    char temporary[4096];
-    snprintf(temporary, sizeof temporary, "%s.tmp.%ld", path, (long)getpid());
-    FILE *stream = fopen(temporary, "w");
-    if (!stream) return PARITY_ERROR(PARITY_ERROR_IO, "parity bench: cannot write %s: %s", temporary, strerror(errno));
+    char *text = NULL;
+    size_t size = 0;
+    FILE *stream = open_memstream(&text, &size);
+    if (!stream) return PARITY_ERROR(PARITY_ERROR_MEMORY, "parity bench: rendering %s", path);
     parity_error *error = body(report, stream);
-    if (fclose(stream) != 0 && !error)
-        error = PARITY_ERROR(PARITY_ERROR_IO, "parity bench: writing %s failed: %s", temporary, strerror(errno));
-    if (!error && rename(temporary, path) != 0)
-        error = PARITY_ERROR(PARITY_ERROR_IO, "parity bench: cannot move %s to %s: %s", temporary, path, strerror(errno));
-    if (error) remove(temporary);
+    if (fclose(stream) != 0 && !error) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "parity bench: rendering %s", path);
+    if (!error) error = parity_write_file_atomic(path, text, size, true);
+    free(text);
     return error;
 }
 

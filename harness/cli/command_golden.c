@@ -9,10 +9,10 @@
 #include "golden/golden.h"
 #include "harness/cli/cli_support.h"
 #include "harness/cli/commands.h"
-#include "reports/atomic_file.h"
 #include "harness/golden_case.h"
 #include "harness/provenance.h"
 #include "harness/text.h"
+#include "ops/core/file.h"
 
 // fp64 drift above this (relative) fails `golden verify`.
 #define VERIFY_RELATIVE_DRIFT 1e-12
@@ -113,13 +113,7 @@ static parity_error *generate_one(const parity_case *c, const char *path, void *
         state->kept++;
         return NULL;
     }
-    char directory[1400];
-    parity_text_format(directory, sizeof directory, "%s", path);
-    char *slash = strrchr(directory, '/');
-    if (slash) {
-        *slash = '\0';
-        PARITY_TRY(parity_make_directories(directory));
-    }
+    PARITY_TRY(parity_make_parent_directories(path)); // before the (slow) compute: a bad folder shows at once
     parity_provenance provenance;
     parity_provenance_collect(state->device, state->argc, state->argv, &provenance);
     parity_golden golden;
