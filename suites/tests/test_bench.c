@@ -29,6 +29,15 @@ static void write_temporary(const char *text, char *path) {
     close(descriptor);
 }
 
+// The text of a small file (a rendered Markdown report), NUL-terminated.
+static void read_text(const char *path, char *text, size_t size) {
+    FILE *file = fopen(path, "r");
+    cr_assert_not_null(file, "%s", path);
+    size_t got = fread(text, 1, size - 1, file);
+    text[got] = '\0';
+    fclose(file);
+}
+
 Test(bench, command_line_errors_have_documented_exit_codes) {
     static const struct {
         const char *arguments;
@@ -195,12 +204,8 @@ Test(bench, committed_h200_baseline_renders_with_its_targets) {
     cr_expect_eq(result.exit_code, 0, "%s", result.output);
     cr_expect(strstr(result.output, "NVIDIA H200") != NULL, "%s", result.output);
     free(result.output);
-    FILE *file = fopen(markdown, "r");
-    cr_assert_not_null(file);
     char text[32768];
-    size_t size = fread(text, 1, sizeof text - 1, file);
-    text[size] = '\0';
-    fclose(file);
+    read_text(markdown, text, sizeof text);
     unlink(markdown);
     static const char *const expected[] = {
         "| RoPE fwd >= 3.5 TB/s | liger_kernel:",
@@ -294,12 +299,8 @@ Test(bench, targets_are_found_beside_the_binary_and_their_absence_named) {
     command_result result = run_parity_from("/tmp", NULL, arguments);
     cr_expect_eq(result.exit_code, 0, "%s", result.output);
     free(result.output);
-    FILE *file = fopen(markdown, "r");
-    cr_assert_not_null(file);
     char text[32768];
-    size_t size = fread(text, 1, sizeof text - 1, file);
-    text[size] = '\0';
-    fclose(file);
+    read_text(markdown, text, sizeof text);
     cr_expect(strstr(text, "| RMSNorm fwd+bwd >= 3.4 TB/s | liger_kernel:") != NULL, "no targets from /tmp:\n%s", text);
 
     // a parity binary alone in a folder, run outside the repository: no targets file anywhere
