@@ -56,11 +56,14 @@ PROGRAM := $(BUILD)/parity
 TEST_SOURCES := $(sort $(wildcard suites/tests/*.c))
 TEST_OBJECTS := $(TEST_SOURCES:%.c=$(BUILD)/%.o)
 TEST_PROGRAM := $(BUILD)/parity-tests
+# `parity bench --markdown` reads its targets from harness/bench/targets.tsv under the working
+# directory, else from this copy beside the binary, so a copied build directory carries them.
+BENCH_TARGETS := $(BUILD)/bench_targets.tsv
 
 .PHONY: all deps test run clean check-format print-config
 .DEFAULT_GOAL := all
 
-all: print-config $(PROGRAM)
+all: print-config $(PROGRAM) $(BENCH_TARGETS)
 	@echo "parity: built $(PROGRAM)"
 
 $(BUILD)/%.o: %.c | deps
@@ -78,11 +81,15 @@ $(LIBRARY): $(OBJECTS)
 $(PROGRAM): $(BUILD)/harness/cli/main.o $(LIBRARY)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BENCH_TARGETS): harness/bench/targets.tsv
+	@mkdir -p $(@D)
+	cp $< $@
+
 $(TEST_PROGRAM): $(TEST_OBJECTS) $(LIBRARY)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
 # Tests run from the repository root; --jobs 2 matches the CI machine.
-test: print-config $(TEST_PROGRAM) $(PROGRAM)
+test: print-config $(TEST_PROGRAM) $(PROGRAM) $(BENCH_TARGETS)
 	@echo "parity: running tests ($(if $(filter 1,$(WITH_CUDA)),CUDA build,CPU-only build))"
 	$(TEST_PROGRAM) --jobs=2 $(TEST_ARGS)
 

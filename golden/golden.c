@@ -21,12 +21,12 @@
 // Strings are written as variable-length UTF-8 and read in either variable- or fixed-length form.
 // Every tensor dataset carries a "dtype" attribute; bf16 tensors are uint16 bit patterns with
 // dtype = "bf16" (golden_hdf5.h). Reading checks all of it and names the file and the first item
-// that is missing or wrong; writing goes to "<path>.tmp.<pid>" and is renamed into place.
+// that is missing or wrong; writing goes to a temporary file beside it, renamed into place
+// (parity_write_file_atomic, ops/core/file.h).
 #include "golden/golden.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +36,9 @@
 
 #include "golden/golden_hdf5.h"
 #include "golden/sha256.h"
+#include "ops/core/file.h"
 
-#define NAME_WIDTH (sizeof(((parity_golden_values *)0)->parameter_names[0]))
+#define NAME_WIDTH PARITY_STEP_NAME_SIZE
 #define COUNT_OF(array) (sizeof(array) / sizeof((array)[0]))
 
 // The root's string attributes and where they live in the struct (every one must be non-empty).
@@ -67,25 +68,18 @@ static const string_field string_fields[] = {
 
 static bool tensor_present(const parity_tensor *tensor) { return tensor->ndim > 0 && tensor->numel > 0; }
 
-static void release_values(parity_golden_values *values) {
-    free(values->parameter_names);
-    free(values->parameter_grad_norms);
-    parity_tensor_release(&values->logits_sample);
-    memset(values, 0, sizeof *values);
-}
-
 void parity_golden_release(parity_golden *golden) {
     if (!golden) return;
     free(golden->model_config_json);
     parity_tensor_release(&golden->input_ids);
     parity_tensor_release(&golden->labels);
     parity_tensor_release(&golden->position_ids);
-    release_values(&golden->expected);
-    for (size_t i = 0; i < COUNT_OF(golden->precisions); i++) release_values(&golden->precisions[i].eager);
+    parity_step_result_release(&golden->expected);
+    for (size_t i = 0; i < COUNT_OF(golden->precisions); i++) parity_step_result_release(&golden->precisions[i].eager);
     memset(golden, 0, sizeof *golden);
 }
 
-const parity_golden_values *parity_golden_eager(const parity_golden *golden, const char *dtype) {
+const parity_step_result *parity_golden_eager(const parity_golden *golden, const char *dtype) {
     for (size_t i = 0; i < golden->precision_count && i < COUNT_OF(golden->precisions); i++)
         if (strcmp(golden->precisions[i].dtype, dtype) == 0) return &golden->precisions[i].eager;
     return NULL;
@@ -94,8 +88,8 @@ const parity_golden_values *parity_golden_eager(const parity_golden *golden, con
 // ---- checks shared by writing (kind USAGE: the caller's golden is wrong) and reading (DATA) ----
 
 // `where` is "/expected" or "/eager/bf16"; `reference` is /expected's values when checking a precision.
-static parity_error *check_values(parity_error_kind kind, const char *path, const char *where, const parity_golden_values *values,
-                                  const parity_golden_values *reference) {
+static parity_error *check_values(parity_error_kind kind, const char *path, const char *where, const parity_step_result *values,
+                                  const parity_step_result *reference) {
     if (values->parameter_count == 0 || !values->parameter_names || !values->parameter_grad_norms)
         return PARITY_ERROR(kind, "%s: %s: no parameter gradient norms", path, where);
     if (!isfinite(values->loss)) return PARITY_ERROR(kind, "%s: %s: loss is %g, must be finite", path, where, values->loss);
@@ -112,9 +106,9 @@ static parity_error *check_values(parity_error_kind kind, const char *path, cons
         if (!isfinite(norm) || norm < 0)
             return PARITY_ERROR(kind, "%s: %s: parameter_grad_norms[%zu] (%s) is %g, must be finite and >= 0", path, where, i, name, norm);
     }
-    if (tensor_present(&values->logits_sample) && !parity_dtype_is_float(values->logits_sample.dtype))
+    if (tensor_present(&values->logits) && !parity_dtype_is_float(values->logits.dtype))
         return PARITY_ERROR(kind, "%s: %s: logits_sample is %s, must be a float dtype", path, where,
-                            parity_dtype_name(values->logits_sample.dtype));
+                            parity_dtype_name(values->logits.dtype));
     if (!reference) return NULL;
     if (values->has_aux_loss != reference->has_aux_loss)
         return PARITY_ERROR(kind, "%s: %s: aux_loss is %s but /expected %s one", path, where,
@@ -183,7 +177,7 @@ static parity_error *check_golden(parity_error_kind kind, const char *path, cons
 
 // ---- writing ----
 
-static parity_error *write_values(hid_t parent, const char *path, const char *name, const parity_golden_values *values) {
+static parity_error *write_values(hid_t parent, const char *path, const char *name, const parity_step_result *values) {
     hid_t group = -1;
     PARITY_TRY(parity_hdf5_create_group(parent, path, name, false, &group));
     parity_error *error = parity_hdf5_write_double_attribute(group, path, "loss", values->loss);
@@ -198,9 +192,9 @@ static parity_error *write_values(hid_t parent, const char *path, const char *na
                                                  PARITY_SHAPE((int64_t)values->parameter_count));
         error = parity_hdf5_write_tensor(group, path, "parameter_grad_norms", &norms);
     }
-    if (!error && tensor_present(&values->logits_sample)) {
+    if (!error && tensor_present(&values->logits)) {
         parity_tensor sample = {0};
-        error = parity_tensor_to(&sample, &values->logits_sample, PARITY_CPU, values->logits_sample.dtype);
+        error = parity_tensor_to(&sample, &values->logits, PARITY_CPU, values->logits.dtype);
         if (error) error = parity_error_wrap(error, __FILE__, __LINE__, "%s: %s/logits_sample", path, name);
         else error = parity_hdf5_write_tensor(group, path, "logits_sample", &sample);
         parity_tensor_release(&sample);
@@ -246,49 +240,8 @@ static parity_error *write_contents(hid_t file, const char *path, const parity_g
     return error;
 }
 
-// mkdir -p of the directory part of `path`.
-static parity_error *make_parent_directories(const char *path) {
-    char directory[4096];
-    if (snprintf(directory, sizeof directory, "%s", path) >= (int)sizeof directory)
-        return PARITY_ERROR(PARITY_ERROR_USAGE, "%.200s...: path too long", path);
-    char *slash = strrchr(directory, '/');
-    if (!slash || slash == directory) return NULL;
-    *slash = '\0';
-    for (char *p = directory + 1; ; p++) {
-        if (*p != '/' && *p != '\0') continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(directory, 0777) != 0 && errno != EEXIST)
-            return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot create directory %s: %s", path, directory, strerror(errno));
-        struct stat info;
-        if (stat(directory, &info) != 0)
-            return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot create directory %s: %s", path, directory, strerror(errno));
-        if (!S_ISDIR(info.st_mode))
-            return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot create directory %s: a file is in the way", path, directory);
-        if (saved == '\0') break;
-        *p = saved;
-    }
-    return NULL;
-}
-
 static parity_error *refuse_overwrite(const char *path) {
     return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: a golden already exists; refusing to overwrite it (use --force)", path);
-}
-
-// Moves the finished temporary file onto `path`; without `force` an existing file is never replaced
-// (renameat2 RENAME_NOREPLACE; where the file system lacks it, check then rename).
-static parity_error *publish(const char *temporary, const char *path, bool force) {
-    if (!force) {
-        if (renameat2(AT_FDCWD, temporary, AT_FDCWD, path, RENAME_NOREPLACE) == 0) return NULL;
-        if (errno == EEXIST) return refuse_overwrite(path);
-        if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
-            return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot rename %s into place: %s", path, temporary, strerror(errno));
-        struct stat info;
-        if (lstat(path, &info) == 0) return refuse_overwrite(path);
-    }
-    if (rename(temporary, path) != 0)
-        return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot rename %s into place: %s", path, temporary, strerror(errno));
-    return NULL;
 }
 
 // File access properties: close every object with the file, so H5Fclose really closes it.
@@ -303,7 +256,8 @@ static hid_t strong_close_access(void) {
 
 // Builds the whole HDF5 file in memory (the core driver, no backing store) and returns its image
 // (malloc'ed). Building in memory keeps every disk failure out of HDF5: a file HDF5 fails to flush
-// stays open inside the library, so the disk write is ours (write_file), with plain errno errors.
+// stays open inside the library, so the disk write is ours (parity_write_file_atomic), with plain
+// errno errors.
 // `label` names the in-memory file inside HDF5 (never created on disk); `path` names it in errors.
 static parity_error *build_image(const char *label, const char *path, const parity_golden *golden, void **image, size_t *size) {
     *image = NULL;
@@ -336,30 +290,6 @@ static parity_error *build_image(const char *label, const char *path, const pari
     return error;
 }
 
-// Creates `path` (which must not exist), writes `bytes` and syncs them to disk.
-static parity_error *write_file(const char *path, const void *bytes, size_t size) {
-    int descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (descriptor < 0) return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot create: %s", path, strerror(errno));
-    const char *p = bytes;
-    while (size > 0) {
-        ssize_t written = write(descriptor, p, size);
-        if (written < 0 && errno == EINTR) continue;
-        if (written <= 0) {
-            int saved_errno = written < 0 ? errno : EIO;
-            close(descriptor);
-            return PARITY_ERROR(PARITY_ERROR_IO, "%s: write failed: %s", path, strerror(saved_errno));
-        }
-        p += written, size -= (size_t)written;
-    }
-    if (fsync(descriptor) != 0) {
-        int saved_errno = errno;
-        close(descriptor);
-        return PARITY_ERROR(PARITY_ERROR_IO, "%s: fsync failed: %s", path, strerror(saved_errno));
-    }
-    if (close(descriptor) != 0) return PARITY_ERROR(PARITY_ERROR_IO, "%s: close failed: %s", path, strerror(errno));
-    return NULL;
-}
-
 parity_error *parity_golden_write(const char *path, const parity_golden *golden, bool force) {
     if (!path || !path[0]) return PARITY_ERROR(PARITY_ERROR_USAGE, "golden write: empty path");
     if (golden->schema_version != 0 && golden->schema_version != PARITY_GOLDEN_SCHEMA_VERSION)
@@ -371,32 +301,24 @@ parity_error *parity_golden_write(const char *path, const parity_golden *golden,
         if (!force) return refuse_overwrite(path);
         if (S_ISDIR(info.st_mode)) return PARITY_ERROR(PARITY_ERROR_IO, "%s: is a directory", path);
     }
-    char temporary[4200];
-    snprintf(temporary, sizeof temporary, "%s.tmp.%ld", path, (long)getpid());
+    char label[4200]; // the in-memory file's name inside HDF5, unlike any file HDF5 may hold open
+    snprintf(label, sizeof label, "%s.image.%ld", path, (long)getpid());
 
     void *image = NULL;
     size_t size = 0;
     parity_hdf5_quiet quiet;
     parity_hdf5_quiet_begin(&quiet);
-    parity_error *error = build_image(temporary, path, golden, &image, &size);
+    parity_error *error = build_image(label, path, golden, &image, &size);
     parity_hdf5_quiet_end(&quiet);
-    if (!error) error = make_parent_directories(path);
-    if (!error) {
-        unlink(temporary); // a leftover of an earlier process that had our pid
-        error = write_file(temporary, image, size);
-    }
+    if (!error) error = parity_make_parent_directories(path);
+    if (!error) error = parity_write_file_atomic(path, image, size, force);
     free(image);
-    if (!error) error = publish(temporary, path, force);
-    if (error) {
-        unlink(temporary); // ours alone: the name carries our pid
-        return error;        // every error above names the file
-    }
-    return NULL;
+    return error; // every error above names the file
 }
 
 // ---- reading ----
 
-static parity_error *read_values(hid_t parent, const char *path, const char *name, parity_golden_values *values) {
+static parity_error *read_values(hid_t parent, const char *path, const char *name, parity_step_result *values) {
     hid_t group = -1;
     PARITY_TRY(parity_hdf5_open_group(parent, path, name, &group));
     parity_error *error = parity_hdf5_read_double_attribute(group, path, "loss", &values->loss);
@@ -428,7 +350,7 @@ static parity_error *read_values(hid_t parent, const char *path, const char *nam
     parity_tensor_release(&norms);
     bool has_sample = false;
     if (!error) error = parity_hdf5_has_link(group, path, "logits_sample", &has_sample);
-    if (!error && has_sample) error = parity_hdf5_read_tensor(group, path, "logits_sample", -1, &values->logits_sample);
+    if (!error && has_sample) error = parity_hdf5_read_tensor(group, path, "logits_sample", -1, &values->logits);
     H5Gclose(group);
     return error;
 }

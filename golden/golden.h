@@ -11,28 +11,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "models/step_result.h"
 #include "ops/core/error.h"
 #include "ops/core/tensor.h"
 
 #define PARITY_GOLDEN_SCHEMA_VERSION 1
 
-typedef struct parity_golden_values {
-    double loss;
-    double aux_loss;          // NAN when has_aux_loss is false
-    bool has_aux_loss;
-    double grad_norm;
-    double logits_sum;        // NAN when not computed
-    size_t parameter_count;
-    char (*parameter_names)[160];
-    double *parameter_grad_norms;
-    // Optional: a few logits rows in the values' own dtype (fp64, fp32, or bf16 stored as uint16 with
-    // dtype = "bf16"); absent when ndim or numel is 0 (a zeroed tensor).
-    parity_tensor logits_sample;
-} parity_golden_values;
-
 typedef struct parity_golden_precision {
     char dtype[16];           // "fp32", "bf16"
-    parity_golden_values eager; // eager's own values in that dtype (error = |eager - fp64|)
+    parity_step_result eager; // eager's own values in that dtype (error = |eager - fp64|)
 } parity_golden_precision;
 
 typedef struct parity_golden {
@@ -49,15 +36,17 @@ typedef struct parity_golden {
     char batch_source[1024];  // batch file path, or "plain [B, T] seed N" / "packed [...] seed N"
     char batch_sha256[65];
     parity_tensor input_ids, labels, position_ids; // int64 (B, T); position_ids empty when absent
-    // expected values (eager, fp64)
-    parity_golden_values expected;
+    // expected values (eager, fp64). Each values set (these and every precision's) may keep a few
+    // logits rows in its own dtype in .logits (the file's optional logits_sample; bf16 is stored as
+    // uint16 with dtype = "bf16"); first_non_finite is always "" (the values are finite).
+    parity_step_result expected;
     parity_golden_precision precisions[2];
     size_t precision_count;
 } parity_golden;
 
-// Writes atomically (temp file "<path>.tmp.<pid>" + rename), creating parent directories. Refuses to
-// replace an existing file unless `force` (a USAGE error that says "use --force"); nothing is left
-// behind on failure. Checks the golden first (USAGE error naming the field): required strings set,
+// Writes atomically (a temporary file beside it, synced, renamed into place: ops/core/file.h),
+// creating parent directories. Refuses to replace an existing file unless `force` (a USAGE error that
+// says "use --force"); nothing is left behind on failure. Checks the golden first (USAGE error naming the field): required strings set,
 // sha256 fields 64 hex digits, config JSON valid, batch 2-D integers, finite expected values, every
 // precision with the same parameter names as `expected`. schema_version 0 means "current".
 parity_error *parity_golden_write(const char *path, const parity_golden *golden, bool force);
@@ -68,7 +57,7 @@ parity_error *parity_golden_read(const char *path, parity_golden *out);
 // malloc'ed; logits samples) and zeroes it. Safe on a zeroed or partly filled golden.
 void parity_golden_release(parity_golden *golden);
 // The eager values of `dtype` ("fp32", "bf16"), or NULL.
-const parity_golden_values *parity_golden_eager(const parity_golden *golden, const char *dtype);
+const parity_step_result *parity_golden_eager(const parity_golden *golden, const char *dtype);
 // Prints the golden readably (what `parity golden show FILE` shows): provenance, the run (model,
 // weights, batch), the expected fp64 values, eager's error per dtype (|eager - fp64| and relative),
 // and the per-parameter gradient norms with each dtype's relative error. (golden/golden_format.c)

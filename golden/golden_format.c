@@ -79,8 +79,8 @@ static void print_error_row(FILE *stream, const char *label, double value, doubl
     fprintf(stream, "    %-14s %-24s %-14.3e %.3e\n", label, text, fabs(value - reference), relative_error(value, reference));
 }
 
-static void describe_precision(FILE *stream, const parity_golden_precision *precision, const parity_golden_values *expected) {
-    const parity_golden_values *eager = &precision->eager;
+static void describe_precision(FILE *stream, const parity_golden_precision *precision, const parity_step_result *expected) {
+    const parity_step_result *eager = &precision->eager;
     fprintf(stream, "  eager %s\n", precision->dtype);
     fprintf(stream, "    %-14s %-24s %-14s %s\n", "", "value", "|eager - fp64|", "relative");
     print_error_row(stream, "loss", eager->loss, expected->loss);
@@ -95,15 +95,15 @@ static void describe_precision(FILE *stream, const parity_golden_precision *prec
     }
     if (eager->parameter_count > 0)
         fprintf(stream, "    %-14s %.3e relative, %s\n", "worst norm", worst, eager->parameter_names[worst_index]);
-    if (eager->logits_sample.ndim > 0 && eager->logits_sample.numel > 0) {
+    if (eager->logits.ndim > 0 && eager->logits.numel > 0) {
         char description[96];
-        fprintf(stream, "    %-14s %s\n", "logits_sample", parity_tensor_describe(&eager->logits_sample, description, sizeof description));
+        fprintf(stream, "    %-14s %s\n", "logits_sample", parity_tensor_describe(&eager->logits, description, sizeof description));
     }
 }
 
 // The per-parameter table: fp64 norm, then each precision's relative error.
 static void describe_norms(FILE *stream, const parity_golden *golden) {
-    const parity_golden_values *expected = &golden->expected;
+    const parity_step_result *expected = &golden->expected;
     int width = 9; // "parameter"
     for (size_t i = 0; i < expected->parameter_count; i++) {
         int length = (int)strlen(expected->parameter_names[i]);
@@ -123,7 +123,7 @@ static void describe_norms(FILE *stream, const parity_golden *golden) {
         // (no trailing blanks after the last column)
         fprintf(stream, golden->precision_count ? "  %-*s  %-24s" : "  %-*s  %s", width, expected->parameter_names[i], value);
         for (size_t p = 0; p < golden->precision_count; p++) {
-            const parity_golden_values *eager = &golden->precisions[p].eager;
+            const parity_step_result *eager = &golden->precisions[p].eager;
             char error[32] = "-";
             if (i < eager->parameter_count)
                 snprintf(error, sizeof error, "%.3e", relative_error(eager->parameter_grad_norms[i], expected->parameter_grad_norms[i]));
@@ -159,13 +159,13 @@ void parity_golden_describe(const parity_golden *golden, FILE *stream) {
     print_row(stream, "batch sha256", golden->batch_sha256);
     describe_batch(stream, golden);
 
-    const parity_golden_values *expected = &golden->expected;
+    const parity_step_result *expected = &golden->expected;
     fprintf(stream, "\nexpected (eager, fp64)\n");
     print_value(stream, "loss", expected->loss, true, "");
     print_value(stream, "aux_loss", expected->aux_loss, expected->has_aux_loss, "none (the model has no auxiliary loss)");
     print_value(stream, "grad_norm", expected->grad_norm, true, "");
     print_value(stream, "logits_sum", expected->logits_sum, !isnan(expected->logits_sum), "not computed");
-    describe_sample(stream, &expected->logits_sample);
+    describe_sample(stream, &expected->logits);
 
     fprintf(stream, "\neager in lower precision: error against fp64 (the tolerance rule scales it)\n");
     if (golden->precision_count == 0) fprintf(stream, "  none recorded\n");

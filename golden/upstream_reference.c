@@ -2,43 +2,21 @@
 #include "golden/upstream_reference.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void parity_upstream_run_release(parity_upstream_run *run) {
-    free(run->parameter_names);
-    free(run->parameter_grad_norms);
-    memset(run, 0, sizeof *run);
-}
+#include "ops/core/file.h"
 
-bool parity_upstream_run_norm(const parity_upstream_run *run, const char *name, double *out) {
-    for (size_t i = 0; i < run->parameter_count; i++)
-        if (strcmp(run->parameter_names[i], name) == 0) {
-            *out = run->parameter_grad_norms[i];
-            return true;
-        }
-    return false;
-}
-
-parity_error *parity_upstream_run_read(const char *directory, const char *tag, parity_upstream_run *out) {
+parity_error *parity_upstream_run_read(const char *directory, const char *tag, parity_step_result *out) {
     memset(out, 0, sizeof *out);
+    out->aux_loss = out->logits_sum = NAN;
     char path[1024];
     snprintf(path, sizeof path, "%s/reference.json", directory);
-    FILE *stream = fopen(path, "rb");
-    if (!stream) return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
-    fseek(stream, 0, SEEK_END);
-    long size = ftell(stream);
-    fseek(stream, 0, SEEK_SET);
-    char *text = malloc(size > 0 ? (size_t)size + 1 : 1);
-    size_t got = text ? fread(text, 1, (size_t)(size > 0 ? size : 0), stream) : 0;
-    fclose(stream);
-    if (!text || got != (size_t)size) {
-        free(text);
-        return PARITY_ERROR(PARITY_ERROR_IO, "%s: read failed", path);
-    }
-    text[size] = '\0';
+    char *text;
+    size_t size;
+    PARITY_TRY(parity_read_file(path, &text, &size));
     cJSON *root = cJSON_Parse(text);
     free(text);
     parity_error *error = NULL;
@@ -55,7 +33,7 @@ parity_error *parity_upstream_run_read(const char *directory, const char *tag, p
         out->loss = loss->valuedouble;
         out->grad_norm = grad_norm->valuedouble;
         out->has_aux_loss = cJSON_IsNumber(aux);
-        out->aux_loss = out->has_aux_loss ? aux->valuedouble : 0;
+        if (out->has_aux_loss) out->aux_loss = aux->valuedouble;
         size_t count = (size_t)cJSON_GetArraySize(norms);
         out->parameter_names = calloc(count ? count : 1, sizeof *out->parameter_names);
         out->parameter_grad_norms = calloc(count ? count : 1, sizeof *out->parameter_grad_norms);
@@ -70,6 +48,6 @@ parity_error *parity_upstream_run_read(const char *directory, const char *tag, p
         }
     }
     cJSON_Delete(root);
-    if (error) parity_upstream_run_release(out);
+    if (error) parity_step_result_release(out);
     return error;
 }

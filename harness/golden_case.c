@@ -2,7 +2,6 @@
 #include "harness/golden_case.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,30 +9,10 @@
 #include "golden/sha256.h"
 #include "harness/text.h"
 #include "models/checkpoint/checkpoint.h"
+#include "ops/core/file.h"
 
 // Logits are summed only when the full (tokens x vocab) fp64 logits stay this small.
 #define LOGITS_SUM_MAX_ELEMENTS (1 << 22)
-
-static parity_error *read_text(const char *path, char **out) {
-    *out = NULL;
-    FILE *file = fopen(path, "rb");
-    if (!file) return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t capacity = 4096, used = 0, got;
-    char *text = malloc(capacity);
-    while (text && (got = fread(text + used, 1, capacity - used - 1, file)) > 0) {
-        used += got;
-        if (used + 1 == capacity) {
-            char *grown = realloc(text, capacity *= 2);
-            if (!grown) free(text);
-            text = grown;
-        }
-    }
-    fclose(file);
-    if (!text) return PARITY_ERROR(PARITY_ERROR_MEMORY, "%s: reading", path);
-    text[used] = '\0';
-    *out = text;
-    return NULL;
-}
 
 void parity_case_release(parity_case *c) {
     free(c->config_text);
@@ -93,7 +72,8 @@ parity_error *parity_case_prepare(const parity_suite *suite, const parity_suite_
     out->batch_spec = batch;
     if (model->checkpoint[0]) parity_text_format(out->config_path, sizeof out->config_path, "%s/config.json", model->checkpoint);
     else parity_text_format(out->config_path, sizeof out->config_path, "%s", model->config);
-    parity_error *error = read_text(out->config_path, &out->config_text);
+    size_t config_size;
+    parity_error *error = parity_read_file(out->config_path, &out->config_text, &config_size);
     if (!error) error = parity_model_config_parse(out->config_text, out->config_path, &out->config);
     if (!error) error = weight_checksum(out);
     if (!error) error = parity_case_batch_make(batch, out->config.vocab_size, &out->batch);
@@ -144,41 +124,6 @@ parity_device parity_golden_device(const parity_suite *suite) {
     return PARITY_CPU;
 }
 
-// Copies a step's values into golden values (allocating the name and norm arrays).
-static parity_error *values_of(const parity_step_result *step, parity_golden_values *out) {
-    memset(out, 0, sizeof *out);
-    out->loss = step->loss;
-    out->has_aux_loss = step->has_aux_loss;
-    out->aux_loss = step->has_aux_loss ? step->aux_loss : NAN;
-    out->grad_norm = step->grad_norm;
-    out->logits_sum = step->logits_sum;
-    out->parameter_count = step->parameter_count;
-    size_t count = step->parameter_count ? step->parameter_count : 1;
-    out->parameter_names = calloc(count, sizeof *out->parameter_names);
-    out->parameter_grad_norms = calloc(count, sizeof *out->parameter_grad_norms);
-    if (!out->parameter_names || !out->parameter_grad_norms) return PARITY_ERROR(PARITY_ERROR_MEMORY, "golden values");
-    memcpy(out->parameter_names, step->parameter_names, step->parameter_count * sizeof *out->parameter_names);
-    memcpy(out->parameter_grad_norms, step->parameter_grad_norms, step->parameter_count * sizeof(double));
-    return NULL;
-}
-
-static void values_release(parity_golden_values *values) {
-    free(values->parameter_names);
-    free(values->parameter_grad_norms);
-    values->parameter_names = NULL;
-    values->parameter_grad_norms = NULL;
-}
-
-void parity_golden_compute_release(parity_golden *golden) {
-    free(golden->model_config_json);
-    parity_tensor_release(&golden->input_ids);
-    parity_tensor_release(&golden->labels);
-    parity_tensor_release(&golden->position_ids);
-    values_release(&golden->expected);
-    for (size_t i = 0; i < golden->precision_count; i++) values_release(&golden->precisions[i].eager);
-    memset(golden, 0, sizeof *golden);
-}
-
 static parity_error *batch_tensor(const int64_t *values, int64_t rows, int64_t length, parity_tensor *out) {
     PARITY_TRY(parity_tensor_alloc(out, PARITY_I64, PARITY_CPU, PARITY_SHAPE(rows, length)));
     memcpy(out->data, values, (size_t)(rows * length) * sizeof(int64_t));
@@ -220,18 +165,18 @@ parity_error *parity_golden_compute(const parity_case *c, parity_device device, 
         if (!error && evaluation.step.first_non_finite[0])
             error = PARITY_ERROR(PARITY_ERROR_NUMERIC, "eager %s produced NaN/Inf, first in %s", parity_dtype_name(dtypes[d]),
                                  evaluation.step.first_non_finite);
-        if (!error && d == 0) error = values_of(&evaluation.step, &out->expected);
+        if (!error && d == 0) error = parity_step_result_copy(&evaluation.step, &out->expected);
         if (!error && d > 0) {
             parity_golden_precision *precision = &out->precisions[out->precision_count++];
             parity_text_format(precision->dtype, sizeof precision->dtype, "%s", parity_dtype_name(dtypes[d]));
-            error = values_of(&evaluation.step, &precision->eager);
+            error = parity_step_result_copy(&evaluation.step, &precision->eager);
         }
         parity_evaluation_release(&evaluation);
         if (error)
             error = parity_error_wrap(error, __FILE__, __LINE__, "golden of %s/%s, eager %s", c->model->name,
                                       c->batch_spec->name, parity_dtype_name(dtypes[d]));
     }
-    if (error) parity_golden_compute_release(out);
+    if (error) parity_golden_release(out);
     return error;
 }
 

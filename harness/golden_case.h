@@ -45,11 +45,10 @@ parity_error *parity_case_evaluate(const parity_case *c, parity_dtype dtype, par
 // GPU is present, else the CPU.
 parity_device parity_golden_device(const parity_suite *suite);
 
-// Computes the golden of a case on `device`: eager fp64 (expected), eager fp32 and bf16.
+// Computes the golden of a case on `device`: eager fp64 (expected), eager fp32 and bf16 (free it with
+// parity_golden_release).
 parity_error *parity_golden_compute(const parity_case *c, parity_device device, const parity_provenance *provenance,
                                     parity_golden *out);
-// Frees a golden built by parity_golden_compute.
-void parity_golden_compute_release(parity_golden *golden);
 
 // DATA error naming `path` when the stored golden was made for other inputs than the case has now
 // (model type, weights checksum, batch checksum): a stale golden is never compared against.

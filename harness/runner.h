@@ -5,6 +5,7 @@
 // rule (tolerance.h), timing warm-up + repeats, and recording everything in a parity_results.
 // A failing combo never stops the run. Goldens are read and checked against the suite before
 // anything runs: a missing, corrupt or stale golden is a DATA/IO error naming the file.
+// The code is in harness/run/: run_plan.c, run_execute.c, run_compare.c, run_jitter.c.
 #ifndef PARITY_RUNNER_H
 #define PARITY_RUNNER_H
 
@@ -50,8 +51,5 @@ void parity_run_plan_release(parity_run_plan *plan);
 // Runs the plan into `results` (context filled; one record per selected combo).
 parity_error *parity_run_execute(const parity_suite *suite, const parity_run_plan *plan, const parity_run_options *options,
                                  parity_results *results);
-
-// Median and relative noise (median absolute deviation / median) of timing samples.
-void parity_timing_summary(const double *samples, size_t count, double *median, double *noise);
 
 #endif

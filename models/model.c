@@ -187,13 +187,6 @@ parity_error *parity_model_random_parameters(const parity_model_config *config, 
     return parity_model_random_parameters_on(config, seed, initializer_range, PARITY_CPU, PARITY_F64, out);
 }
 
-void parity_step_result_release(parity_step_result *result) {
-    free(result->parameter_names);
-    free(result->parameter_grad_norms);
-    parity_tensor_release(&result->logits);
-    memset(result, 0, sizeof *result);
-}
-
 static double scalar_of(const parity_variable *variable) {
     parity_tensor host;
     if (variable->value.device.type == PARITY_DEVICE_CPU) return parity_tensor_get(&variable->value, 0);

@@ -12,6 +12,7 @@
 #include "models/batch.h"
 #include "models/checkpoint/model_config.h"
 #include "models/parameters.h"
+#include "models/step_result.h"
 #include "ops/registry.h"
 
 // The backend name chosen for an op (from the kernel-selection config). Ops not listed run "eager".
@@ -110,22 +111,8 @@ parity_error *parity_model_backend(const parity_model *model, const char *op, co
 // A parameter as a borrowed tape variable ("model.layers.0.self_attn.q_proj.weight").
 parity_error *parity_model_parameter(parity_model *model, parity_tape *tape, const char *name, parity_variable **out);
 
-typedef struct parity_step_result {
-    double loss;
-    double aux_loss;                 // NAN when the model has none
-    bool has_aux_loss;
-    double grad_norm;                // L2 over every parameter gradient
-    double logits_sum;               // NAN unless logits were produced
-    size_t parameter_count;
-    char (*parameter_names)[160];    // parameter_count entries
-    double *parameter_grad_norms;    // per parameter, HF order
-    parity_tensor logits;            // (N, V) on the CPU when requested and produced
-    char first_non_finite[192];      // the first tensor where NaN/Inf appeared ("" when none)
-} parity_step_result;
-
 // One forward + backward; fills `result` (free with parity_step_result_release). Gradients stay in
 // model->parameters[i].gradient.
 parity_error *parity_model_step(parity_model *model, const parity_batch *batch, bool want_logits, parity_step_result *result);
-void parity_step_result_release(parity_step_result *result);
 
 #endif

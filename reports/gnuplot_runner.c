@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "reports/atomic_file.h"
+#include "ops/core/file.h"
 
 bool parity_gnuplot_find(char *path, size_t size) {
     const char *search = getenv("PATH");

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reports/atomic_file.h"
+#include "ops/core/file.h"
 #include "reports/gnuplot_charts.h"
 #include "reports/report_analysis.h"
 #include "reports/text_buffer.h"
@@ -295,33 +295,25 @@ static void append_combos(parity_text *html, const parity_results *results) {
 }
 
 static void append_reasons(parity_text *html, const parity_results *results, parity_combo_status status, const char *title) {
-    bool any = false;
-    for (size_t i = 0; i < results->combo_count; i++) {
-        const parity_combo_result *combo = &results->combos[i];
-        if (combo->status != status) continue;
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = results->combos[j].status == status && strcmp(results->combos[j].reason, combo->reason) == 0;
-        if (seen) continue;
-        if (!any) parity_text_appendf(html, "<h2>%s</h2>\n<div class=\"panel\"><table>\n<thead><tr><th>reason</th><th class=\"num\">combos</th>"
-                                            "<th>which</th></tr></thead>\n<tbody>\n", title);
-        any = true;
-        size_t count = 0;
-        for (size_t j = i; j < results->combo_count; j++)
-            count += results->combos[j].status == status && strcmp(results->combos[j].reason, combo->reason) == 0;
+    size_t first = parity_report_next_reason_group(results, status, 0);
+    if (first == results->combo_count) return;
+    parity_text_appendf(html, "<h2>%s</h2>\n<div class=\"panel\"><table>\n<thead><tr><th>reason</th><th class=\"num\">combos</th>"
+                              "<th>which</th></tr></thead>\n<tbody>\n", title);
+    for (size_t i = first; i < results->combo_count; i = parity_report_next_reason_group(results, status, i + 1)) {
+        const parity_combo_result *leader = &results->combos[i];
         parity_text_append(html, "<tr><td>");
-        escaped(html, combo->reason[0] ? combo->reason : "(no reason recorded)");
-        parity_text_appendf(html, "</td><td class=\"num\">%zu</td><td class=\"id\">", count);
-        bool first = true;
+        escaped(html, leader->reason[0] ? leader->reason : "(no reason recorded)");
+        parity_text_appendf(html, "</td><td class=\"num\">%zu</td><td class=\"id\">", parity_report_reason_group_size(results, i));
+        bool first_member = true;
         for (size_t j = i; j < results->combo_count; j++) {
-            if (results->combos[j].status != status || strcmp(results->combos[j].reason, combo->reason) != 0) continue;
-            if (!first) parity_text_append(html, "<br>");
-            first = false;
+            if (!parity_report_same_reason(leader, &results->combos[j])) continue;
+            if (!first_member) parity_text_append(html, "<br>");
+            first_member = false;
             escaped(html, results->combos[j].id);
         }
         parity_text_append(html, "</td></tr>\n");
     }
-    if (any) parity_text_append(html, "</tbody></table></div>\n");
+    parity_text_append(html, "</tbody></table></div>\n");
 }
 
 static void append_metric_details(parity_text *html, const parity_results *results) {
@@ -360,7 +352,7 @@ parity_error *parity_report_write_html(const char *path, const parity_results *r
     parity_text_append(&html, "<footer>Rendered by parity from results.json (re-render with <code>parity report DIR</code>). "
                               "Self-contained: no scripts, no network.</footer>\n</main>\n</body>\n</html>\n");
     parity_error *error = parity_text_check(&html, path);
-    if (!error) error = parity_write_file_atomic(path, html.data, html.length);
+    if (!error) error = parity_write_file_atomic(path, html.data, html.length, true);
     parity_text_free(&html);
     return error;
 }

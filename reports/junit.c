@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "reports/atomic_file.h"
+#include "ops/core/file.h"
 #include "reports/report_analysis.h"
 #include "reports/text_buffer.h"
 
@@ -177,7 +177,7 @@ parity_error *parity_report_write_junit(const char *path, const parity_results *
         if (!seen_before(results, i)) append_testsuite(&xml, results, i);
     parity_text_append(&xml, "</testsuites>\n");
     parity_error *error = parity_text_check(&xml, path);
-    if (!error) error = parity_write_file_atomic(path, xml.data, xml.length);
+    if (!error) error = parity_write_file_atomic(path, xml.data, xml.length, true);
     parity_text_free(&xml);
     return error;
 }

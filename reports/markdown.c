@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reports/atomic_file.h"
+#include "ops/core/file.h"
 #include "reports/report_analysis.h"
 #include "reports/text_buffer.h"
 
@@ -219,32 +219,25 @@ static void append_speed(parity_text *md, const parity_results *results) {
 
 // Combos of `status` grouped by identical reason, in order of first appearance.
 static void append_reasons(parity_text *md, const parity_results *results, parity_combo_status status, const char *title) {
-    bool any = false;
-    for (size_t i = 0; i < results->combo_count; i++) {
-        const parity_combo_result *combo = &results->combos[i];
-        if (combo->status != status) continue;
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = results->combos[j].status == status && strcmp(results->combos[j].reason, combo->reason) == 0;
-        if (seen) continue;
-        if (!any) parity_text_appendf(md, "## %s\n\n| reason | combos | examples |\n|---|---:|---|\n", title);
-        any = true;
-        size_t count = 0;
-        for (size_t j = i; j < results->combo_count; j++)
-            count += results->combos[j].status == status && strcmp(results->combos[j].reason, combo->reason) == 0;
+    size_t first = parity_report_next_reason_group(results, status, 0);
+    if (first == results->combo_count) return;
+    parity_text_appendf(md, "## %s\n\n| reason | combos | examples |\n|---|---:|---|\n", title);
+    for (size_t i = first; i < results->combo_count; i = parity_report_next_reason_group(results, status, i + 1)) {
+        const parity_combo_result *leader = &results->combos[i];
+        size_t count = parity_report_reason_group_size(results, i);
         parity_text_append(md, "| ");
-        parity_text_append_markdown_cell(md, combo->reason[0] ? combo->reason : "(no reason recorded)");
+        parity_text_append_markdown_cell(md, leader->reason[0] ? leader->reason : "(no reason recorded)");
         parity_text_appendf(md, " | %zu | ", count);
         size_t shown = 0;
         for (size_t j = i; j < results->combo_count && shown < EXAMPLES_PER_REASON; j++) {
-            if (results->combos[j].status != status || strcmp(results->combos[j].reason, combo->reason) != 0) continue;
+            if (!parity_report_same_reason(leader, &results->combos[j])) continue;
             if (shown++) parity_text_append(md, "<br>");
             parity_text_append_markdown_code(md, results->combos[j].id);
         }
         if (count > shown) parity_text_appendf(md, "<br>... %zu more", count - shown);
         parity_text_append(md, " |\n");
     }
-    if (any) parity_text_append(md, "\n");
+    parity_text_append(md, "\n");
 }
 
 parity_error *parity_report_write_markdown(const char *path, const parity_results *results) {
@@ -261,7 +254,7 @@ parity_error *parity_report_write_markdown(const char *path, const parity_result
     append_reasons(&md, results, PARITY_COMBO_EXCLUDED, "Excluded by the suite");
     parity_text_append(&md, "Rendered from results.json; every metric of every combo is there and in report.html.\n");
     parity_error *error = parity_text_check(&md, path);
-    if (!error) error = parity_write_file_atomic(path, md.data, md.length);
+    if (!error) error = parity_write_file_atomic(path, md.data, md.length, true);
     parity_text_free(&md);
     return error;
 }

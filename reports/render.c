@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 
-#include "reports/atomic_file.h"
+#include "ops/core/file.h"
 #include "reports/gnuplot_runner.h"
 #include "reports/html.h"
 #include "reports/junit.h"

@@ -1,4 +1,5 @@
-// report_analysis.c: baselines, relative times, worst metrics and formatting shared by the reports.
+// report_analysis.c: baselines, relative times, worst metrics, reason groups and formatting shared by
+// the reports.
 #include "reports/report_analysis.h"
 
 #include <math.h>
@@ -59,6 +60,28 @@ const char *parity_report_heatmap_column(int column) {
 const parity_metric *parity_report_heatmap_metric(const parity_combo_result *combo, int column) {
     if (column == 3) return parity_report_worst_metric(combo, PARITY_REPORT_PARAMETER_PREFIX);
     return parity_report_find_metric(combo, parity_report_heatmap_column(column));
+}
+
+bool parity_report_same_reason(const parity_combo_result *a, const parity_combo_result *b) {
+    return a->status == b->status && strcmp(a->reason, b->reason) == 0;
+}
+
+size_t parity_report_next_reason_group(const parity_results *results, parity_combo_status status, size_t from) {
+    for (size_t i = from; i < results->combo_count; i++) {
+        const parity_combo_result *combo = &results->combos[i];
+        if (combo->status != status) continue;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++) seen = parity_report_same_reason(&results->combos[j], combo);
+        if (!seen) return i;
+    }
+    return results->combo_count;
+}
+
+size_t parity_report_reason_group_size(const parity_results *results, size_t leader) {
+    size_t count = 0;
+    for (size_t j = leader; j < results->combo_count; j++)
+        count += parity_report_same_reason(&results->combos[leader], &results->combos[j]);
+    return count;
 }
 
 const char *parity_report_format(char *buffer, size_t size, const char *format, double value) {

@@ -1,7 +1,8 @@
 // report_analysis.h: what the Markdown, HTML and chart writers derive from results alone, in one
 // place so every report agrees: the eager baseline a combo is timed against (same model, batch,
 // dtype and device), time relative to it, tokens/s, the worst metric of a combo (a NaN ratio is
-// the worst of all), the heatmap's metric columns, and number formatting that prints NaN and Inf.
+// the worst of all), the heatmap's metric columns, combos grouped by reason, and number formatting
+// that prints NaN and Inf.
 #ifndef PARITY_REPORTS_ANALYSIS_H
 #define PARITY_REPORTS_ANALYSIS_H
 
@@ -33,6 +34,17 @@ const char *parity_report_heatmap_column(int column);
 const parity_metric *parity_report_heatmap_metric(const parity_combo_result *combo, int column);
 // Per-parameter gradient norms are named "grad_norm:<parameter>".
 #define PARITY_REPORT_PARAMETER_PREFIX "grad_norm:"
+
+// Reason groups: the combos of one status with the same reason, in order of first appearance. A
+// group is named by its leader, its first combo. Walk them with
+//   for (size_t i = parity_report_next_reason_group(results, status, 0); i < results->combo_count;
+//        i = parity_report_next_reason_group(results, status, i + 1))
+// and a group's members are the combos from the leader on with parity_report_same_reason.
+bool parity_report_same_reason(const parity_combo_result *a, const parity_combo_result *b);
+// The first leader at index `from` or later; results->combo_count when there is none.
+size_t parity_report_next_reason_group(const parity_results *results, parity_combo_status status, size_t from);
+// How many combos the group led by results->combos[leader] has.
+size_t parity_report_reason_group_size(const parity_results *results, size_t leader);
 
 // printf-formats a double; NaN and Inf print as "NaN", "inf", "-inf". Returns buffer.
 const char *parity_report_format(char *buffer, size_t size, const char *format, double value);

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reports/atomic_file.h"
+#include "ops/core/file.h"
 
 // ---- writing ----
 
@@ -105,7 +105,7 @@ parity_error *parity_results_write_json(const char *path, const parity_results *
     if (!text) return PARITY_ERROR(PARITY_ERROR_MEMORY, "%s: out of memory printing the JSON", path);
     size_t length = strlen(text);
     text[length] = '\n'; // replaces the NUL: the file ends with a newline
-    parity_error *error = parity_write_file_atomic(path, text, length + 1);
+    parity_error *error = parity_write_file_atomic(path, text, length + 1, true);
     free(text);
     return error;
 }

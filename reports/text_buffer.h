@@ -1,6 +1,6 @@
 // text_buffer.h: a growing text buffer the report writers build a whole file in before writing it
 // atomically, with the escapes each format needs (XML/HTML, Markdown table cells). An allocation
-// failure is remembered and reported once, by parity_text_finish, so writers stay linear.
+// failure is remembered and reported once, by parity_text_check, so writers stay linear.
 #ifndef PARITY_REPORTS_TEXT_BUFFER_H
 #define PARITY_REPORTS_TEXT_BUFFER_H
 

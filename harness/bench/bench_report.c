@@ -6,9 +6,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "harness/cli/text_table.h"
+#include "ops/core/file.h"
 
 static const double gibibyte = 1024.0 * 1024.0 * 1024.0;
 
@@ -303,20 +303,21 @@ void parity_bench_print_table(const parity_bench_report *report, FILE *stream, b
 
 // ---- files ----
 
-typedef parity_error *(*write_body)(const parity_bench_report *report, FILE *stream);
+// A file's body; the targets are for the Markdown (NULL for JSON).
+typedef parity_error *(*write_body)(const parity_bench_report *report, const parity_bench_targets *targets, FILE *stream);
 
-// Writes through a temporary file renamed into place: no half-written file is ever left at `path`.
-static parity_error *write_atomically(const char *path, const parity_bench_report *report, write_body body) {
-    char temporary[4096];
-    snprintf(temporary, sizeof temporary, "%s.tmp.%ld", path, (long)getpid());
-    FILE *stream = fopen(temporary, "w");
-    if (!stream) return PARITY_ERROR(PARITY_ERROR_IO, "parity bench: cannot write %s: %s", temporary, strerror(errno));
-    parity_error *error = body(report, stream);
-    if (fclose(stream) != 0 && !error)
-        error = PARITY_ERROR(PARITY_ERROR_IO, "parity bench: writing %s failed: %s", temporary, strerror(errno));
-    if (!error && rename(temporary, path) != 0)
-        error = PARITY_ERROR(PARITY_ERROR_IO, "parity bench: cannot move %s to %s: %s", temporary, path, strerror(errno));
-    if (error) remove(temporary);
+// Renders the body in memory, then writes it atomically (ops/core/file.h): no half-written file is
+// ever left at `path`.
+static parity_error *write_atomically(const char *path, const parity_bench_report *report, const parity_bench_targets *targets,
+                                      write_body body) {
+    char *text = NULL;
+    size_t size = 0;
+    FILE *stream = open_memstream(&text, &size);
+    if (!stream) return PARITY_ERROR(PARITY_ERROR_MEMORY, "parity bench: rendering %s", path);
+    parity_error *error = body(report, targets, stream);
+    if (fclose(stream) != 0 && !error) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "parity bench: rendering %s", path);
+    if (!error) error = parity_write_file_atomic(path, text, size, true);
+    free(text);
     return error;
 }
 
@@ -330,7 +331,7 @@ static cJSON *timing_json(const parity_bench_timing *timing) {
     return object;
 }
 
-static parity_error *json_body(const parity_bench_report *report, FILE *stream) {
+static parity_error *json_body(const parity_bench_report *report, const parity_bench_targets *targets, FILE *stream) {
     const parity_bench_context *c = &report->context;
     cJSON *root = cJSON_CreateObject(), *context = cJSON_AddObjectToObject(root, "context");
     cJSON_AddStringToObject(context, "tool", "parity bench op");
@@ -397,44 +398,25 @@ static parity_error *json_body(const parity_bench_report *report, FILE *stream) 
 }
 
 parity_error *parity_bench_write_json(const parity_bench_report *report, const char *path) {
-    if (!path) return json_body(report, stdout);
-    return write_atomically(path, report, json_body);
+    if (!path) return json_body(report, NULL, stdout);
+    return write_atomically(path, report, NULL, json_body);
 }
 
-// The targets of the GPU issue (H200, bf16, medians), checked against the best parity backend.
-typedef struct bench_target {
-    const char *op, *pass, *shape;
-    const char *backend;                 // the backend the target is about (NULL: the best one)
-    double minimum_gigabytes_per_second; // 0: none
-    bool not_slower_than_peer;           // the first torch peer of the row (anchor time when absent)
-    double anchor_peer_ms;
-    double maximum_extra_gib;            // 0: none
-    const char *what;
-} bench_target;
-
-static const bench_target targets[] = {
-    {"rms_norm", "fwd", "16384x4096", NULL, 3800, false, 0, 0, "RMSNorm fwd >= 3.8 TB/s"},
-    {"rms_norm", "fwd+bwd", "16384x4096", NULL, 3400, false, 0, 0, "RMSNorm fwd+bwd >= 3.4 TB/s"},
-    {"swiglu", "fwd", "16384x8192", NULL, 3800, false, 0, 0, "SwiGLU fwd >= 3.8 TB/s"},
-    {"rotary", "fwd", "16384x32x8x128", NULL, 3500, false, 0, 0, "RoPE fwd >= 3.5 TB/s"},
-    {"cross_entropy", "fwd+bwd", "8192x4096x151936", "liger_kernel", 0, true, 58.7, 1.5,
-     "fused linear+CE (liger_kernel) fwd+bwd no slower than PyTorch eager, <= 1.5 GiB extra peak"},
-};
-
-static const parity_bench_result *best_row(const parity_bench_report *report, const bench_target *target) {
+// The targets (bench_targets.h) are checked against the best parity backend of their row.
+static const parity_bench_result *best_row(const parity_bench_report *report, const parity_bench_target *target) {
     const parity_bench_result *best = NULL;
     for (size_t i = 0; i < report->count; i++) {
         const parity_bench_result *row = &report->results[i];
         if (row->is_peer || !row->ok || strcmp(row->op, target->op) || strcmp(row->pass, target->pass) ||
             strcmp(row->shape, target->shape) || strcmp(row->dtype, "bf16") || strcmp(row->backend, "eager") == 0 ||
-            (target->backend && strcmp(row->backend, target->backend) != 0))
+            (target->backend[0] && strcmp(row->backend, target->backend) != 0))
             continue;
         if (!best || row->timing.median_ms < best->timing.median_ms) best = row;
     }
     return best;
 }
 
-static void target_line(const parity_bench_report *report, const bench_target *target, FILE *stream) {
+static void target_line(const parity_bench_report *report, const parity_bench_target *target, FILE *stream) {
     const parity_bench_result *row = best_row(report, target);
     if (!row) {
         fprintf(stream, "| %s | not measured in this run | - |\n", target->what);
@@ -463,7 +445,7 @@ static void target_line(const parity_bench_report *report, const bench_target *t
     fprintf(stream, "| %s | %s | %s |\n", target->what, measured, verdict);
 }
 
-static parity_error *markdown_body(const parity_bench_report *report, FILE *stream) {
+static parity_error *markdown_body(const parity_bench_report *report, const parity_bench_targets *targets, FILE *stream) {
     const parity_bench_context *c = &report->context;
     fprintf(stream, "# parity bench: %s\n\n", c->device_name);
     fprintf(stream, "CUDA runtime %s, driver %s, SM %d.%d, %d SMs, L2 %.0f MiB. Ceilings measured in the same run: "
@@ -482,7 +464,7 @@ static parity_error *markdown_body(const parity_bench_report *report, FILE *stre
             c->peers_file[0] ? " PyTorch peers (torch " : "", c->peers_file[0] ? c->torch_version : "",
             c->peers_file[0] ? ") from tools/bench_torch_peers.py in the same device call; speedup = torch median / parity median." : "");
     fprintf(stream, "## Targets\n\n| target | parity (the best backend unless the target names one) | verdict |\n|---|---|---|\n");
-    for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) target_line(report, &targets[t], stream);
+    for (size_t t = 0; t < targets->count; t++) target_line(report, &targets->items[t], stream);
     fprintf(stream, "\n## Results\n\n| op | shape | dtype | pass | backend | median ms | noise | rate | of ceiling | extra peak | gradients | vs torch |\n"
                     "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < report->count; i++) {
@@ -503,6 +485,7 @@ static parity_error *markdown_body(const parity_bench_report *report, FILE *stre
     return ferror(stream) ? PARITY_ERROR(PARITY_ERROR_IO, "parity bench: writing Markdown failed") : NULL;
 }
 
-parity_error *parity_bench_write_markdown(const parity_bench_report *report, const char *path) {
-    return write_atomically(path, report, markdown_body);
+parity_error *parity_bench_write_markdown(const parity_bench_report *report, const parity_bench_targets *targets,
+                                          const char *path) {
+    return write_atomically(path, report, targets, markdown_body);
 }

@@ -1,14 +1,15 @@
 // bench_report.h: what `parity bench` does with a report: read the PyTorch peers measured by
 // tools/bench_torch_peers.py in the same device call (rows of the same op/pass/shape/dtype get the
 // first peer's time beside theirs), print a text table, write JSON (context + rows, Google
-// Benchmark's shape) and a Markdown table with the perf-anchors targets checked. Files are written
-// atomically (a temporary file renamed into place).
+// Benchmark's shape) and a Markdown table with the targets checked (bench_targets.h: read from
+// harness/bench/targets.tsv). Files are written atomically (ops/core/file.h).
 #ifndef PARITY_BENCH_REPORT_H
 #define PARITY_BENCH_REPORT_H
 
 #include <stdio.h>
 
 #include "harness/bench/bench_run.h"
+#include "harness/bench/bench_targets.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,7 +26,9 @@ parity_error *parity_bench_read_report(const char *path, parity_bench_report *re
 void parity_bench_print_table(const parity_bench_report *report, FILE *stream, bool use_color);
 // JSON to `path`, or to stdout when path is NULL.
 parity_error *parity_bench_write_json(const parity_bench_report *report, const char *path);
-parity_error *parity_bench_write_markdown(const parity_bench_report *report, const char *path);
+// Markdown to `path`, with a "Targets" section checking each of `targets`.
+parity_error *parity_bench_write_markdown(const parity_bench_report *report, const parity_bench_targets *targets,
+                                          const char *path);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
-// bench_stats.h: the statistics of a set of timed runs (nvbench's habit: report noise next to
-// every time). Median, minimum, maximum and the relative noise = median absolute deviation / median.
+// bench_stats.h: the statistics of a set of timed bench runs: median and relative noise = median
+// absolute deviation / median (computed by harness/timing_stats.h, as `parity run`'s are), minimum
+// and maximum.
 #ifndef PARITY_BENCH_STATS_H
 #define PARITY_BENCH_STATS_H
 
@@ -13,8 +14,8 @@ typedef struct parity_bench_timing {
     int runs;
 } parity_bench_timing;
 
-// Summarizes `count` run times (milliseconds; the array is sorted in place).
-parity_bench_timing parity_bench_summarize(double *milliseconds, int count);
+// Summarizes `count` run times (milliseconds; left as they are).
+parity_bench_timing parity_bench_summarize(const double *milliseconds, int count);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 
 #include "harness/bench/bench_report.h"
 #include "harness/bench/bench_run.h"
+#include "harness/bench/bench_targets.h"
 #include "harness/cli/cli_support.h"
 #include "harness/cli/commands.h"
 #include "ops/registry.h"
@@ -48,7 +49,8 @@ void parity_command_bench_usage(FILE *stream) {
             "  --peers FILE    PyTorch peers written by tools/bench_torch_peers.py: printed beside, with speedups\n"
             "  --json          print the report as JSON instead of the table\n"
             "  --output FILE   also write the JSON report to FILE\n"
-            "  --markdown FILE also write a Markdown table (with the perf-anchors targets checked) to FILE\n"
+            "  --markdown FILE also write a Markdown table to FILE, with the targets of harness/bench/targets.tsv\n"
+            "                  checked (read from the working directory, else bench_targets.tsv beside parity)\n"
             "\n"
             "render re-reads a report written with --output (a committed baseline, say) and prints it again, or\n"
             "writes it as Markdown: no GPU needed.\n"
@@ -174,7 +176,15 @@ static int parse_arguments(int argc, char **argv, bench_arguments *arguments) {
 // Prints (or writes) a report; the exit code for a successful run.
 static parity_error *emit(const bench_arguments *arguments, const parity_bench_report *report) {
     if (arguments->output) PARITY_TRY(parity_bench_write_json(report, arguments->output));
-    if (arguments->markdown) PARITY_TRY(parity_bench_write_markdown(report, arguments->markdown));
+    if (arguments->markdown) {
+        char path[4200];
+        parity_bench_targets targets;
+        PARITY_TRY(parity_bench_targets_locate(path, sizeof path));
+        PARITY_TRY(parity_bench_targets_read(path, &targets));
+        parity_error *error = parity_bench_write_markdown(report, &targets, arguments->markdown);
+        parity_bench_targets_release(&targets);
+        PARITY_TRY(error);
+    }
     if (arguments->json) return parity_bench_write_json(report, NULL);
     parity_bench_print_table(report, stdout, parity_cli_use_color(stdout));
     return NULL;

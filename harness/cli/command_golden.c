@@ -9,10 +9,10 @@
 #include "golden/golden.h"
 #include "harness/cli/cli_support.h"
 #include "harness/cli/commands.h"
-#include "reports/atomic_file.h"
 #include "harness/golden_case.h"
 #include "harness/provenance.h"
 #include "harness/text.h"
+#include "ops/core/file.h"
 
 // fp64 drift above this (relative) fails `golden verify`.
 #define VERIFY_RELATIVE_DRIFT 1e-12
@@ -113,13 +113,7 @@ static parity_error *generate_one(const parity_case *c, const char *path, void *
         state->kept++;
         return NULL;
     }
-    char directory[1400];
-    parity_text_format(directory, sizeof directory, "%s", path);
-    char *slash = strrchr(directory, '/');
-    if (slash) {
-        *slash = '\0';
-        PARITY_TRY(parity_make_directories(directory));
-    }
+    PARITY_TRY(parity_make_parent_directories(path)); // before the (slow) compute: a bad folder shows at once
     parity_provenance provenance;
     parity_provenance_collect(state->device, state->argc, state->argv, &provenance);
     parity_golden golden;
@@ -128,7 +122,7 @@ static parity_error *generate_one(const parity_case *c, const char *path, void *
     if (!error)
         printf("written  %s  (loss %.17g, grad_norm %.17g, %zu parameters, eager on %s)\n", path, golden.expected.loss,
                golden.expected.grad_norm, golden.expected.parameter_count, provenance.device);
-    parity_golden_compute_release(&golden);
+    parity_golden_release(&golden);
     if (!error) state->written++;
     return error;
 }
@@ -146,7 +140,7 @@ static double relative_drift(double now, double stored) {
 }
 
 // Largest relative drift between two sets of values (names matched), and where it is.
-static double values_drift(const parity_golden_values *now, const parity_golden_values *stored, char *where, size_t size) {
+static double values_drift(const parity_step_result *now, const parity_step_result *stored, char *where, size_t size) {
     double worst = relative_drift(now->loss, stored->loss);
     parity_text_format(where, size, "loss");
     double drift;
@@ -163,9 +157,7 @@ static double values_drift(const parity_golden_values *now, const parity_golden_
         parity_text_format(where, size, "logits_sum");
     }
     for (size_t i = 0; i < stored->parameter_count; i++) {
-        double value = NAN;
-        for (size_t j = 0; j < now->parameter_count; j++)
-            if (strcmp(now->parameter_names[j], stored->parameter_names[i]) == 0) value = now->parameter_grad_norms[j];
+        double value = parity_step_result_norm(now, stored->parameter_names[i], i);
         drift = isnan(value) ? INFINITY : relative_drift(value, stored->parameter_grad_norms[i]);
         if (drift > worst) {
             worst = drift;
@@ -204,14 +196,14 @@ static parity_error *verify_one(const parity_case *c, const char *path, void *co
     bool failed = !(drift <= VERIFY_RELATIVE_DRIFT);
     printf("%s %s: fp64 drift %.3g (largest at %s)", failed ? "DRIFT   " : "ok      ", path, drift, where);
     for (size_t i = 0; i < now.precision_count; i++) {
-        const parity_golden_values *old = parity_golden_eager(&stored, now.precisions[i].dtype);
+        const parity_step_result *old = parity_golden_eager(&stored, now.precisions[i].dtype);
         if (!old) continue;
         char other[256];
         printf("; eager %s drift %.3g", now.precisions[i].dtype, values_drift(&now.precisions[i].eager, old, other, sizeof other));
     }
     printf("\n");
     state->drifted += failed;
-    parity_golden_compute_release(&now);
+    parity_golden_release(&now);
     parity_golden_release(&stored);
     return NULL;
 }

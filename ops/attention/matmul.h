@@ -1,8 +1,8 @@
-// matmul.h: the one GEMM the CPU attention backends use, C = op(A) @ op(B) on f64 arrays at the
-// run's precision: f64 runs call cblas_dgemm; f32 and bf16 runs call cblas_sgemm on f32 copies (the
-// operands are f32-representable), so C holds what an f32-accumulating GEMM returns. Callers round
-// C to bf16 exactly where the GPU path stores a bf16 tensor. Operands may be strided sub-matrices
-// (a head of a token-major (N, H, D) array has leading dimension H * D).
+// matmul.h: the CPU attention backends' view of the one CPU GEMM (ops/core/cpu_gemm.h): C = op(A) @
+// op(B) on f64 arrays at the run's precision (f64: cblas_dgemm; f32 and bf16: cblas_sgemm on f32
+// copies, so C holds what an f32-accumulating GEMM returns), with each operand described as stored,
+// a strided sub-matrix (a head of a token-major (N, H, D) array has leading dimension H * D).
+// Callers round C to bf16 exactly where the GPU path stores a bf16 tensor.
 #ifndef PARITY_ATTENTION_MATMUL_H
 #define PARITY_ATTENTION_MATMUL_H
 

@@ -2,45 +2,18 @@
 // (see cross_entropy_cpu.h for the rounding points).
 #include "ops/cross_entropy/cross_entropy_cpu.h"
 
-#include <cblas.h>
-#include <limits.h>
 #include <math.h>
-#include <stdlib.h>
 
+#include "ops/core/cpu_gemm.h"
 #include "ops/core/cpu_math.h"
-
-static float *float_copy(const double *values, int64_t count) {
-    float *copy = malloc((size_t)(count > 0 ? count : 1) * sizeof *copy);
-    if (copy)
-        for (int64_t i = 0; i < count; i++) copy[i] = (float)values[i];
-    return copy;
-}
 
 parity_error *parity_cross_entropy_cpu_gemm(parity_dtype storage, bool transpose_a, bool transpose_b, int64_t m,
                                             int64_t n, int64_t k, const double *a, const double *b, double *c) {
-    PARITY_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, PARITY_ERROR_SHAPE,
-                 "cross_entropy: GEMM of (%lld, %lld) x (%lld, %lld) exceeds the CBLAS int range", (long long)m,
-                 (long long)k, (long long)k, (long long)n);
-    int lda = transpose_a ? (int)m : (int)k, ldb = transpose_b ? (int)k : (int)n;
-    enum CBLAS_TRANSPOSE op_a = transpose_a ? CblasTrans : CblasNoTrans, op_b = transpose_b ? CblasTrans : CblasNoTrans;
-    if (storage == PARITY_F64) {
-        cblas_dgemm(CblasRowMajor, op_a, op_b, (int)m, (int)n, (int)k, 1.0, a, lda, b, ldb, 0.0, c, (int)n);
-        return NULL;
-    }
-    float *a32 = float_copy(a, m * k), *b32 = float_copy(b, k * n);
-    float *c32 = malloc((size_t)(m * n > 0 ? m * n : 1) * sizeof *c32);
-    if (!a32 || !b32 || !c32) {
-        free(a32);
-        free(b32);
-        free(c32);
-        return PARITY_ERROR(PARITY_ERROR_MEMORY, "cross_entropy: allocating an f32 GEMM of (%lld, %lld)", (long long)m,
-                            (long long)n);
-    }
-    cblas_sgemm(CblasRowMajor, op_a, op_b, (int)m, (int)n, (int)k, 1.0f, a32, lda, b32, ldb, 0.0f, c32, (int)n);
-    for (int64_t i = 0; i < m * n; i++) c[i] = parity_round_storage((double)c32[i], storage);
-    free(a32);
-    free(b32);
-    free(c32);
+    parity_cpu_gemm_shape shape = {.batch = 1, .m = m, .n = n, .k = k, .transpose_a = transpose_a, .transpose_b = transpose_b};
+    PARITY_TRY_CONTEXT(parity_cpu_gemm(storage, shape, a, b, false, c), "cross_entropy: GEMM of (%lld, %lld) x (%lld, %lld)",
+                       (long long)m, (long long)k, (long long)k, (long long)n);
+    if (storage != PARITY_F64)
+        for (int64_t i = 0; i < m * n; i++) c[i] = parity_round_storage(c[i], storage);
     return NULL;
 }
 

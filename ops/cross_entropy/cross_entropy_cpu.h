@@ -17,8 +17,9 @@
 #include "ops/cross_entropy/cross_entropy.h"
 
 // C (m, n) = op(A) @ op(B), rounded once to `storage`. A is (m, k) row-major, or (k, m) when
-// transpose_a; B is (k, n), or (n, k) when transpose_b. f64 uses cblas_dgemm; f32 and bf16 use
-// cblas_sgemm on f32 copies (f32 accumulation), the result rounded to the storage dtype.
+// transpose_a; B is (k, n), or (n, k) when transpose_b. parity_cpu_gemm (ops/core/cpu_gemm.h): f64
+// uses cblas_dgemm; f32 and bf16 use cblas_sgemm on f32 copies (f32 accumulation), the result
+// rounded to the storage dtype.
 parity_error *parity_cross_entropy_cpu_gemm(parity_dtype storage, bool transpose_a, bool transpose_b, int64_t m,
                                             int64_t n, int64_t k, const double *a, const double *b, double *c);
 

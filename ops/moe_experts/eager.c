@@ -1,7 +1,7 @@
 // eager.c: the reference MoE experts on the CPU (value "eager"): HF's loop over the experts hit
 // (see moe_experts.h), with bf16 rounding at every tensor HF stores. f32 arithmetic as the CUDA
-// kernels do it: silu(x) = x / (1 + exp(-x)); matmuls through CBLAS (sgemm on f32 copies, f32
-// accumulation, rounded to the storage dtype). Saves nothing: backward recomputes each expert's
+// kernels do it: silu(x) = x / (1 + exp(-x)); matmuls through parity_cpu_gemm (sgemm on f32 copies,
+// f32 accumulation, rounded to the storage dtype). Saves nothing: backward recomputes each expert's
 // activations, bit-identical to the forward's.
 //
 // Backward per expert e and row r = (token t, slot k), with g = doutput[t] and w = weights[t, k]:
@@ -11,42 +11,24 @@
 //   dW_e = [dgate, dup]^T x          dx = [dgate, dup] W_e
 //   dhidden[t] += dx, experts in descending order: autograd runs the later experts' backward
 //   first, so hidden's gradient buffer adds them in that order (each add rounded in bf16).
-#include <cblas.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "ops/core/cpu_gemm.h"
 #include "ops/core/cpu_math.h"
 #include "ops/moe_experts/moe_experts.h"
 #include "ops/registry.h"
 
 // C (M, N) = op(A) op(B) rounded to `dtype`; A is (M, K) (stored (K, M) when transposed), B is (K, N)
-// (stored (N, K) when transposed).
+// (stored (N, K) when transposed). The GEMM is parity_cpu_gemm (f32 accumulation below f64).
 static parity_error *matmul(parity_dtype dtype, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                             const double *a, const double *b, double *c) {
-    if (m == 0 || n == 0) return NULL;
-    CBLAS_TRANSPOSE op_a = transpose_a ? CblasTrans : CblasNoTrans, op_b = transpose_b ? CblasTrans : CblasNoTrans;
-    blasint lda = (blasint)(transpose_a ? m : k), ldb = (blasint)(transpose_b ? k : n);
-    if (dtype == PARITY_F64) {
-        cblas_dgemm(CblasRowMajor, op_a, op_b, (blasint)m, (blasint)n, (blasint)k, 1.0, a, lda, b, ldb, 0.0, c, (blasint)n);
-        return NULL;
-    }
-    float *a32 = malloc((size_t)(m * k) * sizeof(float)), *b32 = malloc((size_t)(k * n) * sizeof(float));
-    float *c32 = malloc((size_t)(m * n) * sizeof(float));
-    if (!a32 || !b32 || !c32) {
-        free(a32);
-        free(b32);
-        free(c32);
-        return PARITY_ERROR(PARITY_ERROR_MEMORY, "moe_experts: matmul of (%lld, %lld) x (%lld, %lld)", (long long)m,
-                            (long long)k, (long long)k, (long long)n);
-    }
-    for (int64_t i = 0; i < m * k; i++) a32[i] = (float)a[i];
-    for (int64_t i = 0; i < k * n; i++) b32[i] = (float)b[i];
-    cblas_sgemm(CblasRowMajor, op_a, op_b, (blasint)m, (blasint)n, (blasint)k, 1.0f, a32, lda, b32, ldb, 0.0f, c32, (blasint)n);
-    for (int64_t i = 0; i < m * n; i++) c[i] = parity_round_storage((double)c32[i], dtype);
-    free(a32);
-    free(b32);
-    free(c32);
+    parity_cpu_gemm_shape shape = {.batch = 1, .m = m, .n = n, .k = k, .transpose_a = transpose_a, .transpose_b = transpose_b};
+    PARITY_TRY_CONTEXT(parity_cpu_gemm(dtype, shape, a, b, false, c), "moe_experts: matmul of (%lld, %lld) x (%lld, %lld)",
+                       (long long)m, (long long)k, (long long)k, (long long)n);
+    if (dtype != PARITY_F64)
+        for (int64_t i = 0; i < m * n; i++) c[i] = parity_round_storage(c[i], dtype);
     return NULL;
 }
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 // The parity binary beside this test binary; ./build/parity when /proc is unavailable.
-static void parity_path(char *path, size_t size) {
+void parity_binary_path(char *path, size_t size) {
     char self[4096];
     ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
     if (length <= 0) {
@@ -21,10 +21,14 @@ static void parity_path(char *path, size_t size) {
     snprintf(path, size, "%s/parity", dirname(self));
 }
 
-command_result run_parity(const char *arguments) {
+command_result run_parity(const char *arguments) { return run_parity_from(NULL, NULL, arguments); }
+
+command_result run_parity_from(const char *directory, const char *parity, const char *arguments) {
     char path[4200], command[8192];
-    parity_path(path, sizeof path);
-    snprintf(command, sizeof command, "env -u MODELING_BACKEND NO_COLOR=1 '%s' %s 2>&1", path, arguments);
+    if (parity) snprintf(path, sizeof path, "%s", parity);
+    else parity_binary_path(path, sizeof path);
+    snprintf(command, sizeof command, "%s%s%senv -u MODELING_BACKEND NO_COLOR=1 '%s' %s 2>&1", directory ? "cd '" : "",
+             directory ? directory : "", directory ? "' && " : "", path, arguments);
     FILE *pipe = popen(command, "r");
     cr_assert_not_null(pipe, "popen %s", command);
     size_t capacity = 1 << 16, used = 0;

@@ -1,6 +1,7 @@
 // test_bench.c: `parity bench` without a GPU: its command line (exit codes and messages), shape
 // parsing, run statistics, the peers file it reads (malformed input named by file and field), and
-// re-rendering the committed H200 baseline (reports/baselines/h200/bench.json) with its targets.
+// re-rendering the committed H200 baseline (reports/baselines/h200/bench.json) with its targets, and
+// the targets file (harness/bench/targets.tsv: malformed lines named by file and line; where it is found).
 // Timing itself needs a CUDA device; the baseline's numbers come from one (see its README).
 #include <criterion/criterion.h>
 #include <math.h>
@@ -13,6 +14,7 @@
 #include "harness/bench/bench_ops.h"
 #include "harness/bench/bench_report.h"
 #include "harness/bench/bench_stats.h"
+#include "harness/bench/bench_targets.h"
 #include "ops/registry.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
@@ -25,6 +27,15 @@ static void write_temporary(const char *text, char *path) {
     size_t length = strlen(text);
     cr_assert_eq(write(descriptor, text, length), (ssize_t)length);
     close(descriptor);
+}
+
+// The text of a small file (a rendered Markdown report), NUL-terminated.
+static void read_text(const char *path, char *text, size_t size) {
+    FILE *file = fopen(path, "r");
+    cr_assert_not_null(file, "%s", path);
+    size_t got = fread(text, 1, size - 1, file);
+    text[got] = '\0';
+    fclose(file);
 }
 
 Test(bench, command_line_errors_have_documented_exit_codes) {
@@ -193,12 +204,8 @@ Test(bench, committed_h200_baseline_renders_with_its_targets) {
     cr_expect_eq(result.exit_code, 0, "%s", result.output);
     cr_expect(strstr(result.output, "NVIDIA H200") != NULL, "%s", result.output);
     free(result.output);
-    FILE *file = fopen(markdown, "r");
-    cr_assert_not_null(file);
     char text[32768];
-    size_t size = fread(text, 1, sizeof text - 1, file);
-    text[size] = '\0';
-    fclose(file);
+    read_text(markdown, text, sizeof text);
     unlink(markdown);
     static const char *const expected[] = {
         "| RoPE fwd >= 3.5 TB/s | liger_kernel:",
@@ -221,4 +228,95 @@ Test(bench, committed_h200_baseline_renders_with_its_targets) {
     parity_error_free(error);
     parity_bench_report_release(&report);
     unlink(broken);
+}
+
+// The targets of the Markdown report are data (harness/bench/targets.tsv): the committed file reads,
+// and a malformed line is named by file and line.
+Test(bench, targets_file_reads_and_malformed_lines_are_named) {
+    parity_bench_targets targets;
+    parity_error *error = parity_bench_targets_read(PARITY_BENCH_TARGETS_REPOSITORY_PATH, &targets);
+    cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
+    cr_expect_eq(targets.count, 5);
+    cr_expect_str_eq(targets.items[0].op, "rms_norm");
+    cr_expect_str_eq(targets.items[0].backend, "", "'best' is the best backend");
+    cr_expect_float_eq(targets.items[0].minimum_gigabytes_per_second, 3800, 1e-12);
+    cr_expect_str_eq(targets.items[4].backend, "liger_kernel");
+    cr_expect_float_eq(targets.items[4].anchor_peer_ms, 58.7, 1e-12);
+    cr_expect_float_eq(targets.items[4].maximum_extra_gib, 1.5, 1e-12);
+    parity_bench_targets_release(&targets);
+
+#define HEADER "op\tpass\tshape\tbackend\tmin_gb_per_s\ttorch_anchor_ms\tmax_extra_gib\twhat\n"
+    static const struct {
+        const char *text;
+        const char *expected; // NULL: reads
+    } rows[] = {
+        {"# a comment\n\n" HEADER "rms_norm\tfwd\t16384x4096\tbest\t3800\t-\t-\tRMSNorm fwd\n", NULL},
+        {HEADER "swiglu\tfwd\t8x8\tliger_kernel\t-\t1.5\t0.5\tpeer target\r\n", NULL},
+        {"op\tpass\tshape\n", "t.tsv:1: 3 tab-separated fields, expected 8"},
+        {"op\tpass\tshape\tbackend\tmin_gb_per_s\ttorch_anchor_ms\tmax_extra\twhat\n", "t.tsv:1: header column 7 is 'max_extra'"},
+        {HEADER, "t.tsv: no targets"},
+        {HEADER "rms_norm\tfwd\t16384x4096\tbest\t3800\t-\t-\n", "t.tsv:2: 7 tab-separated fields, expected 8"},
+        {HEADER "rms_norm\tfwd\t16384x4096\tbest\t3800\t-\t-\twhat\textra\n", "t.tsv:2: more than 8 tab-separated fields"},
+        {"# c\n" HEADER "conv\tfwd\t8x8\tbest\t1\t-\t-\tw\n", "t.tsv:3: op 'conv' is not an op parity bench knows"},
+        {HEADER "rms_norm\tboth\t8x8\tbest\t1\t-\t-\tw\n", "t.tsv:2: pass 'both' is neither fwd nor fwd+bwd"},
+        {HEADER "rms_norm\tfwd\t8x8x8\tbest\t1\t-\t-\tw\n", "t.tsv:2: shape:"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\t3.8TB\t-\t-\tw\n", "t.tsv:2: min_gb_per_s '3.8TB' is not a positive number or '-'"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\t-1\t-\t-\tw\n", "t.tsv:2: min_gb_per_s '-1' is not a positive number"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\t-\t-\t-\tw\n", "t.tsv:2: a target sets either min_gb_per_s, or both"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\t1\t2\t3\tw\n", "t.tsv:2: a target sets either min_gb_per_s, or both"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\t-\t2\t-\tw\n", "t.tsv:2: a target sets either min_gb_per_s, or both"},
+        {HEADER "rms_norm\tfwd\t8x8\t\t1\t-\t-\tw\n", "t.tsv:2: backend is empty"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\t1\t-\t-\t\n", "t.tsv:2: what is empty"},
+    };
+#undef HEADER
+    for (size_t i = 0; i < ROWS(rows); i++) {
+        error = parity_bench_targets_parse(rows[i].text, "t.tsv", &targets);
+        if (!rows[i].expected) {
+            cr_expect_null(error, "row %zu: %s", i, error ? parity_error_message(error) : "");
+            cr_expect_eq(targets.count, 1, "row %zu", i);
+        } else {
+            cr_expect_not_null(error, "row %zu accepted", i);
+            if (error) {
+                cr_expect(strstr(parity_error_message(error), rows[i].expected) != NULL, "row %zu: '%s' lacks '%s'", i,
+                          parity_error_message(error), rows[i].expected);
+                cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_DATA, "row %zu", i);
+            }
+        }
+        parity_error_free(error);
+        parity_bench_targets_release(&targets);
+    }
+}
+
+// `parity bench --markdown` finds its targets from the repository root (the test above and the
+// baseline test), from another directory through the copy make puts beside the binary, and says
+// where it looked when neither is there.
+Test(bench, targets_are_found_beside_the_binary_and_their_absence_named) {
+    char root[4096], baseline[4300], markdown[64], arguments[4600];
+    cr_assert_not_null(getcwd(root, sizeof root));
+    snprintf(baseline, sizeof baseline, "%s/" BASELINE, root);
+    write_temporary("", markdown);
+    snprintf(arguments, sizeof arguments, "bench render '%s' --markdown %s", baseline, markdown);
+    command_result result = run_parity_from("/tmp", NULL, arguments);
+    cr_expect_eq(result.exit_code, 0, "%s", result.output);
+    free(result.output);
+    char text[32768];
+    read_text(markdown, text, sizeof text);
+    cr_expect(strstr(text, "| RMSNorm fwd+bwd >= 3.4 TB/s | liger_kernel:") != NULL, "no targets from /tmp:\n%s", text);
+
+    // a parity binary alone in a folder, run outside the repository: no targets file anywhere
+    char folder[] = "/tmp/parity-bench-lone-XXXXXX", lone[128], copy[4400], original[4096];
+    cr_assert_not_null(mkdtemp(folder));
+    snprintf(lone, sizeof lone, "%s/parity", folder);
+    parity_binary_path(original, sizeof original);
+    snprintf(copy, sizeof copy, "cp '%s' '%s'", original, lone);
+    cr_assert_eq(system(copy), 0);
+    result = run_parity_from("/tmp", lone, arguments);
+    cr_expect_eq(result.exit_code, 3, "%s", result.output);
+    cr_expect(strstr(result.output, "no targets file") && strstr(result.output, "harness/bench/targets.tsv") &&
+                  strstr(result.output, folder),
+              "%s", result.output);
+    free(result.output);
+    unlink(lone);
+    rmdir(folder);
+    unlink(markdown);
 }

@@ -18,7 +18,7 @@
 #include "golden/golden.h"
 #include "golden/golden_hdf5.h"
 
-#define NAME_WIDTH sizeof(((parity_golden_values *)0)->parameter_names[0])
+#define NAME_WIDTH sizeof(((parity_step_result *)0)->parameter_names[0])
 
 static char *error_text(parity_error *error) {
     static char buffer[4096];
@@ -66,7 +66,7 @@ static const char *parameter_names[] = {"model.embed_tokens.weight", "model.laye
 #define PARAMETERS 4
 
 // Values that are not short binary fractions, so "bitwise equal" means something.
-static void fill_values(parity_golden_values *values, const golden_shape *shape, double scale, parity_dtype sample_dtype) {
+static void fill_values(parity_step_result *values, const golden_shape *shape, double scale, parity_dtype sample_dtype) {
     values->loss = 4.8520302639196169 * scale;
     values->has_aux_loss = shape->aux_loss;
     values->aux_loss = shape->aux_loss ? 0.0123456789012345678 * scale : NAN;
@@ -80,8 +80,8 @@ static void fill_values(parity_golden_values *values, const golden_shape *shape,
         values->parameter_grad_norms[i] = (0.1 + i / 3.0) * scale;
     }
     if (shape->logits_sample) {
-        cr_assert_null(parity_tensor_alloc(&values->logits_sample, sample_dtype, PARITY_CPU, PARITY_SHAPE(2, 3)));
-        for (int64_t i = 0; i < 6; i++) parity_tensor_set(&values->logits_sample, i, (i - 2.5) / 7.0 * scale);
+        cr_assert_null(parity_tensor_alloc(&values->logits, sample_dtype, PARITY_CPU, PARITY_SHAPE(2, 3)));
+        for (int64_t i = 0; i < 6; i++) parity_tensor_set(&values->logits, i, (i - 2.5) / 7.0 * scale);
     }
 }
 
@@ -144,7 +144,7 @@ static void expect_bitwise(double a, double b, const char *what) {
     cr_expect(memcmp(&a, &b, sizeof a) == 0, "%s: %.17g vs %.17g", what, a, b);
 }
 
-static void expect_values_equal(const parity_golden_values *a, const parity_golden_values *b, const char *where) {
+static void expect_values_equal(const parity_step_result *a, const parity_step_result *b, const char *where) {
     char what[128];
     snprintf(what, sizeof what, "%s loss", where);
     expect_bitwise(a->loss, b->loss, what);
@@ -160,7 +160,7 @@ static void expect_values_equal(const parity_golden_values *a, const parity_gold
         expect_bitwise(a->parameter_grad_norms[i], b->parameter_grad_norms[i], what);
     }
     snprintf(what, sizeof what, "%s logits_sample", where);
-    expect_tensor_equal(&a->logits_sample, &b->logits_sample, what);
+    expect_tensor_equal(&a->logits, &b->logits, what);
 }
 
 static void expect_goldens_equal(const parity_golden *a, const parity_golden *b) {

@@ -17,7 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli_runner.h"
-#include "reports/atomic_file.h"
+#include "ops/core/file.h"
 #include "reports/gnuplot_charts.h"
 #include "reports/gnuplot_runner.h"
 #include "reports/html.h"

@@ -51,7 +51,7 @@ static parity_suite *suite_with_goldens(const char *body) {
     parity_golden_path_of(goldens, "lib", "qwen3_tiny", "plain", golden_path, sizeof golden_path);
     parity_error *written = parity_golden_write(golden_path, &golden, false);
     cr_assert_null(written, "%s", written ? parity_error_message(written) : "");
-    parity_golden_compute_release(&golden);
+    parity_golden_release(&golden);
     parity_case_release(&c);
     return suite;
 }

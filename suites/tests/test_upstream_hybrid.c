@@ -63,7 +63,7 @@ static void check_row(const char *model, parity_dtype dtype, const char *ops) {
     parity_error *error = parity_evaluate(&options, &evaluation);
     parity_ops_settings_free(&settings);
     cr_assert_null(error, "%s: %s", label, error ? upstream_error_text(error) : "");
-    parity_upstream_run truth;
+    parity_step_result truth;
     error = parity_upstream_run_read(directory, "fp64_eager", &truth);
     cr_assert_null(error, "%s: %s", label, error ? upstream_error_text(error) : "");
     const parity_step_result *step = &evaluation.step;
@@ -126,7 +126,7 @@ static void check_row(const char *model, parity_dtype dtype, const char *ops) {
         cr_expect(aux <= 1e-5, "%s: aux_loss relative error %.2e > 1e-5", label, aux);
         cr_expect(grad_norm <= 1e-4, "%s: grad_norm relative error %.2e > 1e-4", label, grad_norm);
     }
-    parity_upstream_run_release(&truth);
+    parity_step_result_release(&truth);
     parity_evaluation_release(&evaluation);
 }
 

@@ -1,0 +1,41 @@
+// run_internal.h: what the files of the runner (runner.h) share: the state of one (model, batch,
+// dtype, device) group while it runs, and the compare, judge and jitter steps, all on step results
+// (models/step_result.h). run_plan.c plans, run_execute.c runs the plan, run_compare.c compares a step with
+// the golden and judges it, run_jitter.c measures the jitter spread of a group's eager baseline.
+#ifndef PARITY_RUN_INTERNAL_H
+#define PARITY_RUN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "golden/golden.h"
+#include "harness/combos.h"
+#include "harness/golden_case.h"
+#include "harness/tolerance.h"
+#include "models/step_result.h"
+#include "reports/results.h"
+
+// Adds the metrics of `value` against `golden` to `result` under `rule` (`eager`: eager_same_dtype, or
+// the golden's own eager values for a baseline; `spread`: NULL without a jitter spread).
+parity_error *parity_run_compare(parity_tolerance_rule rule, parity_dtype dtype, const parity_step_result *golden,
+                                 const parity_step_result *value, const parity_step_result *eager,
+                                 const parity_step_result *spread, parity_combo_result *result);
+// Status and reason from the metrics (the worst one names the failure).
+void parity_run_judge(parity_combo_result *result, const parity_step_result *value);
+
+typedef struct parity_run_group {
+    bool baseline_ran, baseline_ok;
+    char baseline_id[320];
+    char baseline_problem[1024];
+    parity_step_result eager;          // the baseline's values (eager_same_dtype)
+    parity_step_result spread;         // per metric, the largest |jittered eager - eager| (names as eager's)
+    bool has_spread;
+} parity_run_group;
+
+// The jitter spread of a group (harness/tolerance.h): eager again PARITY_JITTER_RUNS times with the
+// embedding table nudged by rounding-level noise (seeds 1, 2, ...); per metric the largest distance
+// from the unjittered eager. A jittered run that fails takes the baseline down with it (the combos
+// of the group then report "no tolerance" with the reason), as a failed baseline does.
+parity_error *parity_run_jitter_spread(const parity_combo_plan *plan, const parity_case *c, parity_run_group *group);
+
+#endif

@@ -1,0 +1,124 @@
+// run_plan.c: planning a suite run (runner.h): the devices, dtypes, cases (model, batch) and combos,
+// and which combos --filter selects.
+#include "harness/runner.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/text.h"
+
+void parity_run_plan_release(parity_run_plan *plan) {
+    for (size_t i = 0; i < plan->case_count; i++) parity_case_release(&plan->cases[i]);
+    free(plan->cases);
+    free(plan->selected);
+    free(plan->case_index);
+    parity_combo_list_release(&plan->combos);
+    memset(plan, 0, sizeof *plan);
+}
+
+static parity_error *resolve_device(const char *name, bool listing, parity_device *out) {
+    if (strcmp(name, "best") == 0) *out = parity_device_best();
+    else if (strcmp(name, "cpu") == 0) *out = PARITY_CPU;
+    else if (strcmp(name, "cuda") == 0) *out = PARITY_CUDA(0);
+    else return PARITY_ERROR(PARITY_ERROR_USAGE, "device '%s' is not one of cpu, cuda, best", name);
+    if (listing || out->type == PARITY_DEVICE_CPU) return NULL;
+    parity_device_info info;
+    parity_error *error = parity_device_query(*out, &info);
+    if (!error) return NULL;
+    parity_error *absent = PARITY_ERROR(PARITY_ERROR_DEVICE, "device %s is absent: %s", name, parity_error_message(error));
+    parity_error_free(error);
+    return absent;
+}
+
+static parity_error *plan_devices(const parity_suite *suite, const parity_run_options *options, parity_run_plan *plan) {
+    const char *names[PARITY_SUITE_MAX_DEVICES];
+    size_t count = 0;
+    if (options->device) names[count++] = options->device;
+    else
+        for (size_t i = 0; i < suite->device_count; i++) names[count++] = suite->devices[i];
+    for (size_t i = 0; i < count; i++) {
+        parity_device device;
+        PARITY_TRY(resolve_device(names[i], options->listing, &device));
+        bool seen = false;
+        for (size_t j = 0; j < plan->device_count; j++) seen = seen || parity_device_equal(plan->devices[j], device);
+        if (!seen) plan->devices[plan->device_count++] = device;
+    }
+    return NULL;
+}
+
+static parity_error *plan_dtypes(const parity_suite *suite, const parity_run_options *options, parity_dtype *dtypes,
+                                 size_t *count) {
+    *count = 0;
+    if (!options->dtype) {
+        for (size_t i = 0; i < suite->dtype_count; i++) dtypes[(*count)++] = suite->dtypes[i];
+        return NULL;
+    }
+    parity_dtype dtype;
+    if (!parity_dtype_parse(options->dtype, &dtype) || (dtype != PARITY_F64 && dtype != PARITY_F32 && dtype != PARITY_BF16))
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "--dtype '%s' is not one of fp64, fp32, bf16", options->dtype);
+    dtypes[(*count)++] = dtype;
+    return NULL;
+}
+
+parity_error *parity_run_plan_build(const parity_suite *suite, const parity_run_options *options, parity_run_plan *out) {
+    memset(out, 0, sizeof *out);
+    PARITY_TRY(parity_suite_check_ranks(suite));
+    if (options->model && !parity_suite_find_model(suite, options->model)) {
+        char names[512] = "";
+        for (size_t i = 0; i < suite->model_count; i++)
+            parity_text_extend(names, sizeof names, "%s%s", i ? ", " : "", suite->models[i].name);
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "--model: suite %s has no model '%s' (models: %s)", suite->name,
+                            options->model, names);
+    }
+    parity_dtype dtypes[PARITY_SUITE_MAX_DTYPES];
+    size_t dtype_count;
+    PARITY_TRY(plan_dtypes(suite, options, dtypes, &dtype_count));
+    PARITY_TRY(plan_devices(suite, options, out));
+
+    size_t total_cases = 0;
+    for (size_t m = 0; m < suite->model_count; m++) {
+        size_t count;
+        parity_suite_model_batches(suite, &suite->models[m], &count);
+        total_cases += count;
+    }
+    out->cases = calloc(total_cases ? total_cases : 1, sizeof *out->cases);
+    if (!out->cases) return PARITY_ERROR(PARITY_ERROR_MEMORY, "planning the run");
+    parity_combo_options combo_options = {options->with_test_backends, options->fixed};
+    parity_error *error = NULL;
+    size_t *case_of = NULL, case_capacity = 0;
+    for (size_t m = 0; m < suite->model_count && !error; m++) {
+        const parity_suite_model *model = &suite->models[m];
+        if (options->model && strcmp(options->model, model->name) != 0) continue;
+        size_t batch_count;
+        const parity_suite_batch *batches = parity_suite_model_batches(suite, model, &batch_count);
+        for (size_t b = 0; b < batch_count && !error; b++) {
+            parity_case *c = &out->cases[out->case_count];
+            error = parity_case_prepare(suite, model, &batches[b], c);
+            if (error) break;
+            out->case_count++;
+            for (size_t d = 0; d < dtype_count && !error; d++)
+                for (size_t v = 0; v < out->device_count && !error; v++) {
+                    size_t before = out->combos.count;
+                    error = parity_combos_enumerate(suite, model, &c->config, &batches[b], dtypes[d], out->devices[v],
+                                                    &combo_options, &out->combos);
+                    if (!error && out->combos.count > case_capacity) {
+                        case_capacity = out->combos.capacity;
+                        size_t *grown = realloc(case_of, case_capacity * sizeof *case_of);
+                        if (!grown) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "planning the run");
+                        else case_of = grown;
+                    }
+                    for (size_t i = before; !error && i < out->combos.count; i++) case_of[i] = out->case_count - 1;
+                }
+        }
+    }
+    out->case_index = case_of;
+    out->selected = calloc(out->combos.count ? out->combos.count : 1, sizeof *out->selected);
+    if (!error && !out->selected) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "planning the run");
+    for (size_t i = 0; !error && i < out->combos.count; i++) {
+        out->selected[i] = !options->filter || fnmatch(options->filter, out->combos.items[i].id, 0) == 0;
+        out->selected_count += out->selected[i];
+    }
+    if (error) parity_run_plan_release(out);
+    return error;
+}
