@@ -28,36 +28,26 @@ static parity_combo_plan *append(parity_combo_list *list) {
     return plan;
 }
 
-parity_error *parity_used_fields_of(const parity_model_config *config, parity_used_fields *out) {
+// The kernel-selection fields the model calls, in vocabulary order, with what it needs from each
+// field's op (capabilities[i] and why[i] belong to fields[i]).
+typedef struct parity_used_fields {
+    const parity_kernel_field *fields[PARITY_KERNEL_FIELD_COUNT];
+    uint32_t capabilities[PARITY_KERNEL_FIELD_COUNT];
+    const char *why[PARITY_KERNEL_FIELD_COUNT];
+    size_t count;
+} parity_used_fields;
+
+static void parity_used_fields_of(const parity_model_requirements *requirements, parity_used_fields *out) {
     memset(out, 0, sizeof *out);
-    const parity_model_family *family = parity_model_family_of(config);
-    if (!family)
-        return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s: no model implementation for model_type '%s'", config->path,
-                            config->model_type);
-    parity_op_requirement requirements[PARITY_MODEL_MAX_OPS];
-    size_t count = 0;
-    PARITY_TRY(family->requirements(config, requirements, PARITY_MODEL_MAX_OPS, &count));
     for (size_t f = 0; f < PARITY_KERNEL_FIELD_COUNT; f++) {
         const parity_kernel_field *field = &parity_kernel_fields[f];
-        bool used = false;
-        uint32_t capabilities = 0;
-        char why[256] = "";
-        for (size_t i = 0; i < count; i++) {
-            if (strcmp(requirements[i].op, field->op) != 0) continue;
-            used = true;
-            capabilities |= requirements[i].capabilities;
-            if (requirements[i].why && requirements[i].why[0]) {
-                size_t length = strlen(why);
-                snprintf(why + length, sizeof why - length, "%s%s", length ? "; " : "", requirements[i].why);
-            }
-        }
-        if (!used) continue;
+        parity_op_id op;
+        if (!parity_op_id_find(field->op, &op) || !requirements->needed.contains[op]) continue;
         out->fields[out->count] = field;
-        out->capabilities[out->count] = capabilities;
-        snprintf(out->why[out->count], sizeof out->why[0], "%s", why);
+        out->capabilities[out->count] = requirements->capabilities[op];
+        out->why[out->count] = requirements->why[op];
         out->count++;
     }
-    return NULL;
 }
 
 static bool is_test_only(const parity_kernel_field *field, const char *value) {
@@ -68,29 +58,33 @@ static bool is_test_only(const parity_kernel_field *field, const char *value) {
     return false;
 }
 
-bool parity_combo_value_runnable(const parity_kernel_field *field, const char *value, parity_device device,
-                                 parity_dtype dtype, uint32_t capabilities, const char *why, char *reason,
-                                 size_t reason_size) {
-    if (parity_kernel_value_status(field, value, device, reason, reason_size) != PARITY_VALUE_AVAILABLE) return false;
-    const parity_backend *backend = parity_registry_find(field->op, value, device.type);
-    if (!(backend->dtypes & PARITY_DTYPE_BIT(dtype))) {
-        snprintf(reason, reason_size, "does not support %s", parity_dtype_name(dtype));
-        return false;
-    }
-    uint32_t missing = capabilities & ~backend->capabilities;
-    if (missing) {
+// Whether `value` of `field` can run here for a model needing `capabilities` (the checker,
+// through the vocabulary); `reason` says why not.
+static bool parity_combo_value_runnable(const parity_kernel_field *field, const char *value, parity_device device,
+                                        parity_dtype dtype, uint32_t capabilities, const char *why, char *reason,
+                                        size_t reason_size) {
+    parity_backend_need need = {dtype, capabilities};
+    parity_backend_check check;
+    bool runnable = parity_kernel_value_check(field, value, device, &need, &check) == PARITY_VALUE_AVAILABLE;
+    if (!runnable && check.verdict == PARITY_CAPABILITY_MISSING)
         snprintf(reason, reason_size, "does not support what the model needs from %s: %s", field->op,
                  why && why[0] ? why : "a required capability");
-        return false;
-    }
-    snprintf(reason, reason_size, "available");
-    return true;
+    else snprintf(reason, reason_size, "%s", check.reason);
+    return runnable;
 }
 
 const char *parity_combo_value(const parity_combo_plan *plan, const parity_kernel_field *field) {
     for (size_t i = 0; i < plan->choice_count; i++)
         if (plan->fields[i] == field) return plan->values[i];
     return "eager";
+}
+
+void parity_combo_op_names(const parity_combo_plan *plan, parity_op_names *out) {
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < plan->choice_count; i++) {
+        parity_op_id op;
+        if (parity_op_id_find(plan->fields[i]->op, &op)) out->name[op] = plan->values[i];
+    }
 }
 
 static void set_choice(parity_combo_plan *plan, const parity_kernel_field *field, const char *value) {
@@ -397,11 +391,11 @@ static parity_error *enumerate_product(const parity_suite *suite, const parity_s
 }
 
 parity_error *parity_combos_enumerate(const parity_suite *suite, const parity_suite_model *model,
-                                      const parity_model_config *config, const parity_suite_batch *batch,
+                                      const parity_model_requirements *requirements, const parity_suite_batch *batch,
                                       parity_dtype dtype, parity_device device, const parity_combo_options *options,
                                       parity_combo_list *out) {
     parity_used_fields used;
-    PARITY_TRY(parity_used_fields_of(config, &used));
+    parity_used_fields_of(requirements, &used);
     pinned_fields pins;
     PARITY_TRY(pins_of(options ? options->fixed : NULL, &used, &pins));
     if (suite->mode_count) return enumerate_modes(suite, model, &used, &pins, batch, dtype, device, out);

@@ -1,10 +1,12 @@
 // combos.h: the combinations `parity run` runs for one (model, batch, dtype, device) of a suite.
 //
+// The model is known by its requirements (models/model.h), computed once per model by the caller.
 // Product mode (no `modes:` in the suite): for every swept kernel-selection field the model
 // actually calls (an unused field never multiplies the matrix; the suite's `sweep:` narrows the
 // fields, by default every used one), the values that are registered, available on the device,
-// support the dtype and have every capability the model needs from that op; the product of those,
-// in vocabulary order, the all-eager baseline first. Every other value of a swept field gets one
+// support the dtype and have every capability the model needs from that op (one verdict of
+// parity_kernel_value_check: the vocabulary, then parity_registry_check, the checker the model
+// binding asks too); the product of those, in vocabulary order, the all-eager baseline first. Every other value of a swept field gets one
 // not_supported combo (that value, every other swept field eager) carrying the reason ("not
 // supported on cpu", "not built yet", "needs SM90+, device is SM80", "does not support partial
 // rotary (...)"). Modes (`modes:`): the suite's explicit combinations instead (VeOmni's attention x
@@ -27,7 +29,6 @@
 
 #include "harness/config/ops_settings.h"
 #include "harness/suite.h"
-#include "models/checkpoint/model_config.h"
 #include "models/model.h"
 #include "reports/results.h"
 
@@ -57,21 +58,11 @@ typedef struct parity_combo_options {
     const parity_ops_settings *fixed; // --ops: fields pinned for every non-baseline combo (may be NULL)
 } parity_combo_options;
 
-// The kernel-selection fields `config`'s model calls, in vocabulary order, with the capabilities it
-// needs from each (requirements[i] belongs to fields[i]; a field used by several ops merges them).
-typedef struct parity_used_fields {
-    const parity_kernel_field *fields[PARITY_KERNEL_FIELD_COUNT];
-    uint32_t capabilities[PARITY_KERNEL_FIELD_COUNT];
-    char why[PARITY_KERNEL_FIELD_COUNT][256];
-    size_t count;
-} parity_used_fields;
-parity_error *parity_used_fields_of(const parity_model_config *config, parity_used_fields *out);
-
 // Appends the combos of (model, batch, dtype, device) to `out`. CONFIG error for a suite mistake
 // that only shows here (an exclusion that hits the baseline, a first mode that is not all eager,
 // an --ops field that is not a field).
 parity_error *parity_combos_enumerate(const parity_suite *suite, const parity_suite_model *model,
-                                      const parity_model_config *config, const parity_suite_batch *batch,
+                                      const parity_model_requirements *requirements, const parity_suite_batch *batch,
                                       parity_dtype dtype, parity_device device, const parity_combo_options *options,
                                       parity_combo_list *out);
 void parity_combo_list_release(parity_combo_list *list);
@@ -79,9 +70,8 @@ void parity_combo_list_release(parity_combo_list *list);
 // The combo's value for `field` ("eager" when the combo does not set it).
 const char *parity_combo_value(const parity_combo_plan *plan, const parity_kernel_field *field);
 
-// Whether `value` of `field` can run here for a model needing `capabilities`; `reason` says why not.
-bool parity_combo_value_runnable(const parity_kernel_field *field, const char *value, parity_device device,
-                                 parity_dtype dtype, uint32_t capabilities, const char *why, char *reason,
-                                 size_t reason_size);
+// The combo's choices as a backend name per op, for parity_model_bind (unset ops: NULL, "eager").
+// The names point into `plan`.
+void parity_combo_op_names(const parity_combo_plan *plan, parity_op_names *out);
 
 #endif

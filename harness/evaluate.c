@@ -1,5 +1,5 @@
 // evaluate.c: load weights and batch, resolve the kernel selection for exactly the ops the model
-// uses, bind them (no fallback), run one step.
+// uses, bind them once (no fallback), build the model, run one step.
 #include "harness/evaluate.h"
 
 #include <stdio.h>
@@ -76,6 +76,34 @@ static parity_error *config_problems(parity_error *error, const parity_ops_confi
     return parity_error_new(kind, __FILE__, __LINE__, "kernel selection cannot run:%s", message);
 }
 
+// The settings (eager for fields nobody set, when asked), through the config rules for the ops the
+// model calls, as a backend name per op (pointing into out->ops_config).
+static parity_error *names_from_settings(const parity_evaluation_options *options,
+                                         const parity_model_requirements *requirements, parity_evaluation *out,
+                                         parity_op_names *names) {
+    parity_ops_settings settings = {0};
+    parity_error *error = NULL;
+    if (options->eager_baseline) {
+        parity_ops_source baseline = {.kind = PARITY_OPS_FROM_DEFAULT};
+        for (size_t i = 0; i < PARITY_KERNEL_FIELD_COUNT && !error; i++)
+            error = parity_ops_settings_add(&settings, parity_kernel_fields[i].name, "eager", &baseline);
+    }
+    for (size_t i = 0; !error && options->settings && i < options->settings->count; i++) {
+        const parity_ops_setting *setting = &options->settings->items[i];
+        error = parity_ops_settings_add(&settings, setting->key, setting->value, &setting->source);
+    }
+    if (!error) {
+        parity_ops_config_options config_options = parity_ops_config_options_default();
+        config_options.device = options->device;
+        config_options.needed_ops = &requirements->needed;
+        error = parity_ops_config_build(&settings, &config_options, &out->ops_config);
+        if (error) error = config_problems(error, &out->ops_config);
+    }
+    parity_ops_settings_free(&settings);
+    parity_ops_config_op_names(&out->ops_config, names);
+    return error;
+}
+
 parity_error *parity_evaluate(const parity_evaluation_options *options, parity_evaluation *out) {
     memset(out, 0, sizeof *out);
     PARITY_TRY(parity_registry_register_builtins());
@@ -104,45 +132,17 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         return error;
     }
     const parity_model_config *model_config = &out->model_config;
-    const parity_model_family *family = parity_model_family_of(model_config);
-    if (!family) {
-        parity_parameters_release(&parameters);
-        return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "no model implementation for model_type '%s'", model_config->model_type);
-    }
 
     // The ops this model calls decide which fields matter (an unused field never blocks a run).
-    parity_op_requirement requirements[PARITY_MODEL_MAX_OPS];
-    size_t requirement_count = 0;
-    error = family->requirements(model_config, requirements, PARITY_MODEL_MAX_OPS, &requirement_count);
-    const char *needed[PARITY_MODEL_MAX_OPS + 1];
-    for (size_t i = 0; i < requirement_count; i++) needed[i] = requirements[i].op;
-    needed[requirement_count] = NULL;
-
-    parity_ops_settings settings = {0};
-    if (!error && options->eager_baseline) {
-        parity_ops_source baseline = {.kind = PARITY_OPS_FROM_DEFAULT};
-        for (size_t i = 0; i < PARITY_KERNEL_FIELD_COUNT && !error; i++)
-            error = parity_ops_settings_add(&settings, parity_kernel_fields[i].name, "eager", &baseline);
+    parity_model_requirements computed;
+    const parity_model_requirements *requirements = options->requirements;
+    if (!requirements) {
+        error = parity_model_requirements_of(model_config, &computed);
+        requirements = &computed;
     }
-    for (size_t i = 0; !error && options->settings && i < options->settings->count; i++) {
-        const parity_ops_setting *setting = &options->settings->items[i];
-        error = parity_ops_settings_add(&settings, setting->key, setting->value, &setting->source);
-    }
-    if (!error) {
-        parity_ops_config_options config_options = parity_ops_config_options_default();
-        config_options.device = options->device;
-        config_options.needed_ops = needed;
-        error = parity_ops_config_build(&settings, &config_options, &out->ops_config);
-        if (error) error = config_problems(error, &out->ops_config);
-    }
-    parity_ops_settings_free(&settings);
-
-    parity_op_choice choices[PARITY_MODEL_MAX_OPS];
-    for (size_t i = 0; i < requirement_count; i++) {
-        const char *backend = parity_ops_config_backend(&out->ops_config, requirements[i].op);
-        choices[i] = (parity_op_choice){requirements[i].op, backend ? backend : "eager"};
-    }
-    parity_op_selection selection = {choices, requirement_count};
+    parity_op_names names = {0};
+    if (!error && options->names) names = *options->names;
+    else if (!error) error = names_from_settings(options, requirements, out, &names);
 
     parity_batch loaded = {0};
     const parity_batch *batch = options->batch;
@@ -157,7 +157,9 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         batch = &on_device;
     }
     parity_model *model = NULL;
-    if (!error) error = parity_model_create(model_config, &parameters, options->device, options->dtype, &selection, &model);
+    parity_bindings bindings;
+    if (!error) error = parity_model_bind(requirements, &names, options->device, options->dtype, &bindings);
+    if (!error) error = parity_model_create(model_config, &parameters, options->device, options->dtype, &bindings, &model);
     if (!error && options->jitter_seed) error = jitter_embedding(model, options->jitter_seed);
     if (!error) {
         out->token_count = batch->token_count;

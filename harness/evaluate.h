@@ -1,6 +1,8 @@
 // evaluate.h: one forward + backward of a model on a batch under a kernel-selection config: the
 // unit of work behind `parity eval`, golden generation and every combo of `parity run`.
 // Weights come from a checkpoint directory, or are drawn from (seed, HF name) given a config.json.
+// Kernel selection (raw settings through the config rules, or a planned combo's names) is bound
+// once into the model's bindings (parity_model_bind) before the model is built.
 #ifndef PARITY_EVALUATE_H
 #define PARITY_EVALUATE_H
 
@@ -23,6 +25,12 @@ typedef struct parity_evaluation_options {
     parity_device device;
     const parity_ops_settings *settings; // YAML + --ops, may be NULL
     bool eager_baseline;               // fields nobody set run "eager" instead of VeOmni's GPU defaults
+    // Instead of settings: a backend name per op already checked against the vocabulary (a planned
+    // combo, harness/combos.h); the config is not built again and ops_config stays empty.
+    const parity_op_names *names;
+    // The model's requirements when the caller has them (a suite case computes them once); NULL:
+    // computed from the config read here.
+    const parity_model_requirements *requirements;
     bool want_logits;
     bool keep_gradients;               // move every parameter gradient (CPU, f64) into the result
     // Non-zero: before the step, the embedding table (in the run's dtype) is nudged by rounding-level
@@ -40,7 +48,7 @@ typedef struct parity_evaluation_options {
 
 typedef struct parity_evaluation {
     parity_model_config model_config;
-    parity_ops_config ops_config;      // the resolved selection (always filled; release it)
+    parity_ops_config ops_config;      // the resolved selection (filled unless `names` was given; release it)
     parity_step_result step;
     parity_parameters gradients;       // keep_gradients: name -> gradient (CPU, f64), HF names
     int64_t token_count, valid_target_count, document_count;

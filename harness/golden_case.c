@@ -75,6 +75,7 @@ parity_error *parity_case_prepare(const parity_suite *suite, const parity_suite_
     size_t config_size;
     parity_error *error = parity_read_file(out->config_path, &out->config_text, &config_size);
     if (!error) error = parity_model_config_parse(out->config_text, out->config_path, &out->config);
+    if (!error) error = parity_model_requirements_of(&out->config, &out->requirements);
     if (!error) error = weight_checksum(out);
     if (!error) error = parity_case_batch_make(batch, out->config.vocab_size, &out->batch);
     if (error) {
@@ -91,7 +92,7 @@ void parity_golden_path_of(const char *golden_dir, const char *suite, const char
 }
 
 parity_error *parity_case_evaluate(const parity_case *c, parity_dtype dtype, parity_device device,
-                                   const parity_ops_settings *settings, bool want_logits, parity_timer *timer,
+                                   const parity_op_names *names, bool want_logits, parity_timer *timer,
                                    int warmup_steps, int timed_steps, uint64_t jitter_seed, parity_evaluation *out) {
     parity_batch batch;
     PARITY_TRY(parity_case_batch_to_batch(&c->batch, c->config.vocab_size, &batch));
@@ -103,8 +104,9 @@ parity_error *parity_case_evaluate(const parity_case *c, parity_dtype dtype, par
         .batch = &batch,
         .dtype = dtype,
         .device = device,
-        .settings = settings,
         .eager_baseline = true,
+        .names = names,
+        .requirements = &c->requirements,
         .want_logits = want_logits,
         .timer = timer,
         .warmup_steps = warmup_steps,

@@ -21,12 +21,13 @@ typedef struct parity_case {
     char config_path[1100];          // the config.json read
     char *config_text;               // its text (owned)
     parity_model_config config;
+    parity_model_requirements requirements; // of `config`, computed once for the combos and every run
     char weight_source[1024];        // "checkpoint <dir>" or "seed <N> from <config.json>"
     char weight_sha256[65];          // of the checkpoint's safetensors files, or of the config text + seed
     parity_case_batch batch;
 } parity_case;
 
-// Reads the model's config and builds the batch.
+// Reads the model's config (and its requirements) and builds the batch.
 parity_error *parity_case_prepare(const parity_suite *suite, const parity_suite_model *model,
                                   const parity_suite_batch *batch, parity_case *out);
 void parity_case_release(parity_case *c);
@@ -35,10 +36,11 @@ void parity_case_release(parity_case *c);
 void parity_golden_path_of(const char *golden_dir, const char *suite, const char *model, const char *case_name, char *out,
                            size_t size);
 
-// One forward + backward of the case (fields not in `settings` run eager); a non-zero `jitter_seed`
-// nudges the embedding table by rounding-level noise first (harness/evaluate.h).
+// One forward + backward of the case with the backends `names` chooses (a planned combo's, already
+// checked: parity_combo_op_names; NULL: every op eager); a non-zero `jitter_seed` nudges the
+// embedding table by rounding-level noise first (harness/evaluate.h).
 parity_error *parity_case_evaluate(const parity_case *c, parity_dtype dtype, parity_device device,
-                                   const parity_ops_settings *settings, bool want_logits, parity_timer *timer,
+                                   const parity_op_names *names, bool want_logits, parity_timer *timer,
                                    int warmup_steps, int timed_steps, uint64_t jitter_seed, parity_evaluation *out);
 
 // The device a suite's goldens are computed on: cuda:0 when a suite device is cuda (or best) and a

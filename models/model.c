@@ -1,5 +1,6 @@
-// model.c: building a model (parameters to device/dtype, ops bound once with capability checks)
-// and one training step (forward on the tape, backward, gradient norms).
+// model.c: a model's requirements, binding its ops once (parity_registry_check: availability,
+// dtype, capabilities), building it (parameters to device/dtype) and one training step (forward on
+// the tape, backward, gradient norms).
 #include "models/model.h"
 
 #include <math.h>
@@ -13,74 +14,71 @@ const parity_model_family *parity_model_family_of(const parity_model_config *con
     return config->traits ? config->traits->family : NULL;
 }
 
-static const char *chosen_backend(const parity_op_selection *selection, const char *op) {
-    for (size_t i = 0; selection && i < selection->count; i++)
-        if (strcmp(selection->choices[i].op, op) == 0) return selection->choices[i].backend;
-    return "eager";
-}
-
-static void describe_capabilities(uint32_t missing, char *buffer, size_t size) {
-    static const struct { uint32_t flag; const char *name; } names[] = {
-        {PARITY_CAP_VARLEN, "varlen/cu_seqlens"}, {PARITY_CAP_GQA, "GQA"}, {PARITY_CAP_PARTIAL_ROTARY, "partial rotary"},
-        {PARITY_CAP_SEQUENCE_PARALLEL, "sequence parallel"}, {PARITY_CAP_EXPERT_PARALLEL, "expert parallel"},
-        {PARITY_CAP_SLIDING_WINDOW, "sliding window"}, {PARITY_CAP_OFFSET_WEIGHT, "(1 + w) offset weight"},
-        {PARITY_CAP_BATCH_INVARIANT, "batch invariance"}, {PARITY_CAP_DETERMINISTIC, "determinism"},
-        {PARITY_CAP_FUSED_LINEAR, "fused linear"},
-    };
-    size_t used = 0;
-    buffer[0] = '\0';
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (missing & names[i].flag)
-            used += (size_t)snprintf(buffer + used, used < size ? size - used : 0, "%s%s", used ? ", " : "", names[i].name);
-}
-
-// Binds every op the family declares; capability gaps are UNSUPPORTED errors naming the variant.
-static parity_error *bind_ops(parity_model *model, const parity_op_selection *selection) {
-    parity_op_requirement requirements[PARITY_MODEL_MAX_OPS];
+parity_error *parity_model_requirements_of(const parity_model_config *config, parity_model_requirements *out) {
+    memset(out, 0, sizeof *out);
+    const parity_model_family *family = parity_model_family_of(config);
+    if (!family)
+        return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s: no model implementation for model_type '%s'", config->path,
+                            config->model_type);
+    parity_op_requirement list[PARITY_OP_ID_COUNT];
     size_t count = 0;
-    PARITY_TRY(model->family->requirements(&model->config, requirements, PARITY_MODEL_MAX_OPS, &count));
-    for (size_t i = 0; i < count; i++) {
-        const char *name = chosen_backend(selection, requirements[i].op);
-        const parity_backend *backend;
-        PARITY_TRY_CONTEXT(parity_registry_resolve(requirements[i].op, name, model->device, &backend), "binding %s for %s",
-                           requirements[i].op, model->config.model_type);
-        uint32_t missing = requirements[i].capabilities & ~backend->capabilities;
-        if (missing) {
-            char names[256];
-            describe_capabilities(missing, names, sizeof names);
-            return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s backend '%s' does not support %s, which %s needs (%s)",
-                                requirements[i].op, name, names, model->config.model_type,
-                                requirements[i].why ? requirements[i].why : "");
+    PARITY_TRY(family->requirements(config, list, PARITY_OP_ID_COUNT, &count));
+    snprintf(out->model_type, sizeof out->model_type, "%s", config->model_type);
+    for (size_t i = 0; i < count; i++) { // family_require merged repeated uses: each op once
+        parity_op_id op = list[i].op;
+        out->needed.contains[op] = true;
+        out->capabilities[op] = list[i].capabilities;
+        out->why[op] = list[i].why;
+        out->order[out->count++] = op;
+    }
+    return NULL;
+}
+
+parity_error *parity_model_bind(const parity_model_requirements *requirements, const parity_op_names *names,
+                                parity_device device, parity_dtype dtype, parity_bindings *out) {
+    memset(out, 0, sizeof *out);
+    PARITY_TRY(parity_registry_register_builtins());
+    for (size_t i = 0; i < requirements->count; i++) {
+        parity_op_id id = requirements->order[i];
+        const char *op = parity_op_id_name(id);
+        const char *name = names && names->name[id] ? names->name[id] : "eager";
+        parity_backend_need need = {dtype, requirements->capabilities[id]};
+        parity_backend_check check;
+        switch (parity_registry_check(op, name, device, NULL, &need, &check)) {
+        case PARITY_AVAILABLE: out->backend[id] = check.backend; break;
+        case PARITY_DTYPE_UNSUPPORTED:
+            return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s backend '%s' %s", op, name, check.reason);
+        case PARITY_CAPABILITY_MISSING:
+            return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s backend '%s' %s, which %s needs (%s)", op, name, check.reason,
+                                requirements->model_type, requirements->why[id] ? requirements->why[id] : "");
+        default:
+            return parity_error_wrap(PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s backend '%s' is not available on %s: %s", op,
+                                                  name, parity_device_type_name(device.type), check.reason),
+                                     __FILE__, __LINE__, "binding %s for %s", op, requirements->model_type);
         }
-        if (!(backend->dtypes & PARITY_DTYPE_BIT(model->dtype)))
-            return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s backend '%s' does not support %s", requirements[i].op, name,
-                                parity_dtype_name(model->dtype));
-        model->bound[model->bound_count].op = requirements[i].op;
-        model->bound[model->bound_count].backend = backend;
-        model->bound_count++;
     }
     return NULL;
 }
 
 parity_error *parity_model_create(const parity_model_config *config, parity_parameters *parameters, parity_device device,
-                                  parity_dtype dtype, const parity_op_selection *selection, parity_model **out) {
+                                  parity_dtype dtype, const parity_bindings *bindings, parity_model **out) {
     *out = NULL;
     const parity_model_family *family = parity_model_family_of(config);
     if (!family) return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "no model implementation for model_type '%s'", config->model_type);
-    PARITY_TRY(parity_registry_register_builtins());
+    if (!bindings) return PARITY_ERROR(PARITY_ERROR_USAGE, "building %s needs its bindings (parity_model_bind)", config->model_type);
     parity_model *model = calloc(1, sizeof *model);
     if (!model) return PARITY_ERROR(PARITY_ERROR_MEMORY, "allocating a model");
     model->config = *config;
     model->device = device;
     model->dtype = dtype;
     model->family = family;
-    parity_error *error = bind_ops(model, selection);
+    model->bindings = *bindings;
     // Every parameter the model declares must be there with its declared shape; they are taken in
     // the declared (HF module) order and moved to the run's device and dtype. Tensors the model does
     // not use (e.g. extra prediction heads) are left out.
     parity_parameter_spec *specs = NULL;
     size_t spec_count = 0;
-    if (!error) error = family->parameter_specs(config, &specs, &spec_count);
+    parity_error *error = family->parameter_specs(config, &specs, &spec_count);
     for (size_t i = 0; !error && i < spec_count; i++) {
         parity_parameter *parameter;
         error = parity_parameters_require(parameters, specs[i].name, config->path, &parameter);
@@ -128,15 +126,6 @@ void parity_model_free(parity_model *model) {
     parity_parameters_release(&model->parameters);
     free(model->parameter_variables);
     free(model);
-}
-
-parity_error *parity_model_backend(const parity_model *model, const char *op, const parity_backend **out) {
-    for (size_t i = 0; i < model->bound_count; i++)
-        if (strcmp(model->bound[i].op, op) == 0) {
-            *out = model->bound[i].backend;
-            return NULL;
-        }
-    return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s calls op %s without declaring it", model->config.model_type, op);
 }
 
 parity_error *parity_model_parameter(parity_model *model, parity_tape *tape, const char *name, parity_variable **out) {

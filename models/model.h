@@ -1,8 +1,9 @@
 // model.h: a reference model (llama, qwen2, qwen3, seed_oss, qwen3_moe, deepseek_v3, qwen3_5 ...)
 // ready to run: its config, its parameters on the run's device and dtype, and the backends of every
-// op it calls, bound once from the kernel-selection choice before anything runs (VeOmni's single
-// install point: no per-call "which implementation?"). A model family is written once, as its
-// forward, from tape node calls (models/autograd/); backward comes from the ops.
+// op it calls, bound once from the kernel-selection choice before the model is built (VeOmni's
+// single install point: no per-call "which implementation?"; a node call reads its op's slot). A
+// model family is written once, as its forward, from tape node calls (models/autograd/); backward
+// comes from the ops.
 #ifndef PARITY_MODEL_H
 #define PARITY_MODEL_H
 
@@ -15,30 +16,24 @@
 #include "models/step_result.h"
 #include "ops/registry.h"
 
-// The backend name chosen for an op (from the kernel-selection config). Ops not listed run "eager".
-typedef struct parity_op_choice {
-    const char *op;     // registry op name, e.g. PARITY_OP_ATTENTION
-    const char *backend;
-} parity_op_choice;
-
-typedef struct parity_op_selection {
-    const parity_op_choice *choices;
-    size_t count;
-} parity_op_selection;
-
 // The variant of an op a model needs; a backend lacking the capability is "not supported" for it.
 typedef struct parity_op_requirement {
-    const char *op;
+    parity_op_id op;
     uint32_t capabilities;   // PARITY_CAP_* flags the model needs from that op's backend
-    const char *why;         // "partial rotary (partial_rotary_factor 0.25)", "(1 + w) RMSNorm"
+    const char *why;         // "partial rotary (partial_rotary_factor < 1)", "the (1 + w) RMSNorm" (static text)
 } parity_op_requirement;
 
-#define PARITY_MODEL_MAX_OPS 32
-
-typedef struct parity_bound_op {
-    const char *op;
-    const parity_backend *backend;
-} parity_bound_op;
+// Every op a model calls for its config, with what it needs from each op's backend. Computed once
+// per model (parity_model_requirements_of) and handed to whatever needs it: the combo enumeration,
+// the kernel-selection config (which fields matter) and the binding.
+typedef struct parity_model_requirements {
+    char model_type[64];
+    parity_op_set needed;                         // the ops the model calls
+    uint32_t capabilities[PARITY_OP_ID_COUNT];    // per op: PARITY_CAP_* flags it needs
+    const char *why[PARITY_OP_ID_COUNT];          // per op: what those are for, or NULL
+    parity_op_id order[PARITY_OP_ID_COUNT];       // the needed ops in the order the family declares them
+    size_t count;
+} parity_model_requirements;
 
 typedef enum parity_initializer {
     PARITY_INIT_NORMAL,      // normal(0, initializer_range)
@@ -66,7 +61,7 @@ typedef struct parity_model parity_model;
 
 typedef struct parity_model_family {
     const char *name;                        // "causal-LM decoder"; each model_type's traits row names its family
-    // Every op the model calls for this config, with the capabilities it needs (NULL-terminated by op == NULL).
+    // Every op the model calls for this config, with the capabilities it needs (`*count` entries).
     parity_error *(*requirements)(const parity_model_config *config, parity_op_requirement *out, size_t capacity, size_t *count);
     // Names, shapes and initializers of every parameter, for weights drawn from (seed, name).
     parity_error *(*parameter_specs)(const parity_model_config *config, parity_parameter_spec **out, size_t *count);
@@ -81,8 +76,7 @@ struct parity_model {
     parity_device device;
     parity_dtype dtype;
     const parity_model_family *family;
-    parity_bound_op bound[PARITY_MODEL_MAX_OPS];
-    size_t bound_count;
+    parity_bindings bindings;        // the backend of every op it calls (family_backend reads them)
     parity_variable **parameter_variables; // per step: one tape variable per parameter (tied weights share it)
     parity_tape_profile *profile;          // NULL, or where steps add their per-op times (tape_profile.h)
 };
@@ -90,11 +84,22 @@ struct parity_model {
 // The family that builds `config` (its traits row's), or NULL for a config not read by parity_model_config_parse.
 const parity_model_family *parity_model_family_of(const parity_model_config *config);
 
-// Builds a model from a parsed config and CPU parameters (taken over and moved to device/dtype).
-// Binds every op the model needs from `selection` (unlisted ops: "eager"); an unknown, unavailable
-// or unsupported backend is an error naming the op, the backend and the reason. Nothing falls back.
+// The model's requirements (UNSUPPORTED when no family implements config->model_type).
+parity_error *parity_model_requirements_of(const parity_model_config *config, parity_model_requirements *out);
+
+// Resolves kernel selection into bindings, once, before the model is built: for every op in
+// `requirements`, the backend named in `names` (NULL names or a NULL entry: "eager") must pass
+// parity_registry_check on `device` in `dtype` with the capabilities the model needs. An unknown,
+// unavailable or unsupported backend is an error naming the op, the backend and the reason
+// (UNAVAILABLE, or UNSUPPORTED for a dtype or a missing variant). Nothing falls back.
+parity_error *parity_model_bind(const parity_model_requirements *requirements, const parity_op_names *names,
+                                parity_device device, parity_dtype dtype, parity_bindings *out);
+
+// Builds a model from a parsed config and CPU parameters (taken over and moved to device/dtype),
+// running its ops on `bindings` (from parity_model_bind; copied). A node whose op has no binding
+// fails with an error naming the op.
 parity_error *parity_model_create(const parity_model_config *config, parity_parameters *parameters, parity_device device,
-                                  parity_dtype dtype, const parity_op_selection *selection, parity_model **out);
+                                  parity_dtype dtype, const parity_bindings *bindings, parity_model **out);
 // Draws every parameter from the Philox stream (seed, HF name) in f64 on the CPU.
 parity_error *parity_model_random_parameters(const parity_model_config *config, uint64_t seed, double initializer_range,
                                              parity_parameters *out);
@@ -106,8 +111,6 @@ parity_error *parity_model_random_parameters_on(const parity_model_config *confi
                                                 parity_device device, parity_dtype dtype, parity_parameters *out);
 void parity_model_free(parity_model *model);
 
-// The bound backend of an op (an INTERNAL error when the model did not declare it).
-parity_error *parity_model_backend(const parity_model *model, const char *op, const parity_backend **out);
 // A parameter as a borrowed tape variable ("model.layers.0.self_attn.q_proj.weight").
 parity_error *parity_model_parameter(parity_model *model, parity_tape *tape, const char *name, parity_variable **out);
 

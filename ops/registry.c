@@ -136,50 +136,86 @@ bool parity_registry_has_name(const char *op, const char *name) {
     return false;
 }
 
-parity_availability parity_registry_availability(const char *op, const char *name, parity_device device,
-                                                 const parity_device_info *info, char *reason, size_t reason_size) {
-    char scratch[8];
-    if (!reason || reason_size == 0) {
-        reason = scratch;
-        reason_size = sizeof scratch;
-    }
-    reason[0] = '\0';
+parity_availability parity_registry_check(const char *op, const char *name, parity_device device,
+                                          const parity_device_info *info, const parity_backend_need *need,
+                                          parity_backend_check *out) {
+    memset(out, 0, sizeof *out);
     const parity_backend *backend = parity_registry_find(op, name, device.type);
+    out->backend = backend;
     if (!backend) {
-        snprintf(reason, reason_size, "no %s backend named '%s' for %s in this build", op, name,
+        snprintf(out->reason, sizeof out->reason, "no %s backend named '%s' for %s in this build", op, name,
                  parity_device_type_name(device.type));
-        return PARITY_NOT_REGISTERED;
+        return out->verdict = PARITY_NOT_REGISTERED;
     }
     parity_device_info queried;
     if (!info) {
         parity_error *error = parity_device_query(device, &queried);
         if (error) {
-            snprintf(reason, reason_size, "%s", parity_error_message(error));
+            snprintf(out->reason, sizeof out->reason, "%s", parity_error_message(error));
             parity_error_free(error);
-            return PARITY_DEVICE_ABSENT;
+            return out->verdict = PARITY_DEVICE_ABSENT;
         }
         info = &queried;
     }
     if (device.type == PARITY_DEVICE_CUDA && backend->min_compute_capability > info->compute_capability) {
-        snprintf(reason, reason_size, "needs SM%d+, device is SM%d", backend->min_compute_capability,
+        snprintf(out->reason, sizeof out->reason, "needs SM%d+, device is SM%d", backend->min_compute_capability,
                  info->compute_capability);
-        return PARITY_DEVICE_TOO_OLD;
+        return out->verdict = PARITY_DEVICE_TOO_OLD;
     }
-    if (backend->probe && !backend->probe(backend, info, reason, reason_size)) {
-        if (!reason[0]) snprintf(reason, reason_size, "the backend's probe refused this device");
-        return PARITY_PROBE_REFUSED;
+    if (backend->probe && !backend->probe(backend, info, out->reason, sizeof out->reason)) {
+        if (!out->reason[0]) snprintf(out->reason, sizeof out->reason, "the backend's probe refused this device");
+        return out->verdict = PARITY_PROBE_REFUSED;
     }
-    return PARITY_AVAILABLE;
+    if (!need) return out->verdict = PARITY_AVAILABLE;
+    if (!(backend->dtypes & PARITY_DTYPE_BIT(need->dtype))) {
+        snprintf(out->reason, sizeof out->reason, "does not support %s", parity_dtype_name(need->dtype));
+        return out->verdict = PARITY_DTYPE_UNSUPPORTED;
+    }
+    out->missing = need->capabilities & ~backend->capabilities;
+    if (out->missing) {
+        char names[200];
+        snprintf(out->reason, sizeof out->reason, "does not support %s",
+                 parity_capability_names(out->missing, names, sizeof names));
+        return out->verdict = PARITY_CAPABILITY_MISSING;
+    }
+    return out->verdict = PARITY_AVAILABLE;
+}
+
+parity_availability parity_registry_availability(const char *op, const char *name, parity_device device,
+                                                 const parity_device_info *info, char *reason, size_t reason_size) {
+    parity_backend_check check;
+    parity_availability verdict = parity_registry_check(op, name, device, info, NULL, &check);
+    if (reason && reason_size) snprintf(reason, reason_size, "%s", check.reason);
+    return verdict;
 }
 
 parity_error *parity_registry_resolve(const char *op, const char *name, parity_device device,
                                       const parity_backend **out) {
-    char reason[256];
+    parity_backend_check check;
     *out = NULL;
-    parity_availability availability = parity_registry_availability(op, name, device, NULL, reason, sizeof reason);
-    if (availability != PARITY_AVAILABLE)
+    if (parity_registry_check(op, name, device, NULL, NULL, &check) != PARITY_AVAILABLE)
         return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s backend '%s' is not available on %s: %s", op, name,
-                            parity_device_type_name(device.type), reason);
-    *out = parity_registry_find(op, name, device.type);
+                            parity_device_type_name(device.type), check.reason);
+    *out = check.backend;
     return NULL;
+}
+
+const char *parity_capability_names(uint32_t capabilities, char *buffer, size_t size) {
+    static const struct {
+        uint32_t flag;
+        const char *name;
+    } names[] = {
+        {PARITY_CAP_VARLEN, "varlen/cu_seqlens"}, {PARITY_CAP_GQA, "GQA"}, {PARITY_CAP_PARTIAL_ROTARY, "partial rotary"},
+        {PARITY_CAP_SEQUENCE_PARALLEL, "sequence parallel"}, {PARITY_CAP_EXPERT_PARALLEL, "expert parallel"},
+        {PARITY_CAP_SLIDING_WINDOW, "sliding window"}, {PARITY_CAP_OFFSET_WEIGHT, "(1 + w) offset weight"},
+        {PARITY_CAP_BATCH_INVARIANT, "batch invariance"}, {PARITY_CAP_DETERMINISTIC, "determinism"},
+        {PARITY_CAP_FUSED_LINEAR, "fused linear"},
+    };
+    if (!buffer || size == 0) return buffer;
+    size_t used = 0;
+    buffer[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && used < size; i++)
+        if (capabilities & names[i].flag)
+            used += (size_t)snprintf(buffer + used, size - used, "%s%s", used ? ", " : "", names[i].name);
+    return buffer;
 }

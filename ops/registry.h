@@ -2,8 +2,14 @@
 // implementation of one op on one device type, keyed by (op, name, device), e.g.
 // ("rms_norm", "liger_kernel", cuda). It carries capability flags, an availability probe that
 // explains itself ("needs SM90+, device is SM80"), and the op-specific kernel table (forward and
-// backward entry points, typed in ops/<op>/<op>.h). A third party adds a backend with one call to
-// parity_registry_add and it becomes part of every matrix; the config code is never edited.
+// backward entry points, typed in ops/<op>/<op>.h). A third party adds a backend of an op that has
+// a kernel-selection field with one call to parity_registry_add: the config accepts its name and
+// the combos sweep it (harness/config/value_support.h reads the registry), with no edit to the
+// vocabulary in harness/config/fields.c. An op without a field always runs its "eager" backend, and
+// a new op needs its id in ops/op_id.h (and a field row to be selectable).
+// parity_registry_check is the one answer to "can this backend run this call here": combo
+// enumeration and the model binding both ask it; its result for each op a model calls is kept in
+// parity_bindings, so a node call never looks a backend up.
 #ifndef PARITY_REGISTRY_H
 #define PARITY_REGISTRY_H
 
@@ -14,6 +20,7 @@
 #include "ops/core/device.h"
 #include "ops/core/dtype.h"
 #include "ops/core/error.h"
+#include "ops/op_id.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,8 +61,8 @@ struct parity_backend {
     const char *origin;             // "builtin" or the registering module, e.g. "deepseek_v3 extra_backends"
 };
 
-// Op names (the registry keys). Ops without a kernel-selection field (linear, embedding, ...) use
-// the backend named "eager" on each device.
+// Op names (the registry keys; their ids are in ops/op_id.h). Ops without a kernel-selection field
+// (linear, embedding, ...) use the backend named "eager" on each device.
 #define PARITY_OP_ATTENTION "attention"
 #define PARITY_OP_DSA_INDEXER "dsa_indexer"
 #define PARITY_OP_DSA_ATTENTION "dsa_attention"
@@ -91,17 +98,49 @@ typedef enum parity_availability {
     PARITY_DEVICE_ABSENT,        // no such device on this machine
     PARITY_DEVICE_TOO_OLD,       // below min_compute_capability
     PARITY_PROBE_REFUSED,        // the backend's own probe said no
+    PARITY_DTYPE_UNSUPPORTED,    // runs here, but not in the dtype asked for
+    PARITY_CAPABILITY_MISSING,   // runs here, but lacks a capability the caller needs
 } parity_availability;
 
-// Decides whether (op, name) can run on `device` here. Fills `reason` whenever the answer is not
-// PARITY_AVAILABLE ("needs SM90+, device is SM80", "no CUDA device present", ...). `info` may be
-// NULL, in which case the device is queried.
+// What a caller needs from a backend beyond its being usable on the device.
+typedef struct parity_backend_need {
+    parity_dtype dtype;          // the dtype of the calls
+    uint32_t capabilities;       // parity_capability flags the calls need (a model's variant of the op)
+} parity_backend_need;
+
+typedef struct parity_backend_check {
+    parity_availability verdict;
+    const parity_backend *backend; // the registered entry (NULL when none is registered)
+    uint32_t missing;              // PARITY_CAPABILITY_MISSING: the capabilities the backend lacks
+    char reason[256];              // verdict != PARITY_AVAILABLE: why ("needs SM90+, device is SM80",
+                                   // "does not support bf16", "does not support partial rotary")
+} parity_backend_check;
+
+// The checker: whether (op, name) can run on `device` here, in need->dtype, with every capability
+// in need->capabilities. Checked in this order: registered, device present (`info` may be NULL: the
+// device is queried), compute capability, the backend's probe, dtype, capabilities; the first that
+// fails is the verdict, with its reason. `need` NULL: availability only.
+parity_availability parity_registry_check(const char *op, const char *name, parity_device device,
+                                          const parity_device_info *info, const parity_backend_need *need,
+                                          parity_backend_check *out);
+
+// parity_registry_check without a need, its reason copied into `reason` ("needs SM90+, device is
+// SM80", "no CUDA device present", ...).
 parity_availability parity_registry_availability(const char *op, const char *name, parity_device device,
                                                  const parity_device_info *info, char *reason, size_t reason_size);
 
 // The kernel table of an available backend, or an error that says why it cannot be used.
 parity_error *parity_registry_resolve(const char *op, const char *name, parity_device device,
                                       const parity_backend **out);
+
+// "partial rotary, (1 + w) offset weight": the names of the capability flags in `capabilities`.
+const char *parity_capability_names(uint32_t capabilities, char *buffer, size_t size);
+
+// The backend of every op a model calls, resolved once before the model is built (a NULL slot: the
+// op is not bound). Indexed by parity_op_id; node calls read it, nothing compares names at run time.
+typedef struct parity_bindings {
+    const parity_backend *backend[PARITY_OP_ID_COUNT];
+} parity_bindings;
 
 #ifdef __cplusplus
 }

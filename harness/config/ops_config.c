@@ -93,11 +93,9 @@ static void apply_setting(parity_ops_config *config, const parity_ops_setting *s
     selection->source = setting->source;
 }
 
-static bool op_is_needed(const char *op, const char *const *needed_ops) {
-    if (!needed_ops) return true;
-    for (const char *const *needed = needed_ops; *needed; needed++)
-        if (strcmp(*needed, op) == 0) return true;
-    return false;
+static bool op_is_needed(const char *op, const parity_op_set *needed_ops) {
+    parity_op_id id;
+    return !needed_ops || (parity_op_id_find(op, &id) && needed_ops->contains[id]);
 }
 
 // One error naming every problem, as many as fit in an error message.
@@ -172,4 +170,13 @@ const char *parity_ops_config_backend(const parity_ops_config *config, const cha
     if (!config || !field) return NULL;
     const parity_ops_selection *selection = &config->selections[parity_kernel_field_index(field)];
     return selection->status == PARITY_OPS_REJECTED ? NULL : selection->backend;
+}
+
+void parity_ops_config_op_names(const parity_ops_config *config, parity_op_names *out) {
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < PARITY_KERNEL_FIELD_COUNT; i++) {
+        parity_op_id op;
+        if (parity_op_id_find(parity_kernel_fields[i].op, &op))
+            out->name[op] = parity_ops_config_backend(config, parity_kernel_fields[i].op);
+    }
 }

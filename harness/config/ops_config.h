@@ -20,6 +20,7 @@
 #include "harness/config/ops_settings.h"
 #include "ops/core/device.h"
 #include "ops/core/error.h"
+#include "ops/op_id.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -69,7 +70,7 @@ typedef struct parity_ops_config_options {
     parity_device device;                 // default cuda:0 (VeOmni's defaults are GPU-oriented)
     int sequence_parallel_size;           // Ulysses degree; 1 = no sequence parallelism
     parity_modeling_backend modeling_backend; // default: from MODELING_BACKEND (unset = veomni)
-    const char *const *needed_ops;        // NULL-terminated registry op names the caller will run;
+    const parity_op_set *needed_ops;      // the ops the caller will run (a model's requirements);
                                           // NULL = every kernel-selection op
     bool skip_availability;               // validate and resolve only; never ask the registry
 } parity_ops_config_options;
@@ -103,6 +104,9 @@ const parity_ops_selection *parity_ops_config_find(const parity_ops_config *conf
 // The registry backend name selected for `op` (e.g. "flash_attention_2" even when the model sees
 // "veomni_flash_attention_2_with_sp"); NULL when the op has no field or its selection was rejected.
 const char *parity_ops_config_backend(const parity_ops_config *config, const char *op);
+// Every selected registry backend name by op, for parity_model_bind (models/model.h): ops without
+// a field, or with a rejected selection, are NULL. The names point into `config`.
+void parity_ops_config_op_names(const parity_ops_config *config, parity_op_names *out);
 
 #ifdef __cplusplus
 }

@@ -85,24 +85,29 @@ const char *parity_kernel_field_allowed_values_on(const parity_kernel_field *fie
     return list_values(field, (int)device, buffer, size);
 }
 
-parity_value_status parity_kernel_value_status(const parity_kernel_field *field, const char *value,
-                                               parity_device device, char *reason, size_t reason_size) {
-    char scratch[8];
-    if (!reason || reason_size == 0) {
-        reason = scratch;
-        reason_size = sizeof scratch;
-    }
+parity_value_status parity_kernel_value_check(const parity_kernel_field *field, const char *value, parity_device device,
+                                              const parity_backend_need *need, parity_backend_check *check) {
+    memset(check, 0, sizeof *check);
+    check->verdict = PARITY_NOT_REGISTERED;
     if (!parity_kernel_value_supported_on(field, value, device.type)) {
-        snprintf(reason, reason_size, "not supported on %s", parity_device_type_name(device.type));
+        snprintf(check->reason, sizeof check->reason, "not supported on %s", parity_device_type_name(device.type));
         return PARITY_VALUE_NOT_SUPPORTED;
     }
     if (!parity_registry_find(field->op, value, device.type)) {
-        snprintf(reason, reason_size, "%s",
+        snprintf(check->reason, sizeof check->reason, "%s",
                  device.type == PARITY_DEVICE_NPU ? "needs an Ascend NPU build" : "not built yet");
         return PARITY_VALUE_NOT_BUILT;
     }
-    if (parity_registry_availability(field->op, value, device, NULL, reason, reason_size) != PARITY_AVAILABLE)
+    if (parity_registry_check(field->op, value, device, NULL, need, check) != PARITY_AVAILABLE)
         return PARITY_VALUE_UNAVAILABLE;
-    snprintf(reason, reason_size, "available");
+    snprintf(check->reason, sizeof check->reason, "available");
     return PARITY_VALUE_AVAILABLE;
+}
+
+parity_value_status parity_kernel_value_status(const parity_kernel_field *field, const char *value,
+                                               parity_device device, char *reason, size_t reason_size) {
+    parity_backend_check check;
+    parity_value_status status = parity_kernel_value_check(field, value, device, NULL, &check);
+    if (reason && reason_size) snprintf(reason, reason_size, "%s", check.reason);
+    return status;
 }

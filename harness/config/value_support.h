@@ -2,7 +2,7 @@
 // the seed's values plus any name a third party registered for the field's op (VeOmni's
 // extra_backends); these functions answer "is this value known", "is it written for this device",
 // "which values are allowed", and "can it run here, and if not, why" — the same answers for
-// `parity config check` and `parity list backends`.
+// `parity config check`, `parity list backends` and the combo enumeration (harness/combos.h).
 #ifndef PARITY_CONFIG_VALUE_SUPPORT_H
 #define PARITY_CONFIG_VALUE_SUPPORT_H
 
@@ -11,6 +11,7 @@
 
 #include "harness/config/fields.h"
 #include "ops/core/device.h"
+#include "ops/registry.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,8 +42,14 @@ typedef enum parity_value_status {
     PARITY_VALUE_UNAVAILABLE,   // registered but unusable here: the registry's reason
 } parity_value_status;
 
-// Whether `value` of `field` can run on `device` in this build on this machine; `reason` receives
-// "available" or why not ("not built yet", "needs SM90+, device is SM80", "no CUDA device present").
+// Whether `value` of `field` can run on `device` in this build on this machine, for calls needing
+// `need` (NULL: availability only): the vocabulary first (not written for the device, not built),
+// then the registry's checker (parity_registry_check). `check->reason` receives "available" or why
+// not ("not built yet", "needs SM90+, device is SM80", "does not support bf16"); check->verdict is
+// the registry's verdict (PARITY_NOT_REGISTERED for the vocabulary's two answers).
+parity_value_status parity_kernel_value_check(const parity_kernel_field *field, const char *value, parity_device device,
+                                              const parity_backend_need *need, parity_backend_check *check);
+// parity_kernel_value_check without a need, its reason copied into `reason`.
 parity_value_status parity_kernel_value_status(const parity_kernel_field *field, const char *value,
                                                parity_device device, char *reason, size_t reason_size);
 

@@ -44,21 +44,14 @@ static bool golden_on_device_type(const parity_golden *golden, parity_device dev
 // Runs one combo (plan->status PASS) and fills its record (when `record` is not NULL).
 static parity_error *run_combo(const parity_suite *suite, const parity_combo_plan *plan, const parity_case *c,
                                const parity_golden *golden, parity_run_group *group, parity_combo_result *record) {
-    parity_ops_settings settings = {0};
-    parity_ops_source source = {.kind = PARITY_OPS_FROM_COMMAND_LINE};
-    parity_error *error = NULL;
-    for (size_t i = 0; i < plan->choice_count && !error; i++)
-        error = parity_ops_settings_add(&settings, plan->fields[i]->name, plan->values[i], &source);
+    parity_op_names names; // the plan's choices, checked when it was planned
+    parity_combo_op_names(plan, &names);
     parity_timer timer;
-    if (!error) error = parity_timer_create(plan->device, &timer);
-    if (error) {
-        parity_ops_settings_free(&settings);
-        return error;
-    }
+    parity_error *error = parity_timer_create(plan->device, &timer);
+    if (error) return error;
     parity_evaluation evaluation;
-    parity_error *run_error = parity_case_evaluate(c, plan->dtype, plan->device, &settings, false, &timer, suite->warmup,
+    parity_error *run_error = parity_case_evaluate(c, plan->dtype, plan->device, &names, false, &timer, suite->warmup,
                                                    suite->repeats, 0, &evaluation);
-    parity_ops_settings_free(&settings);
     parity_timer_release(&timer);
 
     const parity_step_result *value = &evaluation.step; // read only when the run succeeded

@@ -100,7 +100,7 @@ parity_error *parity_run_plan_build(const parity_suite *suite, const parity_run_
             for (size_t d = 0; d < dtype_count && !error; d++)
                 for (size_t v = 0; v < out->device_count && !error; v++) {
                     size_t before = out->combos.count;
-                    error = parity_combos_enumerate(suite, model, &c->config, &batches[b], dtypes[d], out->devices[v],
+                    error = parity_combos_enumerate(suite, model, &c->requirements, &batches[b], dtypes[d], out->devices[v],
                                                     &combo_options, &out->combos);
                     if (!error && out->combos.count > case_capacity) {
                         case_capacity = out->combos.capacity;

@@ -31,7 +31,9 @@ parity_error *block_attention(family_context *context, int64_t layer, parity_var
     if (traits->output_gate) { // (N, Hq * 2D) -> (N, Hq, 2D) -> query (N, Hq, D), gate (N, Hq, D)
         parity_variable *pair, *parts[2];
         PARITY_TRY(family_reshape(context, query_projection, PARITY_SHAPE(tokens, query_heads, 2 * head_dim), &pair));
-        PARITY_TRY(parity_node_split(context->tape, family_backend(context, PARITY_OP_SPLIT), module, pair,
+        const parity_backend *split;
+        PARITY_TRY(family_backend(context, PARITY_OP_ID_SPLIT, &split));
+        PARITY_TRY(parity_node_split(context->tape, split, module, pair,
                                      (int64_t[]){head_dim, head_dim}, 2, parts));
         query = parts[0];
         gate = parts[1];
@@ -46,14 +48,20 @@ parity_error *block_attention(family_context *context, int64_t layer, parity_var
     }
     parity_rope_description rope;
     block_rope_description(config, &rope);
-    PARITY_TRY(parity_node_rotary(context->tape, family_backend(context, PARITY_OP_ROTARY), module, query, key,
+    const parity_backend *rotary, *attention;
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_ROTARY, &rotary));
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_ATTENTION, &attention));
+    PARITY_TRY(parity_node_rotary(context->tape, rotary, module, query, key,
                                   &context->batch->positions, &rope, &query, &key));
     int64_t window = config->layer_kinds[layer] == PARITY_LAYER_SLIDING_ATTENTION ? config->sliding_window : 0;
     parity_variable *attended;
-    PARITY_TRY(parity_node_attention(context->tape, family_backend(context, PARITY_OP_ATTENTION), module, query, key, value,
+    PARITY_TRY(parity_node_attention(context->tape, attention, module, query, key, value,
                                      &context->batch->cu_seqlens, 1.0 / sqrt((double)head_dim), true, window, &attended));
-    if (gate) PARITY_TRY(parity_node_sigmoid_gate(context->tape, family_backend(context, PARITY_OP_SIGMOID_GATE), module,
-                                                  attended, gate, &attended));
+    if (gate) {
+        const parity_backend *sigmoid_gate;
+        PARITY_TRY(family_backend(context, PARITY_OP_ID_SIGMOID_GATE, &sigmoid_gate));
+        PARITY_TRY(parity_node_sigmoid_gate(context->tape, sigmoid_gate, module, attended, gate, &attended));
+    }
     parity_variable *flat;
     PARITY_TRY(family_reshape(context, attended, PARITY_SHAPE(tokens, query_heads * head_dim), &flat));
     return family_linear(context, flat, config->attention_out_bias, out, "%s.o_proj", module);

@@ -34,10 +34,12 @@ parity_error *decoder_forward(parity_model *model, parity_tape *tape, const pari
     family_context context = {model, tape, batch};
     const parity_model_config *config = &model->config;
     parity_rms_norm_variant norm = config->traits->norm;
-    const parity_backend *add = family_backend(&context, PARITY_OP_ADD);
+    const parity_backend *add, *embed;
+    PARITY_TRY(family_backend(&context, PARITY_OP_ID_ADD, &add));
+    PARITY_TRY(family_backend(&context, PARITY_OP_ID_EMBEDDING, &embed));
     parity_variable *embedding, *hidden;
     PARITY_TRY(family_parameter(&context, &embedding, "model.embed_tokens.weight"));
-    PARITY_TRY(parity_node_embedding(tape, family_backend(&context, PARITY_OP_EMBEDDING), "model.embed_tokens", &batch->input_ids,
+    PARITY_TRY(parity_node_embedding(tape, embed, "model.embed_tokens", &batch->input_ids,
                                      embedding, config->pad_token_id, &hidden));
     parity_variable *router_outputs[PARITY_MAX_LAYERS];
     int router_count = 0;
@@ -64,13 +66,17 @@ parity_error *decoder_forward(parity_model *model, parity_tape *tape, const pari
     parity_variable *lm_head = embedding;
     if (!config->tie_word_embeddings) PARITY_TRY(family_parameter(&context, &lm_head, "lm_head.weight"));
     parity_variable *cross_entropy;
-    PARITY_TRY(parity_node_cross_entropy(tape, family_backend(&context, PARITY_OP_CROSS_ENTROPY), "loss", hidden, lm_head,
+    const parity_backend *loss;
+    PARITY_TRY(family_backend(&context, PARITY_OP_ID_CROSS_ENTROPY, &loss));
+    PARITY_TRY(parity_node_cross_entropy(tape, loss, "loss", hidden, lm_head,
                                          &batch->targets, 0, &cross_entropy, outputs->want_logits ? &outputs->logits : NULL));
     outputs->loss = cross_entropy;
     if (decoder_has_aux_loss(config) && router_count > 0) {
         parity_variable *stacked, *aux;
+        const parity_backend *balance;
+        PARITY_TRY(family_backend(&context, PARITY_OP_ID_LOAD_BALANCING_LOSS, &balance));
         PARITY_TRY(parity_node_stack_rows(tape, "router outputs", router_outputs, router_count, &stacked));
-        PARITY_TRY(parity_node_load_balancing_loss(tape, family_backend(&context, PARITY_OP_LOAD_BALANCING_LOSS), "aux_loss",
+        PARITY_TRY(parity_node_load_balancing_loss(tape, balance, "aux_loss",
                                                    stacked, router_count, config->num_experts_per_tok, &aux));
         outputs->aux_loss = aux;
         PARITY_TRY(parity_node_weighted_sum(tape, "loss", cross_entropy, 1.0, aux, config->router_aux_loss_coef, &outputs->loss));

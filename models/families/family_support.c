@@ -28,15 +28,11 @@ bool family_has_parameter(family_context *context, const char *format, ...) {
     return parity_parameters_find(&context->model->parameters, name) != NULL;
 }
 
-const parity_backend *family_backend(family_context *context, const char *op) {
-    const parity_backend *backend = NULL;
-    parity_error *error = parity_model_backend(context->model, op, &backend);
-    parity_error_free(error);
-    return backend;
-}
-
-static parity_error *backend_or_error(family_context *context, const char *op, const parity_backend **out) {
-    return parity_model_backend(context->model, op, out);
+parity_error *family_backend(family_context *context, parity_op_id op, const parity_backend **out) {
+    *out = (unsigned)op < PARITY_OP_ID_COUNT ? context->model->bindings.backend[op] : NULL;
+    if (*out) return NULL;
+    return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s calls op %s, which has no bound backend (not among its requirements, "
+                        "or left out of its bindings)", context->model->config.model_type, parity_op_id_name(op));
 }
 
 parity_error *family_linear(family_context *context, parity_variable *input, bool bias, parity_variable **out,
@@ -47,7 +43,7 @@ parity_error *family_linear(family_context *context, parity_variable *input, boo
     format_name(module, sizeof module, module_format, arguments);
     va_end(arguments);
     const parity_backend *backend;
-    PARITY_TRY(backend_or_error(context, PARITY_OP_LINEAR, &backend));
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_LINEAR, &backend));
     parity_variable *weight, *bias_variable = NULL;
     PARITY_TRY(family_parameter(context, &weight, "%s.weight", module));
     if (bias) PARITY_TRY(family_parameter(context, &bias_variable, "%s.bias", module));
@@ -62,7 +58,7 @@ parity_error *family_rms_norm(family_context *context, parity_variable *input, p
     format_name(module, sizeof module, module_format, arguments);
     va_end(arguments);
     const parity_backend *backend;
-    PARITY_TRY(backend_or_error(context, PARITY_OP_RMS_NORM, &backend));
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_RMS_NORM, &backend));
     parity_variable *weight;
     PARITY_TRY(family_parameter(context, &weight, "%s.weight", module));
     return parity_node_rms_norm(context->tape, backend, module, input, weight, context->model->config.rms_norm_eps, variant, out);
@@ -74,14 +70,16 @@ parity_error *family_reshape(family_context *context, parity_variable *input, in
 }
 
 parity_error *family_require(family_requirements *list, const char *op, uint32_t capabilities, const char *why) {
+    parity_op_id id;
+    if (!parity_op_id_find(op, &id)) return PARITY_ERROR(PARITY_ERROR_INTERNAL, "a model requires '%s', which is not an op", op);
     for (size_t i = 0; i < list->count; i++)
-        if (strcmp(list->items[i].op, op) == 0) { // merge: the union of what every use needs
+        if (list->items[i].op == id) { // merge: the union of what every use needs
             list->items[i].capabilities |= capabilities;
             if (why && !list->items[i].why) list->items[i].why = why;
             return NULL;
         }
     if (list->count == list->capacity) return PARITY_ERROR(PARITY_ERROR_INTERNAL, "too many ops in one model");
-    list->items[list->count++] = (parity_op_requirement){op, capabilities, why};
+    list->items[list->count++] = (parity_op_requirement){id, capabilities, why};
     return NULL;
 }
 

@@ -1,6 +1,7 @@
 // family_support.h: the small vocabulary model families are written in: parameters by formatted HF
-// name, and one call per op that looks up the bound backend and the weights of an HF module
-// ("model.layers.3.self_attn.q_proj" -> .weight and, when present, .bias).
+// name, the bound backend of an op (one slot of the model's bindings, by op id), and one call per
+// op that takes the bound backend and the weights of an HF module ("model.layers.3.self_attn.q_proj"
+// -> .weight and, when present, .bias).
 #ifndef PARITY_FAMILY_SUPPORT_H
 #define PARITY_FAMILY_SUPPORT_H
 
@@ -17,7 +18,9 @@ typedef struct family_context {
 parity_error *family_parameter(family_context *context, parity_variable **out, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
 bool family_has_parameter(family_context *context, const char *format, ...) __attribute__((format(printf, 2, 3)));
-const parity_backend *family_backend(family_context *context, const char *op); // NULL only if undeclared (a bug)
+// The backend bound to `op`; an error naming the op and the model when it has none (an op the
+// family calls without declaring it in its requirements, or bindings built without it).
+parity_error *family_backend(family_context *context, parity_op_id op, const parity_backend **out);
 
 // module.weight (out, in) [+ module.bias when `bias`]: input (..., in) -> (..., out)
 parity_error *family_linear(family_context *context, parity_variable *input, bool bias, parity_variable **out,
@@ -29,7 +32,8 @@ parity_error *family_rms_norm(family_context *context, parity_variable *input, p
 parity_error *family_reshape(family_context *context, parity_variable *input, int ndim, const int64_t *shape,
                              parity_variable **out);
 
-// The requirement list builder used by every family's `requirements`.
+// The requirement list builder used by every family's `requirements` (`op` is a registry op name;
+// repeated uses of one op merge into one requirement).
 typedef struct family_requirements {
     parity_op_requirement *items;
     size_t capacity, count;

@@ -32,7 +32,9 @@ static parity_error *project_qwen3_5(family_context *context, const char *module
 static parity_error *project_qwen3_next(family_context *context, const char *module, parity_variable *x, gdn_projections *out) {
     const parity_model_config *config = &context->model->config;
     parity_tape *tape = context->tape;
-    const parity_backend *split = family_backend(context, PARITY_OP_SPLIT);
+    const parity_backend *split, *concat;
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_SPLIT, &split));
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_CONCAT, &concat));
     int64_t tokens = x->value.shape[0], key_heads = config->linear_num_key_heads, value_heads = config->linear_num_value_heads;
     int64_t key_head_dim = config->linear_key_head_dim, value_head_dim = config->linear_value_head_dim;
     int64_t ratio = value_heads / key_heads, group_value = ratio * value_head_dim;
@@ -46,7 +48,7 @@ static parity_error *project_qwen3_next(family_context *context, const char *mod
     PARITY_TRY(family_reshape(context, parts[0], PARITY_SHAPE(tokens, key_heads * key_head_dim), &flat[0]));
     PARITY_TRY(family_reshape(context, parts[1], PARITY_SHAPE(tokens, key_heads * key_head_dim), &flat[1]));
     PARITY_TRY(family_reshape(context, parts[2], PARITY_SHAPE(tokens, value_heads * value_head_dim), &flat[2]));
-    PARITY_TRY(parity_node_concat(tape, family_backend(context, PARITY_OP_CONCAT), module, flat, 3, &out->mixed));
+    PARITY_TRY(parity_node_concat(tape, concat, module, flat, 3, &out->mixed));
     PARITY_TRY(family_reshape(context, parts[3], PARITY_SHAPE(tokens, value_heads * value_head_dim), &out->z));
     // (N, Hk, 2 r) -> b (N, Hk, r), a (N, Hk, r) -> (N, Hv)
     PARITY_TRY(family_reshape(context, ba, PARITY_SHAPE(tokens, key_heads, 2 * ratio), &per_head));
@@ -66,6 +68,12 @@ parity_error *block_gated_delta_net(family_context *context, int64_t layer, pari
     char module[96];
     snprintf(module, sizeof module, "model.layers.%lld.linear_attn", (long long)layer);
 
+    const parity_backend *conv1d, *split, *gating, *delta_rule, *norm_gated;
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_CAUSAL_CONV1D, &conv1d));
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_SPLIT, &split));
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_GDN_GATING, &gating));
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_GATED_DELTA_RULE, &delta_rule));
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_RMS_NORM_GATED, &norm_gated));
     gdn_projections projections;
     if (config->traits->linear_attention == PARITY_LINEAR_ATTENTION_FUSED)
         PARITY_TRY(project_qwen3_next(context, module, x, &projections));
@@ -75,9 +83,9 @@ parity_error *block_gated_delta_net(family_context *context, int64_t layer, pari
     parity_variable *conv_weight, *conv_weight_2d, *convolved, *parts[3];
     PARITY_TRY(family_parameter(context, &conv_weight, "%s.conv1d.weight", module)); // (C, 1, K)
     PARITY_TRY(family_reshape(context, conv_weight, PARITY_SHAPE(channels, kernel), &conv_weight_2d));
-    PARITY_TRY(parity_node_causal_conv1d(tape, family_backend(context, PARITY_OP_CAUSAL_CONV1D), module, mixed, conv_weight_2d,
+    PARITY_TRY(parity_node_causal_conv1d(tape, conv1d, module, mixed, conv_weight_2d,
                                          &context->batch->cu_seqlens, PARITY_CAUSAL_CONV1D_SILU, &convolved));
-    PARITY_TRY(parity_node_split(tape, family_backend(context, PARITY_OP_SPLIT), module, convolved,
+    PARITY_TRY(parity_node_split(tape, split, module, convolved,
                                  (int64_t[]){key_dim, key_dim, value_dim}, 3, parts));
     parity_variable *query, *key, *value;
     PARITY_TRY(family_reshape(context, parts[0], PARITY_SHAPE(tokens, key_heads, key_head_dim), &query));
@@ -87,16 +95,16 @@ parity_error *block_gated_delta_net(family_context *context, int64_t layer, pari
     parity_variable *A_log, *dt_bias, *g, *beta;
     PARITY_TRY(family_parameter(context, &A_log, "%s.A_log", module));
     PARITY_TRY(family_parameter(context, &dt_bias, "%s.dt_bias", module));
-    PARITY_TRY(parity_node_gdn_gating(tape, family_backend(context, PARITY_OP_GDN_GATING), module, a, b, A_log, dt_bias, &g, &beta));
+    PARITY_TRY(parity_node_gdn_gating(tape, gating, module, a, b, A_log, dt_bias, &g, &beta));
 
     parity_variable *core;
-    PARITY_TRY(parity_node_gated_delta_rule(tape, family_backend(context, PARITY_OP_GATED_DELTA_RULE), module, query, key, value, g,
+    PARITY_TRY(parity_node_gated_delta_rule(tape, delta_rule, module, query, key, value, g,
                                             beta, &context->batch->cu_seqlens, 1.0 / sqrt((double)key_head_dim), true, &core));
     parity_variable *core_rows, *gate_rows, *norm_weight, *normed, *flat;
     PARITY_TRY(family_reshape(context, core, PARITY_SHAPE(tokens * value_heads, value_head_dim), &core_rows));
     PARITY_TRY(family_reshape(context, z, PARITY_SHAPE(tokens * value_heads, value_head_dim), &gate_rows));
     PARITY_TRY(family_parameter(context, &norm_weight, "%s.norm.weight", module));
-    PARITY_TRY(parity_node_rms_norm_gated(tape, family_backend(context, PARITY_OP_RMS_NORM_GATED), module, core_rows, gate_rows,
+    PARITY_TRY(parity_node_rms_norm_gated(tape, norm_gated, module, core_rows, gate_rows,
                                           norm_weight, config->rms_norm_eps, &normed));
     PARITY_TRY(family_reshape(context, normed, PARITY_SHAPE(tokens, value_dim), &flat));
     return family_linear(context, flat, false, out, "%s.out_proj", module);

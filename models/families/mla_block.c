@@ -16,7 +16,12 @@ static double yarn_mscale(double factor, double mscale) { return factor <= 1 ? 1
 parity_error *block_mla(family_context *context, int64_t layer, parity_variable *x, parity_variable **out) {
     const parity_model_config *config = &context->model->config;
     parity_tape *tape = context->tape;
-    const parity_backend *split = family_backend(context, PARITY_OP_SPLIT), *concat = family_backend(context, PARITY_OP_CONCAT);
+    const parity_backend *split, *concat, *rotary, *broadcast, *attention;
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_SPLIT, &split));
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_CONCAT, &concat));
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_ROTARY, &rotary));
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_BROADCAST_HEADS, &broadcast));
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_ATTENTION, &attention));
     int64_t tokens = x->value.shape[0], heads = config->num_attention_heads;
     int64_t nope = config->qk_nope_head_dim, rope_dim = config->qk_rope_head_dim, value_dim = config->v_head_dim;
     char module[96];
@@ -46,9 +51,9 @@ parity_error *block_mla(family_context *context, int64_t layer, parity_variable 
     PARITY_TRY(family_reshape(context, kv_parts[1], PARITY_SHAPE(tokens, 1, rope_dim), &key_rot_single));
     parity_rope_description rope;
     block_rope_description(config, &rope);
-    PARITY_TRY(parity_node_rotary(tape, family_backend(context, PARITY_OP_ROTARY), module, query_parts[1], key_rot_single,
+    PARITY_TRY(parity_node_rotary(tape, rotary, module, query_parts[1], key_rot_single,
                                   &context->batch->positions, &rope, &query_rot, &key_rot));
-    PARITY_TRY(parity_node_broadcast_heads(tape, family_backend(context, PARITY_OP_BROADCAST_HEADS), module, key_rot, heads,
+    PARITY_TRY(parity_node_broadcast_heads(tape, broadcast, module, key_rot, heads,
                                            &key_rot_heads));
     parity_variable *query_states, *key_states;
     PARITY_TRY(parity_node_concat(tape, concat, module, (parity_variable *[]){query_parts[0], query_rot}, 2, &query_states));
@@ -60,7 +65,7 @@ parity_error *block_mla(family_context *context, int64_t layer, parity_variable 
         scale *= mscale * mscale;
     }
     parity_variable *attended, *flat;
-    PARITY_TRY(parity_node_attention(tape, family_backend(context, PARITY_OP_ATTENTION), module, query_states, key_states,
+    PARITY_TRY(parity_node_attention(tape, attention, module, query_states, key_states,
                                      key_value_parts[1], &context->batch->cu_seqlens, scale, true, 0, &attended));
     PARITY_TRY(family_reshape(context, attended, PARITY_SHAPE(tokens, heads * value_dim), &flat));
     return family_linear(context, flat, false, out, "%s.o_proj", module);

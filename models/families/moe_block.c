@@ -24,7 +24,9 @@ parity_error *block_moe(family_context *context, int64_t layer, parity_variable 
         PARITY_TRY(parity_node_cast(tape, module, x, router_dtype, &router_input));
         PARITY_TRY(parity_node_cast(tape, module, gate_weight, router_dtype, &gate_weight));
     }
-    PARITY_TRY(parity_node_linear(tape, family_backend(context, PARITY_OP_LINEAR), module, router_input, gate_weight, NULL, &logits));
+    const parity_backend *linear, *router, *experts, *add;
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_LINEAR, &linear));
+    PARITY_TRY(parity_node_linear(tape, linear, module, router_input, gate_weight, NULL, &logits));
 
     parity_node_router_options options = {
         .kind = config->traits->router,
@@ -50,14 +52,16 @@ parity_error *block_moe(family_context *context, int64_t layer, parity_variable 
         }
     }
     parity_variable *weights, *indices, *routed, *gate_up, *down;
-    PARITY_TRY(parity_node_moe_router(tape, family_backend(context, PARITY_OP_MOE_ROUTER), module, &options, logits, bias,
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_MOE_ROUTER, &router));
+    PARITY_TRY(parity_node_moe_router(tape, router, module, &options, logits, bias,
                                       router_dtype, &weights, &indices));
     PARITY_TRY(family_parameter(context, &gate_up, "%s.experts.gate_up_proj", module));
     PARITY_TRY(family_parameter(context, &down, "%s.experts.down_proj", module));
-    PARITY_TRY(parity_node_moe_experts(tape, family_backend(context, PARITY_OP_MOE_EXPERTS), module, x, gate_up, down, indices,
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_MOE_EXPERTS, &experts));
+    PARITY_TRY(parity_node_moe_experts(tape, experts, module, x, gate_up, down, indices,
                                        weights, &routed));
     *router_output = config->traits->load_balancing_loss ? logits : NULL;
-    const parity_backend *add = family_backend(context, PARITY_OP_ADD);
+    PARITY_TRY(family_backend(context, PARITY_OP_ID_ADD, &add));
     char shared[128];
     if (config->n_shared_experts > 0) {
         parity_variable *shared_out;
@@ -70,7 +74,9 @@ parity_error *block_moe(family_context *context, int64_t layer, parity_variable 
         snprintf(shared, sizeof shared, "%s.shared_expert", module);
         PARITY_TRY(block_mlp(context, shared, x, &shared_out));
         PARITY_TRY(family_linear(context, x, false, &shared_gate, "%s.shared_expert_gate", module));
-        PARITY_TRY(parity_node_sigmoid_gate(tape, family_backend(context, PARITY_OP_SIGMOID_GATE), module, shared_out, shared_gate,
+        const parity_backend *sigmoid_gate;
+        PARITY_TRY(family_backend(context, PARITY_OP_ID_SIGMOID_GATE, &sigmoid_gate));
+        PARITY_TRY(parity_node_sigmoid_gate(tape, sigmoid_gate, module, shared_out, shared_gate,
                                             &gated));
         return parity_node_add(tape, add, module, routed, gated, out);
     }

@@ -21,24 +21,26 @@ static parity_suite *parse(const char *text) {
     return suite;
 }
 
-static parity_model_config config_of(const char *model) {
+static parity_model_requirements requirements_of(const char *model) {
     char path[256];
     snprintf(path, sizeof path, "golden/upstream/%s/config.json", model);
     parity_model_config config;
     parity_error *error = parity_model_config_read(path, &config);
+    parity_model_requirements requirements;
+    if (!error) error = parity_model_requirements_of(&config, &requirements);
     cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
-    return config;
+    return requirements;
 }
 
 // Enumerates model `index` of `suite` (its first batch) in `dtype` on the CPU.
 static parity_combo_list enumerate(const parity_suite *suite, size_t index, const char *model_dir, parity_dtype dtype,
                                    const parity_combo_options *options) {
     cr_assert_null(parity_registry_register_builtins());
-    parity_model_config config = config_of(model_dir);
+    parity_model_requirements requirements = requirements_of(model_dir);
     parity_combo_list list = {0};
     size_t batch_count;
     const parity_suite_batch *batches = parity_suite_model_batches(suite, &suite->models[index], &batch_count);
-    parity_error *error = parity_combos_enumerate(suite, &suite->models[index], &config, &batches[0], dtype, PARITY_CPU,
+    parity_error *error = parity_combos_enumerate(suite, &suite->models[index], &requirements, &batches[0], dtype, PARITY_CPU,
                                                   options, &list);
     cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
     return list;
@@ -191,9 +193,9 @@ Test(combos, exclusions_carry_the_suite_reason_and_cannot_hit_the_baseline) {
     parity_suite_free(suite);
 
     suite = parse("dtypes: bf16\ndevices: cpu\nexclude:\n  - {match: dtype=bf16, reason: everything}\nmodels:\n" TINY("qwen3_tiny"));
-    parity_model_config config = config_of("qwen3_tiny");
+    parity_model_requirements requirements = requirements_of("qwen3_tiny");
     parity_combo_list rejected = {0};
-    parity_error *error = parity_combos_enumerate(suite, &suite->models[0], &config, &suite->models[0].batches[0], PARITY_BF16,
+    parity_error *error = parity_combos_enumerate(suite, &suite->models[0], &requirements, &suite->models[0].batches[0], PARITY_BF16,
                                                   PARITY_CPU, NULL, &rejected);
     cr_assert_not_null(error);
     cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_CONFIG);
@@ -222,9 +224,9 @@ Test(combos, ops_pins_leave_the_sweep_but_not_the_baseline) {
 
     parity_ops_settings unknown = {0};
     cr_assert_null(parity_ops_override_parse("attention=sdpa", &unknown));
-    parity_model_config config = config_of("qwen3_tiny");
+    parity_model_requirements requirements = requirements_of("qwen3_tiny");
     options.fixed = &unknown;
-    parity_error *error = parity_combos_enumerate(suite, &suite->models[0], &config, &suite->models[0].batches[0], PARITY_BF16,
+    parity_error *error = parity_combos_enumerate(suite, &suite->models[0], &requirements, &suite->models[0].batches[0], PARITY_BF16,
                                                   PARITY_CPU, &options, &list);
     cr_assert_not_null(error);
     cr_expect(strstr(parity_error_message(error), "--ops: 'attention' is not a kernel-selection field") != NULL);
@@ -263,8 +265,10 @@ Test(combos, veomni_modes_apply_per_model_with_the_first_as_reference) {
         cr_assert_not_null(model);
         parity_model_config config;
         cr_assert_null(parity_model_config_read(model->config, &config));
+        parity_model_requirements requirements;
+        cr_assert_null(parity_model_requirements_of(&config, &requirements));
         parity_combo_list list = {0};
-        cr_assert_null(parity_combos_enumerate(suite, model, &config, &suite->batches[0], PARITY_BF16, PARITY_CPU, NULL, &list));
+        cr_assert_null(parity_combos_enumerate(suite, model, &requirements, &suite->batches[0], PARITY_BF16, PARITY_CPU, NULL, &list));
         counts[m] = list.count;
         cr_expect(list.items[0].is_baseline);
         cr_expect_str_eq(list.items[0].mode, "hf_[attn-eager]");
@@ -280,10 +284,10 @@ Test(combos, veomni_modes_apply_per_model_with_the_first_as_reference) {
 Test(combos, a_first_mode_that_is_not_eager_is_refused) {
     parity_suite *suite = parse("dtypes: bf16\ndevices: cpu\ntolerance: veomni\nmodes:\n"
                                 "  - {name: fast, ops: {attn: sdpa}}\n  - {name: ref, ops: {attn: eager}}\nmodels:\n" TINY("qwen3_tiny"));
-    parity_model_config config = config_of("qwen3_tiny");
+    parity_model_requirements requirements = requirements_of("qwen3_tiny");
     cr_assert_null(parity_registry_register_builtins());
     parity_combo_list list = {0};
-    parity_error *error = parity_combos_enumerate(suite, &suite->models[0], &config, &suite->models[0].batches[0], PARITY_BF16,
+    parity_error *error = parity_combos_enumerate(suite, &suite->models[0], &requirements, &suite->models[0].batches[0], PARITY_BF16,
                                                   PARITY_CPU, NULL, &list);
     cr_assert_not_null(error);
     cr_expect(strstr(parity_error_message(error), "suites/combos.yaml:5: mode 'fast' is the first mode for model qwen3_tiny") != NULL,

@@ -508,3 +508,28 @@ Test(config_rules, aliases_and_full_names_select_the_same_field) {
         }
     }
 }
+
+// The config hands its choices on by op id: every field's op has one, and the backend it selected
+// (after the rules, e.g. NPU normalization) is what the binding gets for that op.
+Test(config_rules, the_selection_becomes_a_backend_name_per_op) {
+    parity_ops_config config;
+    parity_error_free(build("attn=sdpa,ce=chunk_loss", PARITY_DEVICE_NPU, 1, PARITY_MODELING_VEOMNI, &config));
+    parity_op_names names;
+    parity_ops_config_op_names(&config, &names);
+    size_t named = 0;
+    for (size_t i = 0; i < PARITY_KERNEL_FIELD_COUNT; i++) {
+        const parity_kernel_field *field = &parity_kernel_fields[i];
+        parity_op_id op;
+        cr_assert(parity_op_id_find(field->op, &op), "field %s selects op %s, which has no id", field->name, field->op);
+        const char *backend = parity_ops_config_backend(&config, field->op);
+        if (backend) cr_expect_str_eq(names.name[op], backend, "%s", field->name);
+        else cr_expect_null(names.name[op], "%s", field->name);
+        named += names.name[op] != NULL;
+    }
+    cr_expect_str_eq(names.name[PARITY_OP_ID_ATTENTION], "sdpa");
+    cr_expect_str_eq(names.name[PARITY_OP_ID_CROSS_ENTROPY], "chunk_loss");
+    cr_expect_str_eq(names.name[PARITY_OP_ID_RMS_NORM], "npu", "the NPU normalization of the liger_kernel default");
+    cr_expect_null(names.name[PARITY_OP_ID_LINEAR], "an op without a field has no name (it binds eager)");
+    cr_expect_gt(named, 0);
+    parity_ops_config_release(&config);
+}

@@ -50,7 +50,13 @@ static parity_error *build(const char *ops, parity_device_type device, const cha
     parity_ops_config_options options = parity_ops_config_options_default();
     options.device = (parity_device){device, 0};
     options.modeling_backend = PARITY_MODELING_VEOMNI;
-    options.needed_ops = needed;
+    parity_op_set needed_set = {{false}};
+    for (const char *const *op = needed; op && *op; op++) {
+        parity_op_id id;
+        cr_assert(parity_op_id_find(*op, &id), "%s is an op", *op);
+        needed_set.contains[id] = true;
+    }
+    options.needed_ops = needed ? &needed_set : NULL;
     parity_error *error = parity_ops_config_build(&settings, &options, config);
     parity_ops_settings_free(&settings);
     return error;

@@ -38,10 +38,13 @@ static void check_packing(const char *gdr) {
     cr_assert_null(parity_model_config_parse(config_json, "qwen3_5 packing", &config));
     parity_parameters parameters = {0};
     cr_assert_null(parity_model_random_parameters(&config, 21, 0.3, &parameters));
-    parity_op_choice choice = {PARITY_OP_GATED_DELTA_RULE, gdr};
-    parity_op_selection selection = {&choice, 1};
+    parity_op_names names = {.name = {[PARITY_OP_ID_GATED_DELTA_RULE] = gdr}};
+    parity_model_requirements requirements;
+    parity_bindings bindings;
+    cr_assert_null(parity_model_requirements_of(&config, &requirements));
+    cr_assert_null(parity_model_bind(&requirements, &names, PARITY_CPU, PARITY_F64, &bindings));
     parity_model *model;
-    cr_assert_null(parity_model_create(&config, &parameters, PARITY_CPU, PARITY_F64, &selection, &model));
+    cr_assert_null(parity_model_create(&config, &parameters, PARITY_CPU, PARITY_F64, &bindings, &model));
 
     parity_batch packed;
     parity_error *error = parity_batch_from_arrays(ids, labels, positions, 1, tokens, config.vocab_size, "packed row", &packed);

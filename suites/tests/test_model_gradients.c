@@ -70,8 +70,12 @@ static void check(const model_row *row) {
     cr_assert_null(error, "%s: config", row->name);
     parity_parameters parameters = {0};
     cr_assert_null(parity_model_random_parameters(&config, 11, 0.3, &parameters), "%s: parameters", row->name);
+    parity_model_requirements requirements;
+    parity_bindings bindings;
+    cr_assert_null(parity_model_requirements_of(&config, &requirements), "%s: requirements", row->name);
+    cr_assert_null(parity_model_bind(&requirements, NULL, PARITY_CPU, PARITY_F64, &bindings), "%s: bind", row->name);
     parity_model *model;
-    cr_assert_null(parity_model_create(&config, &parameters, PARITY_CPU, PARITY_F64, NULL, &model), "%s: create", row->name);
+    cr_assert_null(parity_model_create(&config, &parameters, PARITY_CPU, PARITY_F64, &bindings, &model), "%s: create", row->name);
     parity_batch batch;
     error = parity_batch_from_arrays(plain_ids, plain_labels, row->packed ? packed_positions : NULL, row->packed ? 1 : 2,
                                      row->packed ? 14 : 7, config.vocab_size, row->name, &batch);

@@ -108,8 +108,13 @@ static void step_on(const grown_model *row, const parity_model_config *config, c
     parity_parameters parameters = {0};
     parity_error *error = parity_model_random_parameters(config, weight_seed, 0.02, &parameters);
     cr_assert_null(error, "%s on %s: %s", row->name, where, error ? upstream_error_text(error) : "");
+    parity_model_requirements requirements;
+    parity_bindings bindings;
+    error = parity_model_requirements_of(config, &requirements);
+    if (!error) error = parity_model_bind(&requirements, NULL, device, PARITY_F64, &bindings);
+    cr_assert_null(error, "%s on %s: %s", row->name, where, error ? upstream_error_text(error) : "");
     parity_model *model;
-    error = parity_model_create(config, &parameters, device, PARITY_F64, NULL, &model);
+    error = parity_model_create(config, &parameters, device, PARITY_F64, &bindings, &model);
     cr_assert_null(error, "%s on %s: %s", row->name, where, error ? upstream_error_text(error) : "");
     parity_batch device_batch = {0};
     const parity_batch *batch = host_batch;

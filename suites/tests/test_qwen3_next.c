@@ -152,8 +152,12 @@ Test(qwen3_next, hf_layout_checkpoint_equals_qwen3_5_moe_rearranged) {
     parity_parameters drawn = {0}, kept = {0};
     cr_assert_null(parity_model_random_parameters(&config, 5, 0.3, &drawn));
     cr_assert_null(parity_model_random_parameters(&config, 5, 0.3, &kept)); // the same draw, for the checkpoint
+    parity_model_requirements requirements;
+    parity_bindings bindings;
+    cr_assert_null(parity_model_requirements_of(&config, &requirements));
+    cr_assert_null(parity_model_bind(&requirements, NULL, PARITY_CPU, PARITY_F64, &bindings));
     parity_model *reference;
-    cr_assert_null(parity_model_create(&config, &drawn, PARITY_CPU, PARITY_F64, NULL, &reference));
+    cr_assert_null(parity_model_create(&config, &drawn, PARITY_CPU, PARITY_F64, &bindings, &reference));
     parity_batch batch;
     parity_error *error = parity_batch_from_arrays(ids, labels, positions, 1, 16, config.vocab_size, "qwen3_next test", &batch);
     cr_assert_null(error, "%s", error ? error_text(error) : "");

@@ -362,3 +362,58 @@ Test(registry, clear_and_builtins) {
     assert_ok(parity_registry_add(&extra), "late registration");
     cr_expect_eq(parity_registry_count(), builtins + 1);
 }
+
+// The checker goes on past availability when asked: dtype, then capabilities, each "no" with its
+// reason and, for capabilities, exactly the flags that are missing.
+Test(registry, check_adds_dtype_and_capabilities_to_availability) {
+    parity_backend backend = {
+        .op = TEST_OP,
+        .name = "f64_varlen_only",
+        .device = PARITY_DEVICE_CPU,
+        .dtypes = PARITY_DTYPE_BIT(PARITY_F64),
+        .capabilities = PARITY_CAP_VARLEN,
+        .kernels = &acme_kernels,
+    };
+    assert_ok(parity_registry_add(&backend), "registering f64_varlen_only");
+    static const struct {
+        parity_dtype dtype;
+        uint32_t capabilities;
+        parity_availability verdict;
+        uint32_t missing;
+        const char *reason;
+    } rows[] = {
+        {PARITY_F64, PARITY_CAP_VARLEN, PARITY_AVAILABLE, 0, ""},
+        {PARITY_BF16, PARITY_CAP_VARLEN, PARITY_DTYPE_UNSUPPORTED, 0, "does not support bf16"},
+        {PARITY_F64, PARITY_CAP_VARLEN | PARITY_CAP_GQA | PARITY_CAP_PARTIAL_ROTARY, PARITY_CAPABILITY_MISSING,
+         PARITY_CAP_GQA | PARITY_CAP_PARTIAL_ROTARY, "does not support GQA, partial rotary"},
+    };
+    for (size_t row = 0; row < ROWS(rows); row++) {
+        parity_backend_need need = {rows[row].dtype, rows[row].capabilities};
+        parity_backend_check check;
+        cr_expect_eq(parity_registry_check(TEST_OP, "f64_varlen_only", PARITY_CPU, NULL, &need, &check), rows[row].verdict,
+                     "row %zu", row);
+        cr_expect_eq(check.verdict, rows[row].verdict, "row %zu", row);
+        cr_expect_eq(check.missing, rows[row].missing, "row %zu", row);
+        cr_expect_str_eq(check.reason, rows[row].reason, "row %zu", row);
+        cr_expect_not_null(check.backend, "row %zu: the entry is named", row);
+    }
+    parity_backend_check check;
+    cr_expect_eq(parity_registry_check(TEST_OP, "missing", PARITY_CPU, NULL, NULL, &check), PARITY_NOT_REGISTERED);
+    cr_expect_null(check.backend);
+}
+
+// Every op id has one name, and the name leads back to the id; every built-in backend's op has an
+// id, so a model can bind it.
+Test(registry, every_op_id_has_one_name) {
+    for (int op = 0; op < PARITY_OP_ID_COUNT; op++) {
+        const char *name = parity_op_id_name((parity_op_id)op);
+        cr_expect_str_neq(name, "unknown op", "op id %d has no name", op);
+        parity_op_id found;
+        cr_expect(parity_op_id_find(name, &found) && found == (parity_op_id)op, "%s does not map back to its id", name);
+    }
+    parity_op_id found;
+    cr_expect(!parity_op_id_find(TEST_OP, &found), "a made-up op has no id");
+    assert_ok(parity_registry_register_builtins(), "registering the built-ins");
+    for (size_t i = 0; i < parity_registry_count(); i++)
+        cr_expect(parity_op_id_find(parity_registry_at(i)->op, &found), "built-in op %s has no id", parity_registry_at(i)->op);
+}

@@ -156,10 +156,14 @@ static parity_model *load_model(const char *directory, const char *gdr, parity_b
     parity_parameters parameters = {0};
     parity_error *error = parity_checkpoint_load(directory, PARITY_F64, &config, &parameters);
     cr_assert_null(error, "%s: %s", directory, error ? upstream_error_text(error) : "");
-    parity_op_choice choice = {PARITY_OP_GATED_DELTA_RULE, gdr};
-    parity_op_selection selection = {&choice, 1};
+    parity_op_names names = {.name = {[PARITY_OP_ID_GATED_DELTA_RULE] = gdr}};
+    parity_model_requirements requirements;
+    parity_bindings bindings;
+    error = parity_model_requirements_of(&config, &requirements);
+    if (!error) error = parity_model_bind(&requirements, &names, PARITY_CPU, PARITY_F64, &bindings);
+    cr_assert_null(error, "%s: %s", directory, error ? upstream_error_text(error) : "");
     parity_model *model;
-    error = parity_model_create(&config, &parameters, PARITY_CPU, PARITY_F64, &selection, &model);
+    error = parity_model_create(&config, &parameters, PARITY_CPU, PARITY_F64, &bindings, &model);
     cr_assert_null(error, "%s: %s", directory, error ? upstream_error_text(error) : "");
     char path[320];
     snprintf(path, sizeof path, "%s/batch.safetensors", directory);

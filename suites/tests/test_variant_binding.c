@@ -1,10 +1,11 @@
 // test_variant_binding.c: the hybrid models bind variants of shared ops: the (1 + w) offset RMSNorm
 // (PARITY_CAP_OFFSET_WEIGHT) and partial RoPE (PARITY_CAP_PARTIAL_ROTARY, partial_rotary_factor
-// 0.25). A backend that cannot do the variant is "not supported" for these models: parity_model_create
-// returns UNSUPPORTED naming the op, the backend and the variant, and nothing is silently applied. The
-// same backends bind for a model that does not need the variant (Qwen3: full rotary, plain RMSNorm),
-// so it is the variant that is refused, not the backend.
-// The test backends are the eager kernels registered under new names without the capability.
+// 0.25). A backend that cannot do the variant is "not supported" for these models: binding the model
+// (parity_model_bind, before it is built) returns UNSUPPORTED naming the op, the backend and the
+// variant, and nothing is silently applied. The same backends bind for a model that does not need
+// the variant (Qwen3: full rotary, plain RMSNorm), so it is the variant that is refused, not the
+// backend. The test backends are the eager kernels registered under new names without the capability.
+// A model whose bindings lack an op it calls reports the op from its step, instead of crashing.
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -54,16 +55,23 @@ static void register_test_backends(void) {
     }
 }
 
-// Creates a model from `json` with `op` bound to `backend`; returns the error (NULL on success).
+// Binds and creates a model from `json` with `op` bound to `backend`; returns the error (NULL on success).
 static parity_error *create_with(const char *json, const char *op, const char *backend) {
     parity_model_config config;
     cr_assert_null(parity_model_config_parse(json, "test config", &config));
     parity_parameters parameters = {0};
     cr_assert_null(parity_model_random_parameters(&config, 3, 0.02, &parameters));
-    parity_op_choice choice = {op, backend};
-    parity_op_selection selection = {&choice, 1};
+    parity_op_id id;
+    cr_assert(parity_op_id_find(op, &id), "%s is an op", op);
+    parity_op_names names = {0};
+    names.name[id] = backend;
+    parity_model_requirements requirements;
+    cr_assert_null(parity_model_requirements_of(&config, &requirements));
+    parity_bindings bindings;
+    parity_error *error = parity_model_bind(&requirements, &names, PARITY_CPU, PARITY_F64, &bindings);
     parity_model *model = NULL;
-    parity_error *error = parity_model_create(&config, &parameters, PARITY_CPU, PARITY_F64, &selection, &model);
+    if (!error) error = parity_model_create(&config, &parameters, PARITY_CPU, PARITY_F64, &bindings, &model);
+    else parity_parameters_release(&parameters);
     parity_model_free(model);
     return error;
 }
@@ -97,4 +105,41 @@ Test(variant_binding, the_same_backends_bind_where_no_variant_is_needed) {
         cr_expect_null(error, "qwen3 refused %s '%s': %s", rows[r].op, rows[r].backend, text);
         parity_error_free(error);
     }
+}
+
+// One row per op left out of otherwise complete bindings: the step fails naming the op (and the
+// model), where a NULL backend used to reach the node.
+Test(variant_binding, a_missing_binding_is_reported_naming_the_op) {
+    static const parity_op_id missing[] = {PARITY_OP_ID_EMBEDDING, PARITY_OP_ID_RMS_NORM, PARITY_OP_ID_LINEAR,
+                                           PARITY_OP_ID_ROTARY, PARITY_OP_ID_ATTENTION, PARITY_OP_ID_SWIGLU,
+                                           PARITY_OP_ID_CROSS_ENTROPY};
+    cr_assert_null(parity_registry_register_builtins());
+    parity_model_config config;
+    cr_assert_null(parity_model_config_parse(plain_model_json, "test config", &config));
+    parity_model_requirements requirements;
+    cr_assert_null(parity_model_requirements_of(&config, &requirements));
+    static const int64_t ids[] = {1, 5, 9, 2}, labels[] = {5, 9, 2, 7};
+    parity_batch batch;
+    cr_assert_null(parity_batch_from_arrays(ids, labels, NULL, 1, 4, config.vocab_size, "missing binding", &batch));
+    for (size_t row = 0; row < sizeof missing / sizeof missing[0]; row++) {
+        const char *op = parity_op_id_name(missing[row]);
+        cr_assert(requirements.needed.contains[missing[row]], "qwen3 calls %s", op);
+        parity_bindings bindings;
+        cr_assert_null(parity_model_bind(&requirements, NULL, PARITY_CPU, PARITY_F64, &bindings));
+        bindings.backend[missing[row]] = NULL;
+        parity_parameters parameters = {0};
+        cr_assert_null(parity_model_random_parameters(&config, 3, 0.02, &parameters));
+        parity_model *model = NULL;
+        cr_assert_null(parity_model_create(&config, &parameters, PARITY_CPU, PARITY_F64, &bindings, &model));
+        parity_step_result step;
+        parity_error *error = parity_model_step(model, &batch, false, &step);
+        cr_assert_not_null(error, "a step without a %s binding must fail", op);
+        char text[1024];
+        parity_error_format(error, text, sizeof text);
+        cr_expect(strstr(text, op) && strstr(text, "qwen3") && strstr(text, "no bound backend"),
+                  "the error does not name the op %s and the model: %s", op, text);
+        parity_error_free(error);
+        parity_model_free(model);
+    }
+    parity_batch_release(&batch);
 }

@@ -23,8 +23,10 @@ static void die(parity_error *e, const char *what) { if (!e) return; char t[4096
 static parity_model *make(const char *dir, parity_dtype dt, const char *gdr, parity_batch *batch) {
     parity_model_config config; parity_parameters params = {0};
     die(parity_checkpoint_load(dir, PARITY_F64, &config, &params), "load");
-    parity_op_choice choice = {PARITY_OP_GATED_DELTA_RULE, gdr}; parity_op_selection sel = {&choice, 1};
-    parity_model *model; die(parity_model_create(&config, &params, PARITY_CPU, dt, &sel, &model), "create");
+    parity_op_names names = {.name = {[PARITY_OP_ID_GATED_DELTA_RULE] = gdr}};
+    parity_model_requirements req; die(parity_model_requirements_of(&config, &req), "requirements");
+    parity_bindings bindings; die(parity_model_bind(&req, &names, PARITY_CPU, dt, &bindings), "bind");
+    parity_model *model; die(parity_model_create(&config, &params, PARITY_CPU, dt, &bindings, &model), "create");
     char path[512]; snprintf(path, sizeof path, "%s/batch.safetensors", dir);
     die(parity_batch_read(path, config.vocab_size, batch), "batch");
     parity_step_result r; die(parity_model_step(model, batch, false, &r), "step");
