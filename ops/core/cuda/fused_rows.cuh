@@ -1,7 +1,8 @@
-// fused_rows.cuh: what the fused CUDA backends (liger_kernel, triton, fla) share. For .cu files only.
-//   - element<D>: storage and compute types of a float dtype with the hardware conversions (one
-//     cvt.rn.bf16.f32 per bf16 store: the same round-to-nearest-even as parity_f32_to_bf16, at
-//     memory speed). f32 and bf16 compute in f32, f64 in f64.
+// fused_rows.cuh: what the fused CUDA backends (liger_kernel, triton, fla) share beyond
+// kernel_math.cuh. For .cu files only.
+//   - element<D>: kernel_math.cuh's scalar<D> with bf16 in its hardware form (__nv_bfloat16, one
+//     cvt.rn.bf16.f32 per store: the same round-to-nearest-even as parity_f32_to_bf16, at memory
+//     speed). f32 and bf16 compute in f32, f64 in f64.
 //   - load_values / store_values: VEC consecutive elements as one 16-byte access when the caller
 //     says the addresses allow it, element by element otherwise. Which thread holds which element
 //     never depends on that choice, so results do not either.
@@ -21,7 +22,7 @@
 #include <mutex>
 #include <type_traits>
 
-#include "ops/core/cuda/cuda_check.h"
+#include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
 #include "ops/core/device.h"
@@ -32,32 +33,13 @@ extern "C" {
 
 namespace parity_fused {
 
-template <parity_dtype D> struct element;
+using parity_cuda::dispatch_float;
 
-template <> struct element<PARITY_F64> {
-    using storage = double;
-    using compute = double;
-    __device__ __forceinline__ static compute load(storage value) { return value; }
-    __device__ __forceinline__ static storage store(compute value) { return value; }
-};
-
-template <> struct element<PARITY_F32> {
-    using storage = float;
-    using compute = float;
-    __device__ __forceinline__ static compute load(storage value) { return value; }
-    __device__ __forceinline__ static storage store(compute value) { return value; }
-};
-
-template <> struct element<PARITY_BF16> {
-    using storage = __nv_bfloat16;
-    using compute = float;
-    __device__ __forceinline__ static compute load(storage value) { return __bfloat162float(value); }
-    __device__ __forceinline__ static storage store(compute value) { return __float2bfloat16_rn(value); }
-};
+template <parity_dtype D> using element = parity_cuda::scalar<D, parity_cuda::bf16_form::hardware>;
 
 // A compute value rounded to what the storage dtype holds (identity for f32 and f64).
 template <parity_dtype D> __device__ __forceinline__ typename element<D>::compute round_storage(typename element<D>::compute v) {
-    return element<D>::load(element<D>::store(v));
+    return parity_cuda::round_storage<D, parity_cuda::bf16_form::hardware>(v);
 }
 
 // Elements per 16-byte access.
@@ -212,22 +194,6 @@ template <typename T> __device__ __forceinline__ T warp_max(T value) {
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) value = max(value, __shfl_xor_sync(0xffffffffu, value, offset));
     return value;
-}
-
-template <parity_dtype D> struct dtype_tag {
-    static constexpr parity_dtype value = D;
-};
-
-// Calls fn(dtype_tag<D>{}) for the float dtype D == dtype; USAGE error naming `what` otherwise.
-template <typename Fn> parity_error *dispatch_float(parity_dtype dtype, const char *what, Fn &&fn) {
-    switch (dtype) {
-    case PARITY_F64: return fn(dtype_tag<PARITY_F64>{});
-    case PARITY_F32: return fn(dtype_tag<PARITY_F32>{});
-    case PARITY_BF16: return fn(dtype_tag<PARITY_BF16>{});
-    default:
-        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: dtype %s is not supported (fp64, fp32, bf16)", what,
-                            parity_dtype_name(dtype));
-    }
 }
 
 // out[c] = sum over b < blocks of partial[b, c], stored to D: each column sums 32 strided slices,
