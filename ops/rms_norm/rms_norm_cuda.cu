@@ -447,13 +447,13 @@ parity_error *check_devices(const parity_rms_norm_args *args, const parity_rms_n
     if (device.type != PARITY_DEVICE_CUDA)
         return PARITY_ERROR(PARITY_ERROR_USAGE, "rms_norm: input is on %s; the %s backend runs on cuda",
                             parity_device_type_name(device.type), backend);
-    PARITY_TRY(check_on_device("rms_norm", "input", args->input, device));
-    PARITY_TRY(check_on_device("rms_norm", "weight", args->weight, device));
-    PARITY_TRY(check_on_device("rms_norm", "output", args->output, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm", "input", args->input, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm", "weight", args->weight, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm", "output", args->output, device));
     if (grads) {
-        PARITY_TRY(check_on_device("rms_norm", "doutput", grads->doutput, device));
-        PARITY_TRY(check_on_device("rms_norm", "dinput", grads->dinput, device));
-        PARITY_TRY(check_on_device("rms_norm", "dweight", grads->dweight, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm", "doutput", grads->doutput, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm", "dinput", grads->dinput, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm", "dweight", grads->dweight, device));
     }
     return NULL;
 }

@@ -195,15 +195,15 @@ parity_error *check_devices(const parity_rms_norm_gated_args *args, const parity
     if (device.type != PARITY_DEVICE_CUDA)
         return PARITY_ERROR(PARITY_ERROR_USAGE, "rms_norm_gated: input is on %s; the %s backend runs on cuda",
                             parity_device_type_name(device.type), backend_name);
-    PARITY_TRY(check_on_device("rms_norm_gated", "input", args->input, device));
-    PARITY_TRY(check_on_device("rms_norm_gated", "gate", args->gate, device));
-    PARITY_TRY(check_on_device("rms_norm_gated", "weight", args->weight, device));
-    PARITY_TRY(check_on_device("rms_norm_gated", "output", args->output, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "input", args->input, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "gate", args->gate, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "weight", args->weight, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "output", args->output, device));
     if (grads) {
-        PARITY_TRY(check_on_device("rms_norm_gated", "doutput", grads->doutput, device));
-        PARITY_TRY(check_on_device("rms_norm_gated", "dinput", grads->dinput, device));
-        PARITY_TRY(check_on_device("rms_norm_gated", "dgate", grads->dgate, device));
-        PARITY_TRY(check_on_device("rms_norm_gated", "dweight", grads->dweight, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "doutput", grads->doutput, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "dinput", grads->dinput, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "dgate", grads->dgate, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "dweight", grads->dweight, device));
     }
     return NULL;
 }

@@ -11,7 +11,6 @@
 //     only, never of the number of rows, which is what makes the row kernels batch invariant.
 //   - group_sum: the sum over one row group's threads in a fixed tree order (every thread of the
 //     group gets the same bits).
-//   - check_on_device: the USAGE error for a tensor that is not contiguous on the call's device.
 #ifndef PARITY_CUDA_FUSED_ROWS_CUH
 #define PARITY_CUDA_FUSED_ROWS_CUH
 
@@ -222,25 +221,6 @@ inline parity_error *sum_partials(const typename element<D>::compute *partial, i
     if (columns == 0) return NULL;
     sum_partials_kernel<D><<<(unsigned)((columns + 31) / 32), dim3(32, 32)>>>(partial, blocks, columns, out);
     PARITY_CUDA_TRY_LAUNCH("sum_partials_kernel");
-    return NULL;
-}
-
-inline parity_device cuda_device(int index) {
-    parity_device device = {PARITY_DEVICE_CUDA, index};
-    return device;
-}
-
-// USAGE error unless `tensor` (NULL passes) is contiguous on `device`.
-inline parity_error *check_on_device(const char *op, const char *name, const parity_tensor *tensor, parity_device device) {
-    if (!tensor) return NULL;
-    char where[32], wanted[32];
-    if (!parity_device_equal(tensor->device, device))
-        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: %s is on %s, the CUDA backend needs it on %s", op, name,
-                            parity_device_format(tensor->device, where, sizeof where),
-                            parity_device_format(device, wanted, sizeof wanted));
-    if (!parity_tensor_is_contiguous(tensor))
-        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: %s is not contiguous; the CUDA backend needs contiguous tensors", op,
-                            name);
     return NULL;
 }
 

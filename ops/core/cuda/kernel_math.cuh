@@ -6,6 +6,8 @@
 //     CPU's bits, NaN payloads included) or cuda_bf16.h's __nv_bfloat16 with the hardware's (the
 //     fused kernels: one cvt.rn.bf16.f32 a store, the same round-to-nearest-even).
 //   - dispatch_float: one templated launch instantiated for f64, f32 and bf16.
+//   - parity_cuda_check_tensor (device_args.h): the one check of a call's tensors (on the call's CUDA
+//     device: USAGE otherwise; contiguous with data: SHAPE otherwise).
 //   - grid sizes, deterministic block reductions (fixed tree order, so runs are bitwise repeatable).
 //   - exp/log/... of a compute value through f64 and one rounding, so f32 results match the CPU
 //     eager's f64-then-round emulation instead of carrying the fast f32 functions' ulp errors.
@@ -21,6 +23,7 @@
 #include "ops/core/cuda/cuda_check.h"
 
 extern "C" {
+#include "ops/core/cuda/device_args.h"
 #include "ops/core/device.h"
 #include "ops/core/dtype.h"
 }
