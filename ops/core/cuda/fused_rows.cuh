@@ -11,6 +11,8 @@
 //     only, never of the number of rows, which is what makes the row kernels batch invariant.
 //   - group_sum: the sum over one row group's threads in a fixed tree order (every thread of the
 //     group gets the same bits).
+//   - store_block_partial / sum_partials: a row-walking backward's column sums (RMSNorm's dw) added
+//     over the block's groups, then over the blocks, each in a fixed order.
 #ifndef PARITY_CUDA_FUSED_ROWS_CUH
 #define PARITY_CUDA_FUSED_ROWS_CUH
 
@@ -193,6 +195,48 @@ template <typename T> __device__ __forceinline__ T warp_max(T value) {
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) value = max(value, __shfl_xor_sync(0xffffffffu, value, offset));
     return value;
+}
+
+// The end of a row-walking backward that sums columns over its rows (RMSNorm's dw): thread t of
+// group `group` (of `groups` groups of `threads` threads) holds in sums[i][j] its share of column
+// (i * threads + t) * VEC + j, the row layout's. The groups' shares are added into group 0's in group
+// order through `combined` (hidden compute values of shared memory), then group 0 writes them to row
+// blockIdx.x of `partial` (blocks, hidden). Every thread of the block calls it (it may
+// __syncthreads), as the kernel's last statement.
+template <typename C, int VEC, int ITEMS>
+__device__ __forceinline__ void store_block_partial(C (&sums)[ITEMS][VEC], C *combined, C *partial, int64_t hidden,
+                                                    int threads, int groups, int group, int t) {
+    for (int source = 1; source < groups; source++) {
+        if (group == source) {
+#pragma unroll
+            for (int i = 0; i < ITEMS; i++) {
+                const int64_t column = ((int64_t)i * threads + t) * VEC;
+                if (column < hidden)
+#pragma unroll
+                    for (int j = 0; j < VEC; j++) combined[column + j] = sums[i][j];
+            }
+        }
+        __syncthreads();
+        if (group == 0) {
+#pragma unroll
+            for (int i = 0; i < ITEMS; i++) {
+                const int64_t column = ((int64_t)i * threads + t) * VEC;
+                if (column < hidden)
+#pragma unroll
+                    for (int j = 0; j < VEC; j++) sums[i][j] += combined[column + j];
+            }
+        }
+        __syncthreads();
+    }
+    if (group != 0) return;
+    C *row = partial + (int64_t)blockIdx.x * hidden;
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+        const int64_t column = ((int64_t)i * threads + t) * VEC;
+        if (column < hidden)
+#pragma unroll
+            for (int j = 0; j < VEC; j++) row[column + j] = sums[i][j];
+    }
 }
 
 // out[c] = sum over b < blocks of partial[b, c], stored to D: each column sums 32 strided slices,
