@@ -288,7 +288,7 @@ int main() {
         for (int i = 0; i < 9; i++) {
             all[i]->data = data[i];
             all[i]->dtype = PARITY_BF16;
-            all[i]->device = cuda_device(0);
+            all[i]->device = parity_device{PARITY_DEVICE_CUDA, 0};
         }
         parity_rms_norm_args args = {&tx, &tw, 1e-6, PARITY_RMS_NORM_STANDARD, &ty};
         parity_rms_norm_args args2 = {&tx, &tw, 1e-6, PARITY_RMS_NORM_STANDARD, &ty2};

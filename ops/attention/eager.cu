@@ -161,11 +161,11 @@ parity_error *gemm_over_heads(int device_index, parity_dtype dtype, const parity
 parity_error *prepare_call(const parity_attention_args *args, parity_attention_dims *dims, scoped_documents *documents) {
     PARITY_TRY(parity_attention_check(args, dims));
     parity_device device = args->query->device;
-    if (device.type != PARITY_DEVICE_CUDA) return check_on_device("attention", "query", args->query, cuda_device(0));
-    PARITY_TRY(check_on_device("attention", "query", args->query, device));
-    PARITY_TRY(check_on_device("attention", "key", args->key, device));
-    PARITY_TRY(check_on_device("attention", "value", args->value, device));
-    PARITY_TRY(check_on_device("attention", "output", args->output, device));
+    if (device.type != PARITY_DEVICE_CUDA) return parity_cuda_check_tensor("attention", "query", args->query, cuda_device(0));
+    PARITY_TRY(parity_cuda_check_tensor("attention", "query", args->query, device));
+    PARITY_TRY(parity_cuda_check_tensor("attention", "key", args->key, device));
+    PARITY_TRY(parity_cuda_check_tensor("attention", "value", args->value, device));
+    PARITY_TRY(parity_cuda_check_tensor("attention", "output", args->output, device));
     // the boundaries on the host (cu_seqlens may live on either side), checked as the CPU backends check them
     scoped_tensor host;
     PARITY_TRY(parity_tensor_to(&host.tensor, args->cu_seqlens, PARITY_CPU, PARITY_I64));
@@ -309,10 +309,10 @@ parity_error *attention_cuda_eager_backward(const parity_attention_args *args, c
     PARITY_TRY(prepare_call(args, &dims, &documents));
     PARITY_TRY(parity_attention_check_grads(args, grads));
     parity_device device = args->query->device;
-    PARITY_TRY(check_on_device("attention", "doutput", grads->doutput, device));
-    PARITY_TRY(check_on_device("attention", "dquery", grads->dquery, device));
-    PARITY_TRY(check_on_device("attention", "dkey", grads->dkey, device));
-    PARITY_TRY(check_on_device("attention", "dvalue", grads->dvalue, device));
+    PARITY_TRY(parity_cuda_check_tensor("attention", "doutput", grads->doutput, device));
+    PARITY_TRY(parity_cuda_check_tensor("attention", "dquery", grads->dquery, device));
+    PARITY_TRY(parity_cuda_check_tensor("attention", "dkey", grads->dkey, device));
+    PARITY_TRY(parity_cuda_check_tensor("attention", "dvalue", grads->dvalue, device));
     const parity_tensor *probabilities;
     PARITY_TRY(parity_saved_get(saved, 0, &probabilities));
     int64_t *offsets = static_cast<int64_t *>(malloc((size_t)(documents.documents.count + 1) * sizeof(int64_t)));

@@ -108,10 +108,10 @@ parity_error *prepare_call(const parity_causal_conv1d_args *args, conv_shape *sh
     int64_t tokens, channels, kernel_size;
     PARITY_TRY(parity_causal_conv1d_check(args, &tokens, &channels, &kernel_size));
     parity_device device = args->input->device;
-    if (device.type != PARITY_DEVICE_CUDA) return check_on_device("causal_conv1d", "input", args->input, cuda_device(0));
-    PARITY_TRY(check_on_device("causal_conv1d", "input", args->input, device));
-    PARITY_TRY(check_on_device("causal_conv1d", "weight", args->weight, device));
-    PARITY_TRY(check_on_device("causal_conv1d", "output", args->output, device));
+    if (device.type != PARITY_DEVICE_CUDA) return parity_cuda_check_tensor("causal_conv1d", "input", args->input, cuda_device(0));
+    PARITY_TRY(parity_cuda_check_tensor("causal_conv1d", "input", args->input, device));
+    PARITY_TRY(parity_cuda_check_tensor("causal_conv1d", "weight", args->weight, device));
+    PARITY_TRY(parity_cuda_check_tensor("causal_conv1d", "output", args->output, device));
     scoped_documents documents;
     PARITY_TRY(parity_cu_seqlens_load("causal_conv1d", args->cu_seqlens, tokens, &documents.documents));
     PARITY_TRY(upload_int64(*offsets, documents.documents.offsets, documents.documents.count + 1, device));
@@ -148,9 +148,9 @@ parity_error *causal_conv1d_cuda_eager_backward(const parity_causal_conv1d_args 
     PARITY_TRY(prepare_call(args, &shape, &offsets));
     PARITY_TRY(parity_causal_conv1d_check_grads(args, grads));
     parity_device device = args->input->device;
-    PARITY_TRY(check_on_device("causal_conv1d", "doutput", grads->doutput, device));
-    PARITY_TRY(check_on_device("causal_conv1d", "dinput", grads->dinput, device));
-    PARITY_TRY(check_on_device("causal_conv1d", "dweight", grads->dweight, device));
+    PARITY_TRY(parity_cuda_check_tensor("causal_conv1d", "doutput", grads->doutput, device));
+    PARITY_TRY(parity_cuda_check_tensor("causal_conv1d", "dinput", grads->dinput, device));
+    PARITY_TRY(parity_cuda_check_tensor("causal_conv1d", "dweight", grads->dweight, device));
     const parity_tensor *preactivation = NULL;
     if (shape.silu) PARITY_TRY(parity_saved_get(saved, 0, &preactivation));
     parity_dtype compute = args->input->dtype == PARITY_F64 ? PARITY_F64 : PARITY_F32;

@@ -343,7 +343,7 @@ parity_error *parity_tensor_sum_of_squares(const parity_tensor *tensor, double *
                             parity_tensor_describe(tensor, a, sizeof a));
     if (tensor->device.type == PARITY_DEVICE_CUDA) {
         if (!parity_tensor_is_contiguous(tensor))
-            return PARITY_ERROR(PARITY_ERROR_USAGE, "sum of squares of %s: a CUDA tensor must be contiguous",
+            return PARITY_ERROR(PARITY_ERROR_SHAPE, "sum of squares of %s: a CUDA tensor must be contiguous",
                                 parity_tensor_describe(tensor, a, sizeof a));
         return parity_cuda_sum_of_squares(tensor, out);
     }

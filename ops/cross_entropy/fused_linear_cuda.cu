@@ -144,14 +144,14 @@ parity_error *check_devices(const parity_cross_entropy_args *args, const parity_
     if (device.type != PARITY_DEVICE_CUDA)
         return PARITY_ERROR(PARITY_ERROR_USAGE, "cross_entropy: hidden is on %s; the %s backend runs on cuda",
                             parity_device_type_name(device.type), backend);
-    PARITY_TRY(check_on_device("cross_entropy", "hidden", args->hidden, device));
-    PARITY_TRY(check_on_device("cross_entropy", "weight", args->weight, device));
-    PARITY_TRY(check_on_device("cross_entropy", "targets", args->targets, device));
-    PARITY_TRY(check_on_device("cross_entropy", "loss", args->loss, device));
+    PARITY_TRY(parity_cuda_check_tensor("cross_entropy", "hidden", args->hidden, device));
+    PARITY_TRY(parity_cuda_check_tensor("cross_entropy", "weight", args->weight, device));
+    PARITY_TRY(parity_cuda_check_tensor("cross_entropy", "targets", args->targets, device));
+    PARITY_TRY(parity_cuda_check_tensor("cross_entropy", "loss", args->loss, device));
     if (grads) {
-        PARITY_TRY(check_on_device("cross_entropy", "dloss", grads->dloss, device));
-        PARITY_TRY(check_on_device("cross_entropy", "dhidden", grads->dhidden, device));
-        PARITY_TRY(check_on_device("cross_entropy", "dweight", grads->dweight, device));
+        PARITY_TRY(parity_cuda_check_tensor("cross_entropy", "dloss", grads->dloss, device));
+        PARITY_TRY(parity_cuda_check_tensor("cross_entropy", "dhidden", grads->dhidden, device));
+        PARITY_TRY(parity_cuda_check_tensor("cross_entropy", "dweight", grads->dweight, device));
     }
     return NULL;
 }

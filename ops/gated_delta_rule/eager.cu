@@ -312,10 +312,10 @@ struct delta_call {
 parity_error *prepare_call(const parity_gated_delta_rule_args *args, delta_call *call) {
     PARITY_TRY(parity_gated_delta_rule_check(args, &call->sizes));
     parity_device device = args->query->device;
-    if (device.type != PARITY_DEVICE_CUDA) return check_on_device("gated_delta_rule", "query", args->query, cuda_device(0));
+    if (device.type != PARITY_DEVICE_CUDA) return parity_cuda_check_tensor("gated_delta_rule", "query", args->query, cuda_device(0));
     const parity_tensor *tensors[] = {args->query, args->key, args->value, args->g, args->beta, args->output};
     const char *names[] = {"query", "key", "value", "g", "beta", "output"};
-    for (int i = 0; i < 6; i++) PARITY_TRY(check_on_device("gated_delta_rule", names[i], tensors[i], device));
+    for (int i = 0; i < 6; i++) PARITY_TRY(parity_cuda_check_tensor("gated_delta_rule", names[i], tensors[i], device));
     const parity_gated_delta_rule_sizes &s = call->sizes;
     PARITY_TRY(parity_cu_seqlens_load("gated_delta_rule", args->cu_seqlens, s.tokens, &call->documents.documents));
     PARITY_TRY(upload_int64(call->offsets, call->documents.documents.offsets, call->documents.documents.count + 1, device));
@@ -399,7 +399,7 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_gated_delta_rule
     parity_device device = args->query->device;
     const parity_tensor *tensors[] = {grads->doutput, grads->dquery, grads->dkey, grads->dvalue, grads->dg, grads->dbeta};
     const char *names[] = {"doutput", "dquery", "dkey", "dvalue", "dg", "dbeta"};
-    for (int i = 0; i < 6; i++) PARITY_TRY(check_on_device("gated_delta_rule", names[i], tensors[i], device));
+    for (int i = 0; i < 6; i++) PARITY_TRY(parity_cuda_check_tensor("gated_delta_rule", names[i], tensors[i], device));
     const delta_shape &shape = call.shape;
     const parity_documents &documents = call.documents.documents;
     // the chunk plan: ~sqrt(L) tokens per chunk; per block the checkpoints, the chunk's states, innovations, deltas

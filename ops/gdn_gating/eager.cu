@@ -97,10 +97,10 @@ __global__ void gating_backward_heads(gating_shape shape, const typename scalar<
 
 parity_error *check_devices(const parity_gdn_gating_args *args) {
     parity_device device = args->a->device;
-    if (device.type != PARITY_DEVICE_CUDA) return check_on_device("gdn_gating", "a", args->a, cuda_device(0));
+    if (device.type != PARITY_DEVICE_CUDA) return parity_cuda_check_tensor("gdn_gating", "a", args->a, cuda_device(0));
     const parity_tensor *tensors[] = {args->a, args->b, args->A_log, args->dt_bias, args->g, args->beta};
     const char *names[] = {"a", "b", "A_log", "dt_bias", "g", "beta"};
-    for (int i = 0; i < 6; i++) PARITY_TRY(check_on_device("gdn_gating", names[i], tensors[i], device));
+    for (int i = 0; i < 6; i++) PARITY_TRY(parity_cuda_check_tensor("gdn_gating", names[i], tensors[i], device));
     PARITY_CUDA_TRY(cudaSetDevice(device.index));
     return NULL;
 }
@@ -132,7 +132,7 @@ parity_error *gdn_gating_cuda_eager_backward(const parity_gdn_gating_args *args,
     parity_device device = args->a->device;
     const parity_tensor *tensors[] = {grads->dg, grads->dbeta, grads->da, grads->db, grads->dA_log, grads->ddt_bias};
     const char *names[] = {"dg", "dbeta", "da", "db", "dA_log", "ddt_bias"};
-    for (int i = 0; i < 6; i++) PARITY_TRY(check_on_device("gdn_gating", names[i], tensors[i], device));
+    for (int i = 0; i < 6; i++) PARITY_TRY(parity_cuda_check_tensor("gdn_gating", names[i], tensors[i], device));
     return dispatch_float(args->a->dtype, "gdn_gating", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using storage = typename scalar<D>::storage;

@@ -100,9 +100,9 @@ __global__ void balance_backward_rows(balance_shape shape, const typename scalar
 parity_error *check_devices(const parity_load_balancing_loss_args *args) {
     parity_device device = args->router_logits->device;
     if (device.type != PARITY_DEVICE_CUDA)
-        return check_on_device("load_balancing_loss", "router_logits", args->router_logits, cuda_device(0));
-    PARITY_TRY(check_on_device("load_balancing_loss", "router_logits", args->router_logits, device));
-    PARITY_TRY(check_on_device("load_balancing_loss", "loss", args->loss, device));
+        return parity_cuda_check_tensor("load_balancing_loss", "router_logits", args->router_logits, cuda_device(0));
+    PARITY_TRY(parity_cuda_check_tensor("load_balancing_loss", "router_logits", args->router_logits, device));
+    PARITY_TRY(parity_cuda_check_tensor("load_balancing_loss", "loss", args->loss, device));
     PARITY_CUDA_TRY(cudaSetDevice(device.index));
     return NULL;
 }
@@ -147,8 +147,8 @@ parity_error *load_balancing_loss_cuda_eager_backward(const parity_load_balancin
     if (!grads->drouter_logits) return NULL;
     PARITY_TRY(check_devices(args));
     parity_device device = args->router_logits->device;
-    PARITY_TRY(check_on_device("load_balancing_loss", "dloss", grads->dloss, device));
-    PARITY_TRY(check_on_device("load_balancing_loss", "drouter_logits", grads->drouter_logits, device));
+    PARITY_TRY(parity_cuda_check_tensor("load_balancing_loss", "dloss", grads->dloss, device));
+    PARITY_TRY(parity_cuda_check_tensor("load_balancing_loss", "drouter_logits", grads->drouter_logits, device));
     const parity_tensor *probabilities, *tokens_per_expert;
     PARITY_TRY(parity_saved_get(saved, 0, &probabilities));
     PARITY_TRY(parity_saved_get(saved, 1, &tokens_per_expert));

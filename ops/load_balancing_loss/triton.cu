@@ -207,11 +207,11 @@ parity_error *check_call(const parity_load_balancing_loss_args *args, const pari
     if (device.type != PARITY_DEVICE_CUDA)
         return PARITY_ERROR(PARITY_ERROR_USAGE, "load_balancing_loss: router_logits is on %s; the %s backend runs on cuda",
                             parity_device_type_name(device.type), backend_name);
-    PARITY_TRY(check_on_device("load_balancing_loss", "router_logits", args->router_logits, device));
-    PARITY_TRY(check_on_device("load_balancing_loss", "loss", args->loss, device));
+    PARITY_TRY(parity_cuda_check_tensor("load_balancing_loss", "router_logits", args->router_logits, device));
+    PARITY_TRY(parity_cuda_check_tensor("load_balancing_loss", "loss", args->loss, device));
     if (grads) {
-        PARITY_TRY(check_on_device("load_balancing_loss", "dloss", grads->dloss, device));
-        PARITY_TRY(check_on_device("load_balancing_loss", "drouter_logits", grads->drouter_logits, device));
+        PARITY_TRY(parity_cuda_check_tensor("load_balancing_loss", "dloss", grads->dloss, device));
+        PARITY_TRY(parity_cuda_check_tensor("load_balancing_loss", "drouter_logits", grads->drouter_logits, device));
     }
     if (*experts > max_experts)
         return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "load_balancing_loss: the %s backend handles up to %d experts, not %lld",

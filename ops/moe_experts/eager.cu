@@ -158,11 +158,11 @@ parity_error *list_rows(const parity_moe_experts_args *args, const parity_moe_ex
 
 parity_error *check_devices(const parity_moe_experts_args *args) {
     parity_device device = args->hidden->device;
-    if (device.type != PARITY_DEVICE_CUDA) return check_on_device("moe_experts", "hidden", args->hidden, cuda_device(0));
+    if (device.type != PARITY_DEVICE_CUDA) return parity_cuda_check_tensor("moe_experts", "hidden", args->hidden, cuda_device(0));
     const parity_tensor *tensors[] = {args->hidden, args->gate_up_proj, args->down_proj, args->expert_indices,
                                       args->routing_weights, args->output};
     const char *names[] = {"hidden", "gate_up_proj", "down_proj", "expert_indices", "routing_weights", "output"};
-    for (int i = 0; i < 6; i++) PARITY_TRY(check_on_device("moe_experts", names[i], tensors[i], device));
+    for (int i = 0; i < 6; i++) PARITY_TRY(parity_cuda_check_tensor("moe_experts", names[i], tensors[i], device));
     PARITY_CUDA_TRY(cudaSetDevice(device.index));
     return NULL;
 }
@@ -244,7 +244,7 @@ parity_error *moe_experts_cuda_eager_backward(const parity_moe_experts_args *arg
     const parity_tensor *tensors[] = {grads->doutput, grads->dhidden, grads->dgate_up_proj, grads->ddown_proj,
                                       grads->drouting_weights};
     const char *names[] = {"doutput", "dhidden", "dgate_up_proj", "ddown_proj", "drouting_weights"};
-    for (int i = 0; i < 5; i++) PARITY_TRY(check_on_device("moe_experts", names[i], tensors[i], device));
+    for (int i = 0; i < 5; i++) PARITY_TRY(parity_cuda_check_tensor("moe_experts", names[i], tensors[i], device));
     expert_rows rows;
     PARITY_TRY(list_rows(args, sizes, &rows));
     expert_buffers buffers;

@@ -147,12 +147,12 @@ router_shape shape_of(const parity_moe_router_args *args, int64_t tokens, int64_
 parity_error *check_devices(const parity_moe_router_args *args) {
     parity_device device = args->router_logits->device;
     if (device.type != PARITY_DEVICE_CUDA)
-        return check_on_device("moe_router", "router_logits", args->router_logits, cuda_device(0));
-    PARITY_TRY(check_on_device("moe_router", "router_logits", args->router_logits, device));
+        return parity_cuda_check_tensor("moe_router", "router_logits", args->router_logits, cuda_device(0));
+    PARITY_TRY(parity_cuda_check_tensor("moe_router", "router_logits", args->router_logits, device));
     if (args->kind == PARITY_MOE_ROUTER_DEEPSEEK_V3)
-        PARITY_TRY(check_on_device("moe_router", "correction_bias", args->correction_bias, device));
-    PARITY_TRY(check_on_device("moe_router", "routing_weights", args->routing_weights, device));
-    PARITY_TRY(check_on_device("moe_router", "expert_indices", args->expert_indices, device));
+        PARITY_TRY(parity_cuda_check_tensor("moe_router", "correction_bias", args->correction_bias, device));
+    PARITY_TRY(parity_cuda_check_tensor("moe_router", "routing_weights", args->routing_weights, device));
+    PARITY_TRY(parity_cuda_check_tensor("moe_router", "expert_indices", args->expert_indices, device));
     PARITY_CUDA_TRY(cudaSetDevice(device.index));
     return NULL;
 }
@@ -208,8 +208,8 @@ parity_error *moe_router_cuda_eager_backward(const parity_moe_router_args *args,
     if (!grads->drouter_logits) return NULL;
     PARITY_TRY(check_devices(args));
     parity_device device = args->router_logits->device;
-    PARITY_TRY(check_on_device("moe_router", "drouting_weights", grads->drouting_weights, device));
-    PARITY_TRY(check_on_device("moe_router", "drouter_logits", grads->drouter_logits, device));
+    PARITY_TRY(parity_cuda_check_tensor("moe_router", "drouting_weights", grads->drouting_weights, device));
+    PARITY_TRY(parity_cuda_check_tensor("moe_router", "drouter_logits", grads->drouter_logits, device));
     const parity_tensor *scores;
     PARITY_TRY(parity_saved_get(saved, 0, &scores));
     PARITY_TRY(check_indices(args->expert_indices, experts, args->top_k));

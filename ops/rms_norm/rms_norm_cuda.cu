@@ -152,39 +152,8 @@ __global__ void __launch_bounds__(backward_max_threads<ITEMS>(), backward_min_bl
         }
     }
     if (!dweight_partial) return;
-    // The groups' column sums into group 0, in group order.
-    C *combined = reinterpret_cast<C *>(combine_bytes);
-    for (int source = 1; source < groups; source++) {
-        if (group == source) {
-#pragma unroll
-            for (int i = 0; i < ITEMS; i++) {
-                const int64_t column = ((int64_t)i * threads + t) * VEC;
-                if (column < hidden)
-#pragma unroll
-                    for (int j = 0; j < VEC; j++) combined[column + j] = dweight[i][j];
-            }
-        }
-        __syncthreads();
-        if (group == 0) {
-#pragma unroll
-            for (int i = 0; i < ITEMS; i++) {
-                const int64_t column = ((int64_t)i * threads + t) * VEC;
-                if (column < hidden)
-#pragma unroll
-                    for (int j = 0; j < VEC; j++) dweight[i][j] += combined[column + j];
-            }
-        }
-        __syncthreads();
-    }
-    if (group != 0) return;
-    C *partial = dweight_partial + (int64_t)blockIdx.x * hidden;
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++) {
-        const int64_t column = ((int64_t)i * threads + t) * VEC;
-        if (column < hidden)
-#pragma unroll
-            for (int j = 0; j < VEC; j++) partial[column + j] = dweight[i][j];
-    }
+    // The groups' column sums into group 0, in group order, then into dweight_partial[b].
+    store_block_partial(dweight, reinterpret_cast<C *>(combine_bytes), dweight_partial, hidden, threads, groups, group, t);
 }
 
 // ---- The pipelined backward: rows stream through shared-memory stages filled by bulk copies ------
@@ -296,39 +265,10 @@ __global__ void __launch_bounds__(backward_max_threads<ITEMS>(), MIN_BLOCKS)
         }
     }
     if (!dweight_partial) return;
-    // The groups' column sums into group 0, in group order (as rms_norm_backward_kernel).
+    // The groups' column sums into group 0, in group order, then into dweight_partial[b] (as
+    // rms_norm_backward_kernel).
     C *combined = reinterpret_cast<C *>(shared_bytes + (size_t)STAGES * 2 * stage_elements * sizeof(S));
-    for (int source = 1; source < groups; source++) {
-        if (group == source) {
-#pragma unroll
-            for (int i = 0; i < ITEMS; i++) {
-                const int64_t column = ((int64_t)i * threads + t) * VEC;
-                if (column < hidden)
-#pragma unroll
-                    for (int j = 0; j < VEC; j++) combined[column + j] = dweight[i][j];
-            }
-        }
-        __syncthreads();
-        if (group == 0) {
-#pragma unroll
-            for (int i = 0; i < ITEMS; i++) {
-                const int64_t column = ((int64_t)i * threads + t) * VEC;
-                if (column < hidden)
-#pragma unroll
-                    for (int j = 0; j < VEC; j++) dweight[i][j] += combined[column + j];
-            }
-        }
-        __syncthreads();
-    }
-    if (group != 0) return;
-    C *partial = dweight_partial + (int64_t)blockIdx.x * hidden;
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++) {
-        const int64_t column = ((int64_t)i * threads + t) * VEC;
-        if (column < hidden)
-#pragma unroll
-            for (int j = 0; j < VEC; j++) partial[column + j] = dweight[i][j];
-    }
+    store_block_partial(dweight, combined, dweight_partial, hidden, threads, groups, group, t);
 }
 
 } // namespace
@@ -447,13 +387,13 @@ parity_error *check_devices(const parity_rms_norm_args *args, const parity_rms_n
     if (device.type != PARITY_DEVICE_CUDA)
         return PARITY_ERROR(PARITY_ERROR_USAGE, "rms_norm: input is on %s; the %s backend runs on cuda",
                             parity_device_type_name(device.type), backend);
-    PARITY_TRY(check_on_device("rms_norm", "input", args->input, device));
-    PARITY_TRY(check_on_device("rms_norm", "weight", args->weight, device));
-    PARITY_TRY(check_on_device("rms_norm", "output", args->output, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm", "input", args->input, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm", "weight", args->weight, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm", "output", args->output, device));
     if (grads) {
-        PARITY_TRY(check_on_device("rms_norm", "doutput", grads->doutput, device));
-        PARITY_TRY(check_on_device("rms_norm", "dinput", grads->dinput, device));
-        PARITY_TRY(check_on_device("rms_norm", "dweight", grads->dweight, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm", "doutput", grads->doutput, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm", "dinput", grads->dinput, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm", "dweight", grads->dweight, device));
     }
     return NULL;
 }

@@ -158,36 +158,8 @@ __global__ void __launch_bounds__(backward_max_threads<ITEMS>()) rms_norm_gated_
         }
     }
     if (!dweight_partial) return;
-    C *combined = reinterpret_cast<C *>(combine_bytes);
-    for (int source = 1; source < groups; source++) {
-        if (group == source)
-#pragma unroll
-            for (int i = 0; i < ITEMS; i++) {
-                const int64_t column = ((int64_t)i * threads + t) * VEC;
-                if (column < hidden)
-#pragma unroll
-                    for (int j = 0; j < VEC; j++) combined[column + j] = dweight[i][j];
-            }
-        __syncthreads();
-        if (group == 0)
-#pragma unroll
-            for (int i = 0; i < ITEMS; i++) {
-                const int64_t column = ((int64_t)i * threads + t) * VEC;
-                if (column < hidden)
-#pragma unroll
-                    for (int j = 0; j < VEC; j++) dweight[i][j] += combined[column + j];
-            }
-        __syncthreads();
-    }
-    if (group != 0) return;
-    C *partial = dweight_partial + (int64_t)blockIdx.x * hidden;
-#pragma unroll
-    for (int i = 0; i < ITEMS; i++) {
-        const int64_t column = ((int64_t)i * threads + t) * VEC;
-        if (column < hidden)
-#pragma unroll
-            for (int j = 0; j < VEC; j++) partial[column + j] = dweight[i][j];
-    }
+    // The groups' column sums into group 0, in group order, then into dweight_partial[b].
+    store_block_partial(dweight, reinterpret_cast<C *>(combine_bytes), dweight_partial, hidden, threads, groups, group, t);
 }
 
 parity_error *check_devices(const parity_rms_norm_gated_args *args, const parity_rms_norm_gated_grads *grads) {
@@ -195,15 +167,15 @@ parity_error *check_devices(const parity_rms_norm_gated_args *args, const parity
     if (device.type != PARITY_DEVICE_CUDA)
         return PARITY_ERROR(PARITY_ERROR_USAGE, "rms_norm_gated: input is on %s; the %s backend runs on cuda",
                             parity_device_type_name(device.type), backend_name);
-    PARITY_TRY(check_on_device("rms_norm_gated", "input", args->input, device));
-    PARITY_TRY(check_on_device("rms_norm_gated", "gate", args->gate, device));
-    PARITY_TRY(check_on_device("rms_norm_gated", "weight", args->weight, device));
-    PARITY_TRY(check_on_device("rms_norm_gated", "output", args->output, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "input", args->input, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "gate", args->gate, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "weight", args->weight, device));
+    PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "output", args->output, device));
     if (grads) {
-        PARITY_TRY(check_on_device("rms_norm_gated", "doutput", grads->doutput, device));
-        PARITY_TRY(check_on_device("rms_norm_gated", "dinput", grads->dinput, device));
-        PARITY_TRY(check_on_device("rms_norm_gated", "dgate", grads->dgate, device));
-        PARITY_TRY(check_on_device("rms_norm_gated", "dweight", grads->dweight, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "doutput", grads->doutput, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "dinput", grads->dinput, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "dgate", grads->dgate, device));
+        PARITY_TRY(parity_cuda_check_tensor("rms_norm_gated", "dweight", grads->dweight, device));
     }
     return NULL;
 }

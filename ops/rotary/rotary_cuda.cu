@@ -152,7 +152,7 @@ parity_error *check_call(const parity_rotary_args *args, const parity_rotary_gra
                                       grads ? grads->dquery_out : NULL, grads ? grads->dkey_out : NULL,
                                       grads ? grads->dquery : NULL, grads ? grads->dkey : NULL};
     const char *names[] = {"query", "key", "positions", "query_out", "key_out", "dquery_out", "dkey_out", "dquery", "dkey"};
-    for (int i = 0; i < 9; i++) PARITY_TRY(check_on_device("rotary", names[i], tensors[i], device));
+    for (int i = 0; i < 9; i++) PARITY_TRY(parity_cuda_check_tensor("rotary", names[i], tensors[i], device));
     if (!allow_partial && sizes->rotary_dim < sizes->head_dim)
         return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED,
                             "rotary: the %s backend rotates whole heads; partial rotary (rotary_dim %lld of head_dim %lld, "

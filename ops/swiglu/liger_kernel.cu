@@ -134,13 +134,13 @@ parity_error *check_devices(const parity_swiglu_args *args, const parity_swiglu_
     if (device.type != PARITY_DEVICE_CUDA)
         return PARITY_ERROR(PARITY_ERROR_USAGE, "swiglu: gate is on %s; the %s backend runs on cuda",
                             parity_device_type_name(device.type), backend_name);
-    PARITY_TRY(check_on_device("swiglu", "gate", args->gate, device));
-    PARITY_TRY(check_on_device("swiglu", "up", args->up, device));
-    PARITY_TRY(check_on_device("swiglu", "output", args->output, device));
+    PARITY_TRY(parity_cuda_check_tensor("swiglu", "gate", args->gate, device));
+    PARITY_TRY(parity_cuda_check_tensor("swiglu", "up", args->up, device));
+    PARITY_TRY(parity_cuda_check_tensor("swiglu", "output", args->output, device));
     if (grads) {
-        PARITY_TRY(check_on_device("swiglu", "doutput", grads->doutput, device));
-        PARITY_TRY(check_on_device("swiglu", "dgate", grads->dgate, device));
-        PARITY_TRY(check_on_device("swiglu", "dup", grads->dup, device));
+        PARITY_TRY(parity_cuda_check_tensor("swiglu", "doutput", grads->doutput, device));
+        PARITY_TRY(parity_cuda_check_tensor("swiglu", "dgate", grads->dgate, device));
+        PARITY_TRY(parity_cuda_check_tensor("swiglu", "dup", grads->dup, device));
     }
     return NULL;
 }

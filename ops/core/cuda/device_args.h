@@ -14,6 +14,7 @@
 extern "C" {
 #endif
 
+// The one check of the tensors of a CUDA call (every CUDA backend, the device-side tensor helpers):
 // USAGE error "<op>: <name> is on cpu, the CUDA backend needs it on cuda:0" when `tensor` is not on
 // `device` (cuda:index), SHAPE error when it is not contiguous or has no data. NULL passes.
 parity_error *parity_cuda_check_tensor(const char *op, const char *name, const parity_tensor *tensor,

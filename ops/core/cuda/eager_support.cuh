@@ -60,21 +60,6 @@ inline parity_device cuda_device(int index) {
     return device;
 }
 
-// A USAGE error unless `tensor` (NULL passes) is contiguous on `device`, the device of the call:
-// "attention: key is on cpu, the CUDA backend needs it on cuda:0".
-inline parity_error *check_on_device(const char *op, const char *name, const parity_tensor *tensor, parity_device device) {
-    if (!tensor) return NULL;
-    char where[32], wanted[32];
-    if (!parity_device_equal(tensor->device, device))
-        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: %s is on %s, the CUDA backend needs it on %s", op, name,
-                            parity_device_format(tensor->device, where, sizeof where),
-                            parity_device_format(device, wanted, sizeof wanted));
-    if (!parity_tensor_is_contiguous(tensor))
-        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: %s is not contiguous, the CUDA backend needs contiguous tensors", op,
-                            name);
-    return NULL;
-}
-
 // `count` host int64 values copied into a new device tensor `out` on `device`.
 inline parity_error *upload_int64(scoped_tensor &out, const int64_t *values, int64_t count, parity_device device) {
     int64_t shape[1] = {count};

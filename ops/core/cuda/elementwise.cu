@@ -58,23 +58,19 @@ __global__ void fill_kernel(void *data, parity_dtype dtype, double value, int64_
     PARITY_CUDA_FOR_EACH(i, count) store_float(data, dtype, i, value);
 }
 
-parity_error *check_cuda_tensor(const char *what, const char *name, const parity_tensor *tensor) {
-    char description[200];
-    if (tensor->device.type != PARITY_DEVICE_CUDA)
-        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: %s %s is not a CUDA tensor", what, name,
-                            parity_tensor_describe(tensor, description, sizeof description));
-    if (!parity_tensor_is_contiguous(tensor))
-        return PARITY_ERROR(PARITY_ERROR_SHAPE, "%s: %s %s is not contiguous", what, name,
-                            parity_tensor_describe(tensor, description, sizeof description));
-    return NULL;
+// The CUDA device of `tensor` (cuda:0 for a tensor elsewhere): the device its call runs on.
+parity_device cuda_device_of(const parity_tensor *tensor) {
+    parity_device device = {PARITY_DEVICE_CUDA, tensor->device.type == PARITY_DEVICE_CUDA ? tensor->device.index : 0};
+    return device;
 }
 
 parity_error *check_pair(const char *what, const parity_tensor *destination, const parity_tensor *source) {
-    PARITY_TRY(check_cuda_tensor(what, "destination", destination));
-    PARITY_TRY(check_cuda_tensor(what, "source", source));
+    const parity_device device = cuda_device_of(destination);
+    PARITY_TRY(parity_cuda_check_tensor(what, "destination", destination, device));
+    PARITY_TRY(parity_cuda_check_tensor(what, "source", source, device));
     char a[200], b[200];
-    if (destination->device.index != source->device.index || !parity_tensor_same_shape(destination, source))
-        return PARITY_ERROR(PARITY_ERROR_SHAPE, "%s: %s and %s must have one shape on one device", what,
+    if (!parity_tensor_same_shape(destination, source))
+        return PARITY_ERROR(PARITY_ERROR_SHAPE, "%s: %s and %s must have one shape", what,
                             parity_tensor_describe(source, a, sizeof a), parity_tensor_describe(destination, b, sizeof b));
     return NULL;
 }
@@ -115,7 +111,7 @@ extern "C" parity_error *parity_cuda_convert(parity_tensor *destination, const p
 }
 
 extern "C" parity_error *parity_cuda_fill(parity_tensor *tensor, double value) {
-    PARITY_TRY(check_cuda_tensor("cuda fill", "tensor", tensor));
+    PARITY_TRY(parity_cuda_check_tensor("cuda fill", "tensor", tensor, cuda_device_of(tensor)));
     if (!parity_dtype_is_float(tensor->dtype))
         return PARITY_ERROR(PARITY_ERROR_USAGE, "cuda fill: %s tensor (float dtypes only)", parity_dtype_name(tensor->dtype));
     if (tensor->numel == 0) return NULL;
@@ -151,7 +147,7 @@ __global__ void sum_of_squares_kernel(const void *data, parity_dtype dtype, int6
 
 extern "C" parity_error *parity_cuda_sum_of_squares(const parity_tensor *tensor, double *out) {
     *out = 0;
-    PARITY_TRY(check_cuda_tensor("cuda sum of squares", "tensor", tensor));
+    PARITY_TRY(parity_cuda_check_tensor("cuda sum of squares", "tensor", tensor, cuda_device_of(tensor)));
     if (!parity_dtype_is_float(tensor->dtype))
         return PARITY_ERROR(PARITY_ERROR_USAGE, "cuda sum of squares: %s tensor (float dtypes only)",
                             parity_dtype_name(tensor->dtype));

@@ -1,7 +1,8 @@
-// fused_rows.cuh: what the fused CUDA backends (liger_kernel, triton, fla) share. For .cu files only.
-//   - element<D>: storage and compute types of a float dtype with the hardware conversions (one
-//     cvt.rn.bf16.f32 per bf16 store: the same round-to-nearest-even as parity_f32_to_bf16, at
-//     memory speed). f32 and bf16 compute in f32, f64 in f64.
+// fused_rows.cuh: what the fused CUDA backends (liger_kernel, triton, fla) share beyond
+// kernel_math.cuh. For .cu files only.
+//   - element<D>: kernel_math.cuh's scalar<D> with bf16 in its hardware form (__nv_bfloat16, one
+//     cvt.rn.bf16.f32 per store: the same round-to-nearest-even as parity_f32_to_bf16, at memory
+//     speed). f32 and bf16 compute in f32, f64 in f64.
 //   - load_values / store_values: VEC consecutive elements as one 16-byte access when the caller
 //     says the addresses allow it, element by element otherwise. Which thread holds which element
 //     never depends on that choice, so results do not either.
@@ -10,7 +11,8 @@
 //     only, never of the number of rows, which is what makes the row kernels batch invariant.
 //   - group_sum: the sum over one row group's threads in a fixed tree order (every thread of the
 //     group gets the same bits).
-//   - check_on_device: the USAGE error for a tensor that is not contiguous on the call's device.
+//   - store_block_partial / sum_partials: a row-walking backward's column sums (RMSNorm's dw) added
+//     over the block's groups, then over the blocks, each in a fixed order.
 #ifndef PARITY_CUDA_FUSED_ROWS_CUH
 #define PARITY_CUDA_FUSED_ROWS_CUH
 
@@ -21,7 +23,7 @@
 #include <mutex>
 #include <type_traits>
 
-#include "ops/core/cuda/cuda_check.h"
+#include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
 #include "ops/core/device.h"
@@ -32,32 +34,13 @@ extern "C" {
 
 namespace parity_fused {
 
-template <parity_dtype D> struct element;
+using parity_cuda::dispatch_float;
 
-template <> struct element<PARITY_F64> {
-    using storage = double;
-    using compute = double;
-    __device__ __forceinline__ static compute load(storage value) { return value; }
-    __device__ __forceinline__ static storage store(compute value) { return value; }
-};
-
-template <> struct element<PARITY_F32> {
-    using storage = float;
-    using compute = float;
-    __device__ __forceinline__ static compute load(storage value) { return value; }
-    __device__ __forceinline__ static storage store(compute value) { return value; }
-};
-
-template <> struct element<PARITY_BF16> {
-    using storage = __nv_bfloat16;
-    using compute = float;
-    __device__ __forceinline__ static compute load(storage value) { return __bfloat162float(value); }
-    __device__ __forceinline__ static storage store(compute value) { return __float2bfloat16_rn(value); }
-};
+template <parity_dtype D> using element = parity_cuda::scalar<D, parity_cuda::bf16_form::hardware>;
 
 // A compute value rounded to what the storage dtype holds (identity for f32 and f64).
 template <parity_dtype D> __device__ __forceinline__ typename element<D>::compute round_storage(typename element<D>::compute v) {
-    return element<D>::load(element<D>::store(v));
+    return parity_cuda::round_storage<D, parity_cuda::bf16_form::hardware>(v);
 }
 
 // Elements per 16-byte access.
@@ -214,19 +197,45 @@ template <typename T> __device__ __forceinline__ T warp_max(T value) {
     return value;
 }
 
-template <parity_dtype D> struct dtype_tag {
-    static constexpr parity_dtype value = D;
-};
-
-// Calls fn(dtype_tag<D>{}) for the float dtype D == dtype; USAGE error naming `what` otherwise.
-template <typename Fn> parity_error *dispatch_float(parity_dtype dtype, const char *what, Fn &&fn) {
-    switch (dtype) {
-    case PARITY_F64: return fn(dtype_tag<PARITY_F64>{});
-    case PARITY_F32: return fn(dtype_tag<PARITY_F32>{});
-    case PARITY_BF16: return fn(dtype_tag<PARITY_BF16>{});
-    default:
-        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: dtype %s is not supported (fp64, fp32, bf16)", what,
-                            parity_dtype_name(dtype));
+// The end of a row-walking backward that sums columns over its rows (RMSNorm's dw): thread t of
+// group `group` (of `groups` groups of `threads` threads) holds in sums[i][j] its share of column
+// (i * threads + t) * VEC + j, the row layout's. The groups' shares are added into group 0's in group
+// order through `combined` (hidden compute values of shared memory), then group 0 writes them to row
+// blockIdx.x of `partial` (blocks, hidden). Every thread of the block calls it (it may
+// __syncthreads), as the kernel's last statement.
+template <typename C, int VEC, int ITEMS>
+__device__ __forceinline__ void store_block_partial(C (&sums)[ITEMS][VEC], C *combined, C *partial, int64_t hidden,
+                                                    int threads, int groups, int group, int t) {
+    for (int source = 1; source < groups; source++) {
+        if (group == source) {
+#pragma unroll
+            for (int i = 0; i < ITEMS; i++) {
+                const int64_t column = ((int64_t)i * threads + t) * VEC;
+                if (column < hidden)
+#pragma unroll
+                    for (int j = 0; j < VEC; j++) combined[column + j] = sums[i][j];
+            }
+        }
+        __syncthreads();
+        if (group == 0) {
+#pragma unroll
+            for (int i = 0; i < ITEMS; i++) {
+                const int64_t column = ((int64_t)i * threads + t) * VEC;
+                if (column < hidden)
+#pragma unroll
+                    for (int j = 0; j < VEC; j++) sums[i][j] += combined[column + j];
+            }
+        }
+        __syncthreads();
+    }
+    if (group != 0) return;
+    C *row = partial + (int64_t)blockIdx.x * hidden;
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+        const int64_t column = ((int64_t)i * threads + t) * VEC;
+        if (column < hidden)
+#pragma unroll
+            for (int j = 0; j < VEC; j++) row[column + j] = sums[i][j];
     }
 }
 
@@ -256,25 +265,6 @@ inline parity_error *sum_partials(const typename element<D>::compute *partial, i
     if (columns == 0) return NULL;
     sum_partials_kernel<D><<<(unsigned)((columns + 31) / 32), dim3(32, 32)>>>(partial, blocks, columns, out);
     PARITY_CUDA_TRY_LAUNCH("sum_partials_kernel");
-    return NULL;
-}
-
-inline parity_device cuda_device(int index) {
-    parity_device device = {PARITY_DEVICE_CUDA, index};
-    return device;
-}
-
-// USAGE error unless `tensor` (NULL passes) is contiguous on `device`.
-inline parity_error *check_on_device(const char *op, const char *name, const parity_tensor *tensor, parity_device device) {
-    if (!tensor) return NULL;
-    char where[32], wanted[32];
-    if (!parity_device_equal(tensor->device, device))
-        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: %s is on %s, the CUDA backend needs it on %s", op, name,
-                            parity_device_format(tensor->device, where, sizeof where),
-                            parity_device_format(device, wanted, sizeof wanted));
-    if (!parity_tensor_is_contiguous(tensor))
-        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: %s is not contiguous; the CUDA backend needs contiguous tensors", op,
-                            name);
     return NULL;
 }
 

@@ -1,13 +1,20 @@
-// kernel_math.cuh: what every parity CUDA kernel shares. For .cu files only.
-//   - scalar<D>: storage and compute types of a float dtype, with exact conversions (bf16 is stored as
-//     uint16_t bits; its arithmetic runs in f32, as PyTorch's bf16 kernels do; f64 runs stay f64).
+// kernel_math.cuh: what every parity CUDA kernel shares (fused_rows.cuh and eager_support.cuh build
+// on it). For .cu files only.
+//   - scalar<D, FORM>: the one set of dtype traits: storage and compute types of a float dtype and
+//     its conversions. bf16 arithmetic runs in f32, as PyTorch's bf16 kernels do; f64 runs stay f64.
+//     bf16 has two forms: uint16_t bits with dtype.h's bit-level conversions (the eager kernels: the
+//     CPU's bits, NaN payloads included) or cuda_bf16.h's __nv_bfloat16 with the hardware's (the
+//     fused kernels: one cvt.rn.bf16.f32 a store, the same round-to-nearest-even).
 //   - dispatch_float: one templated launch instantiated for f64, f32 and bf16.
+//   - parity_cuda_check_tensor (device_args.h): the one check of a call's tensors (on the call's CUDA
+//     device: USAGE otherwise; contiguous with data: SHAPE otherwise).
 //   - grid sizes, deterministic block reductions (fixed tree order, so runs are bitwise repeatable).
 //   - exp/log/... of a compute value through f64 and one rounding, so f32 results match the CPU
 //     eager's f64-then-round emulation instead of carrying the fast f32 functions' ulp errors.
 #ifndef PARITY_CUDA_KERNEL_MATH_CUH
 #define PARITY_CUDA_KERNEL_MATH_CUH
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <initializer_list>
 #include <math.h>
@@ -16,6 +23,7 @@
 #include "ops/core/cuda/cuda_check.h"
 
 extern "C" {
+#include "ops/core/cuda/device_args.h"
 #include "ops/core/device.h"
 #include "ops/core/dtype.h"
 }
@@ -26,9 +34,13 @@ extern "C" {
 
 namespace parity_cuda {
 
-template <parity_dtype D> struct scalar;
+// How a kernel holds bf16 (f64 and f32 are the same in both forms). The storage type matters beyond
+// the conversions: the compiler packs and unpacks __nv_bfloat16 vectors in fewer instructions.
+enum class bf16_form { bits, hardware };
 
-template <> struct scalar<PARITY_F64> {
+template <parity_dtype D, bf16_form FORM = bf16_form::bits> struct scalar;
+
+template <bf16_form FORM> struct scalar<PARITY_F64, FORM> {
     using storage = double;
     using compute = double;
     __device__ __forceinline__ static compute load(storage value) { return value; }
@@ -36,7 +48,7 @@ template <> struct scalar<PARITY_F64> {
     __device__ __forceinline__ static storage from_f64(double value) { return value; }
 };
 
-template <> struct scalar<PARITY_F32> {
+template <bf16_form FORM> struct scalar<PARITY_F32, FORM> {
     using storage = float;
     using compute = float;
     __device__ __forceinline__ static compute load(storage value) { return value; }
@@ -44,7 +56,7 @@ template <> struct scalar<PARITY_F32> {
     __device__ __forceinline__ static storage from_f64(double value) { return __double2float_rn(value); }
 };
 
-template <> struct scalar<PARITY_BF16> {
+template <> struct scalar<PARITY_BF16, bf16_form::bits> {
     using storage = uint16_t;
     using compute = float;
     __device__ __forceinline__ static compute load(storage value) { return parity_bf16_to_f32(value); }
@@ -52,9 +64,19 @@ template <> struct scalar<PARITY_BF16> {
     __device__ __forceinline__ static storage from_f64(double value) { return parity_f64_to_bf16(value); }
 };
 
+// Loads are exact in both forms and stores round to nearest even in both: the same bits for every
+// value but a NaN (whose payload the hardware need not keep).
+template <> struct scalar<PARITY_BF16, bf16_form::hardware> {
+    using storage = __nv_bfloat16;
+    using compute = float;
+    __device__ __forceinline__ static compute load(storage value) { return __bfloat162float(value); }
+    __device__ __forceinline__ static storage store(compute value) { return __float2bfloat16_rn(value); }
+};
+
 // Rounds a compute value to what the storage dtype holds, staying in the compute type.
-template <parity_dtype D> __device__ __forceinline__ typename scalar<D>::compute round_storage(typename scalar<D>::compute v) {
-    return scalar<D>::load(scalar<D>::store(v));
+template <parity_dtype D, bf16_form FORM = bf16_form::bits>
+__device__ __forceinline__ typename scalar<D, FORM>::compute round_storage(typename scalar<D, FORM>::compute v) {
+    return scalar<D, FORM>::load(scalar<D, FORM>::store(v));
 }
 
 // The CPU eager's parity_round_compute: an f64 result rounded once to the compute type.
