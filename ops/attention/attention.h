@@ -19,6 +19,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,6 +48,9 @@ typedef struct parity_attention_kernels {
     parity_error *(*backward)(const parity_attention_args *args, const parity_saved *saved,
                               const parity_attention_grads *grads);
 } parity_attention_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_attention_op;
 
 // The sizes of a validated call.
 typedef struct parity_attention_dims {

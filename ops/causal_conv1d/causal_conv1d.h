@@ -9,6 +9,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,6 +39,9 @@ typedef struct parity_causal_conv1d_kernels {
     parity_error *(*backward)(const parity_causal_conv1d_args *args, const parity_saved *saved,
                               const parity_causal_conv1d_grads *grads);
 } parity_causal_conv1d_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_causal_conv1d_op;
 
 // Shared argument validation (shapes, dtypes, cu_seqlens shape), naming the op and the tensor.
 // Returns N, C and K. The cu_seqlens values are checked where a backend reads them

@@ -6,6 +6,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +31,9 @@ typedef struct parity_concat_kernels {
     parity_error *(*backward)(const parity_concat_args *args, const parity_saved *saved,
                               const parity_concat_grads *grads);
 } parity_concat_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_concat_op;
 
 // Checks `parts` (count of them, named "<parts_name>[i]" in messages that name `op`) against
 // `reference`: the same dtype, rank and leading shape, any last dimension. Returns the sum of their

@@ -21,6 +21,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,6 +54,9 @@ typedef struct parity_cross_entropy_kernels {
     parity_error *(*backward)(const parity_cross_entropy_args *args, const parity_saved *saved,
                               const parity_cross_entropy_grads *grads);
 } parity_cross_entropy_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call and work model.
+extern const parity_op_descriptor parity_cross_entropy_op;
 
 // Shared shape/dtype validation, naming the op and the tensor in every message. Returns N, H, V.
 parity_error *parity_cross_entropy_check(const parity_cross_entropy_args *args, int64_t *tokens, int64_t *hidden,

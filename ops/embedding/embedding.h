@@ -5,6 +5,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +31,9 @@ typedef struct parity_embedding_kernels {
     parity_error *(*backward)(const parity_embedding_args *args, const parity_saved *saved,
                               const parity_embedding_grads *grads);
 } parity_embedding_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_embedding_op;
 
 // Shared argument validation, naming the op and the tensor in every message. Returns N, V and H.
 parity_error *parity_embedding_check(const parity_embedding_args *args, int64_t *positions, int64_t *vocab,

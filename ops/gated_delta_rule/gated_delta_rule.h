@@ -15,6 +15,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,6 +52,9 @@ typedef struct parity_gated_delta_rule_kernels {
     parity_error *(*backward)(const parity_gated_delta_rule_args *args, const parity_saved *saved,
                               const parity_gated_delta_rule_grads *grads);
 } parity_gated_delta_rule_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_gated_delta_rule_op;
 
 // The sizes of a call, from parity_gated_delta_rule_check.
 typedef struct parity_gated_delta_rule_sizes {

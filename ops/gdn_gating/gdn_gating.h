@@ -10,6 +10,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,6 +41,9 @@ typedef struct parity_gdn_gating_kernels {
     parity_error *(*backward)(const parity_gdn_gating_args *args, const parity_saved *saved,
                               const parity_gdn_gating_grads *grads);
 } parity_gdn_gating_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_gdn_gating_op;
 
 // Shared argument validation, naming the op and the tensor. Returns N and Hv.
 parity_error *parity_gdn_gating_check(const parity_gdn_gating_args *args, int64_t *tokens, int64_t *heads);

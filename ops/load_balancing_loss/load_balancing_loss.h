@@ -20,6 +20,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 #include "ops/registry.h"
 
 #ifdef __cplusplus
@@ -43,6 +44,9 @@ typedef struct parity_load_balancing_loss_kernels {
     parity_error *(*backward)(const parity_load_balancing_loss_args *args, const parity_saved *saved,
                               const parity_load_balancing_loss_grads *grads);
 } parity_load_balancing_loss_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call and work model.
+extern const parity_op_descriptor parity_load_balancing_loss_op;
 
 // Shared argument validation, naming the op and the tensor in every message. Returns the rows
 // (L * N), E and L (>= 1).

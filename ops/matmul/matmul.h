@@ -8,6 +8,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,6 +36,9 @@ typedef struct parity_matmul_kernels {
     parity_error *(*backward)(const parity_matmul_args *args, const parity_saved *saved,
                               const parity_matmul_grads *grads);
 } parity_matmul_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_matmul_op;
 
 typedef struct parity_matmul_sizes {
     int64_t batch, m, n, k; // batch = product of the leading dimensions

@@ -20,6 +20,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 #include "ops/registry.h"
 
 #ifdef __cplusplus
@@ -48,6 +49,9 @@ typedef struct parity_moe_experts_kernels {
     parity_error *(*backward)(const parity_moe_experts_args *args, const parity_saved *saved,
                               const parity_moe_experts_grads *grads);
 } parity_moe_experts_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_moe_experts_op;
 
 typedef struct parity_moe_experts_sizes {
     int64_t tokens;       // N

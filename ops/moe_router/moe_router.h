@@ -38,6 +38,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,6 +74,9 @@ typedef struct parity_moe_router_kernels {
     parity_error *(*backward)(const parity_moe_router_args *args, const parity_saved *saved,
                               const parity_moe_router_grads *grads);
 } parity_moe_router_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_moe_router_op;
 
 // Shared argument validation, naming the op and the tensor in every message. Returns N and E.
 parity_error *parity_moe_router_check(const parity_moe_router_args *args, int64_t *tokens, int64_t *experts);

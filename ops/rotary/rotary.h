@@ -8,6 +8,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 #include "ops/rotary/frequencies.h"
 #include "ops/rotary/rope_description.h"
 
@@ -35,6 +36,9 @@ typedef struct parity_rotary_kernels {
     parity_error *(*forward)(const parity_rotary_args *args, parity_saved *saved);
     parity_error *(*backward)(const parity_rotary_args *args, const parity_saved *saved, const parity_rotary_grads *grads);
 } parity_rotary_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call and work model.
+extern const parity_op_descriptor parity_rotary_op;
 
 // The sizes every backend needs, validated once.
 typedef struct parity_rotary_sizes {

@@ -6,6 +6,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +31,9 @@ typedef struct parity_sigmoid_gate_kernels {
     parity_error *(*backward)(const parity_sigmoid_gate_args *args, const parity_saved *saved,
                               const parity_sigmoid_gate_grads *grads);
 } parity_sigmoid_gate_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_sigmoid_gate_op;
 
 // Shared argument validation, naming the op and the tensor in every message. Returns N, D and the
 // number of input elements each gate element scales (D when broadcast, else 1).

@@ -8,6 +8,7 @@
 #include "ops/concat/concat.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,6 +33,9 @@ typedef struct parity_split_kernels {
     parity_error *(*backward)(const parity_split_args *args, const parity_saved *saved,
                               const parity_split_grads *grads);
 } parity_split_kernels;
+
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_split_op;
 
 // Shared argument validation, naming the op and the tensor in every message. Returns N.
 parity_error *parity_split_check(const parity_split_args *args, int64_t *rows);
