@@ -1,6 +1,6 @@
 // tape.h: reverse-mode differentiation for models written once, as their forward. Every op call
-// a model makes goes through a node function (models/autograd/node_<op>.c) that runs the chosen
-// backend's forward, records a node (which backend, which variables, the saved tensors), and
+// a model makes goes through a node function (models/autograd/nodes.h, node_op.h) that runs the
+// chosen backend's forward, records a node (which backend, which variables, the saved tensors), and
 // returns output variables. parity_tape_backward then replays the nodes in reverse, calling each
 // backend's backward and accumulating gradients into the input variables.
 //
