@@ -67,6 +67,9 @@ typedef struct parity_op_descriptor {
     const parity_op_work_model *work; // NULL: `parity bench` does not time this op
 } parity_op_descriptor;
 
+// The index of the slot named `name`, or -1.
+int parity_op_slot_index(const parity_op_descriptor *op, const char *name);
+
 // Every op built into parity (ops/builtin_ops.c), in a fixed order; NULL past the end or for an
 // unknown name.
 size_t parity_builtin_op_count(void);
