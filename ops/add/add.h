@@ -37,10 +37,6 @@ extern const parity_op_descriptor parity_add_op;
 parity_error *parity_add_check(const parity_add_args *args);
 parity_error *parity_add_check_grads(const parity_add_args *args, const parity_add_grads *grads);
 
-parity_error *parity_add_register_cpu(void);
-// The CUDA eager backend (ops/add/eager.cu); CUDA builds only.
-parity_error *parity_add_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -77,13 +77,6 @@ static inline bool parity_attention_key_visible(const parity_attention_args *arg
     return args->sliding_window == 0 || query - key < args->sliding_window;
 }
 
-// Registers "eager" and "sdpa" on the CPU (one call each, below).
-parity_error *parity_attention_register_cpu(void);
-parity_error *parity_attention_register_eager_cpu(void); // eager.c
-parity_error *parity_attention_register_sdpa_cpu(void);  // sdpa.c
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_attention_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

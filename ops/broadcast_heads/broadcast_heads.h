@@ -39,10 +39,6 @@ parity_error *parity_broadcast_heads_check(const parity_broadcast_heads_args *ar
 parity_error *parity_broadcast_heads_check_grads(const parity_broadcast_heads_args *args,
                                                  const parity_broadcast_heads_grads *grads);
 
-parity_error *parity_broadcast_heads_register_cpu(void);
-// The CUDA eager backend (ops/broadcast_heads/eager.cu); CUDA builds only.
-parity_error *parity_broadcast_heads_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -51,10 +51,6 @@ parity_error *parity_causal_conv1d_check(const parity_causal_conv1d_args *args, 
 parity_error *parity_causal_conv1d_check_grads(const parity_causal_conv1d_args *args,
                                                const parity_causal_conv1d_grads *grads);
 
-parity_error *parity_causal_conv1d_register_cpu(void);
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_causal_conv1d_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -45,10 +45,6 @@ parity_error *parity_concat_check_parts(const char *op, const char *parts_name, 
 parity_error *parity_concat_check(const parity_concat_args *args, int64_t *rows);
 parity_error *parity_concat_check_grads(const parity_concat_args *args, const parity_concat_grads *grads);
 
-parity_error *parity_concat_register_cpu(void);
-// The CUDA eager backend (ops/concat/eager.cu); CUDA builds only.
-parity_error *parity_concat_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -68,11 +68,6 @@ parity_error *parity_cross_entropy_check_grads(const parity_cross_entropy_args *
 parity_error *parity_cross_entropy_load_targets(const parity_cross_entropy_args *args, int64_t vocab,
                                                 int64_t **targets, int64_t *valid_count);
 
-// Registers the CPU backends "eager" and "chunk_loss".
-parity_error *parity_cross_entropy_register_cpu(void);
-// The CUDA eager backend (ops/cross_entropy/eager.cu); CUDA builds only.
-parity_error *parity_cross_entropy_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

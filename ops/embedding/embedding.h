@@ -42,10 +42,6 @@ parity_error *parity_embedding_check_grads(const parity_embedding_args *args, co
 // The ids' values (host copy): an id outside [0, vocab) is an error naming its position and value.
 parity_error *parity_embedding_check_ids(const int64_t *ids, int64_t positions, int64_t vocab);
 
-parity_error *parity_embedding_register_cpu(void);
-// The CUDA eager backend (ops/embedding/eager.cu); CUDA builds only.
-parity_error *parity_embedding_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -74,11 +74,6 @@ parity_error *parity_gated_delta_rule_check(const parity_gated_delta_rule_args *
 parity_error *parity_gated_delta_rule_check_grads(const parity_gated_delta_rule_args *args,
                                                   const parity_gated_delta_rule_grads *grads);
 
-// Registers the CPU backends: "eager" (recurrent) and "fla" (chunked).
-parity_error *parity_gated_delta_rule_register_cpu(void);
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_gated_delta_rule_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

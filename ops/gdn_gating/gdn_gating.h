@@ -49,10 +49,6 @@ extern const parity_op_descriptor parity_gdn_gating_op;
 parity_error *parity_gdn_gating_check(const parity_gdn_gating_args *args, int64_t *tokens, int64_t *heads);
 parity_error *parity_gdn_gating_check_grads(const parity_gdn_gating_args *args, const parity_gdn_gating_grads *grads);
 
-parity_error *parity_gdn_gating_register_cpu(void);
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_gdn_gating_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -39,10 +39,6 @@ extern const parity_op_descriptor parity_l2_norm_op;
 parity_error *parity_l2_norm_check(const parity_l2_norm_args *args, int64_t *rows, int64_t *dim);
 parity_error *parity_l2_norm_check_grads(const parity_l2_norm_args *args, const parity_l2_norm_grads *grads);
 
-parity_error *parity_l2_norm_register_cpu(void);
-// The CUDA eager backend (ops/l2_norm/eager.cu); CUDA builds only.
-parity_error *parity_l2_norm_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -41,10 +41,6 @@ parity_error *parity_linear_check(const parity_linear_args *args, int64_t *rows,
                                   int64_t *out_features);
 parity_error *parity_linear_check_grads(const parity_linear_args *args, const parity_linear_grads *grads);
 
-parity_error *parity_linear_register_cpu(void);
-// The CUDA eager backend (ops/linear/eager.cu); CUDA builds only.
-parity_error *parity_linear_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -57,10 +57,6 @@ parity_error *parity_load_balancing_loss_check_grads(const parity_load_balancing
 // The dtype of the loss for logits of `dtype`: f64 for f64, f32 otherwise.
 parity_dtype parity_load_balancing_loss_dtype(parity_dtype logits_dtype);
 
-parity_error *parity_load_balancing_loss_register_cpu(void);
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_load_balancing_loss_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

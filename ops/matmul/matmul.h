@@ -48,10 +48,6 @@ typedef struct parity_matmul_sizes {
 parity_error *parity_matmul_check(const parity_matmul_args *args, parity_matmul_sizes *sizes);
 parity_error *parity_matmul_check_grads(const parity_matmul_args *args, const parity_matmul_grads *grads);
 
-parity_error *parity_matmul_register_cpu(void);
-// The CUDA eager backend (ops/matmul/eager.cu); CUDA builds only.
-parity_error *parity_matmul_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

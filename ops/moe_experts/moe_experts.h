@@ -67,10 +67,6 @@ typedef struct parity_moe_experts_sizes {
 parity_error *parity_moe_experts_check(const parity_moe_experts_args *args, parity_moe_experts_sizes *sizes);
 parity_error *parity_moe_experts_check_grads(const parity_moe_experts_args *args, const parity_moe_experts_grads *grads);
 
-parity_error *parity_moe_experts_register_cpu(void);
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_moe_experts_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

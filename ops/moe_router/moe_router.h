@@ -82,10 +82,6 @@ extern const parity_op_descriptor parity_moe_router_op;
 parity_error *parity_moe_router_check(const parity_moe_router_args *args, int64_t *tokens, int64_t *experts);
 parity_error *parity_moe_router_check_grads(const parity_moe_router_args *args, const parity_moe_router_grads *grads);
 
-parity_error *parity_moe_router_register_cpu(void);
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_moe_router_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -44,10 +44,6 @@ extern const parity_op_descriptor parity_rms_norm_op;
 parity_error *parity_rms_norm_check(const parity_rms_norm_args *args, int64_t *rows, int64_t *hidden);
 parity_error *parity_rms_norm_check_grads(const parity_rms_norm_args *args, const parity_rms_norm_grads *grads);
 
-parity_error *parity_rms_norm_register_cpu(void);
-// The CUDA eager backend (ops/rms_norm/eager.cu); CUDA builds only.
-parity_error *parity_rms_norm_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -42,10 +42,6 @@ parity_error *parity_rms_norm_gated_check(const parity_rms_norm_gated_args *args
 parity_error *parity_rms_norm_gated_check_grads(const parity_rms_norm_gated_args *args,
                                                 const parity_rms_norm_gated_grads *grads);
 
-parity_error *parity_rms_norm_gated_register_cpu(void);
-// The CUDA eager backend (ops/rms_norm_gated/eager.cu); CUDA builds only.
-parity_error *parity_rms_norm_gated_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -49,10 +49,6 @@ typedef struct parity_rotary_sizes {
 parity_error *parity_rotary_check(const parity_rotary_args *args, parity_rotary_sizes *sizes);
 parity_error *parity_rotary_check_grads(const parity_rotary_args *args, const parity_rotary_grads *grads);
 
-parity_error *parity_rotary_register_cpu(void);
-// The CUDA eager backend (ops/rotary/eager.cu); CUDA builds only.
-parity_error *parity_rotary_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -42,10 +42,6 @@ parity_error *parity_sigmoid_gate_check(const parity_sigmoid_gate_args *args, in
 parity_error *parity_sigmoid_gate_check_grads(const parity_sigmoid_gate_args *args,
                                               const parity_sigmoid_gate_grads *grads);
 
-parity_error *parity_sigmoid_gate_register_cpu(void);
-// The CUDA eager backend (ops/sigmoid_gate/eager.cu); CUDA builds only.
-parity_error *parity_sigmoid_gate_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -41,10 +41,6 @@ extern const parity_op_descriptor parity_split_op;
 parity_error *parity_split_check(const parity_split_args *args, int64_t *rows);
 parity_error *parity_split_check_grads(const parity_split_args *args, const parity_split_grads *grads);
 
-parity_error *parity_split_register_cpu(void);
-// The CUDA eager backend (ops/split/eager.cu); CUDA builds only.
-parity_error *parity_split_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -36,10 +36,6 @@ extern const parity_op_descriptor parity_swiglu_op;
 parity_error *parity_swiglu_check(const parity_swiglu_args *args);
 parity_error *parity_swiglu_check_grads(const parity_swiglu_args *args, const parity_swiglu_grads *grads);
 
-parity_error *parity_swiglu_register_cpu(void);
-// The CUDA eager backend (ops/swiglu/eager.cu); CUDA builds only.
-parity_error *parity_swiglu_register_cuda(void);
-
 #ifdef __cplusplus
 }
 #endif
