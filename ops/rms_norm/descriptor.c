@@ -4,27 +4,11 @@
 #include "ops/registry.h"
 #include "ops/rms_norm/rms_norm.h"
 
-enum { X, WEIGHT, Y };
-
 static const parity_op_slot slots[] = {
-    [X] = {"x", PARITY_SLOT_INPUT, false},
-    [WEIGHT] = {"weight", PARITY_SLOT_INPUT, false},
-    [Y] = {"y", PARITY_SLOT_OUTPUT, false},
+    PARITY_OP_SLOT(rms_norm, "x", PARITY_SLOT_INPUT, input, dinput),
+    PARITY_OP_SLOT(rms_norm, "weight", PARITY_SLOT_INPUT, weight, dweight),
+    PARITY_OP_SLOT(rms_norm, "y", PARITY_SLOT_OUTPUT, output, doutput),
 };
-
-static parity_rms_norm_args args_of(const void *attributes, parity_tensor *const *tensors) {
-    parity_rms_norm_args args = *(const parity_rms_norm_args *)attributes;
-    args.input = tensors[X];
-    args.weight = tensors[WEIGHT];
-    args.output = tensors[Y];
-    return args;
-}
-
-static parity_rms_norm_grads grads_of(parity_tensor *const *gradients, parity_rms_norm_args *args) {
-    return (parity_rms_norm_grads){gradients[Y], gradients[X], gradients[WEIGHT]};
-}
-
-PARITY_OP_KERNEL_CALLS(rms_norm)
 
 static double bytes(const int64_t *sizes, parity_dtype dtype, bool with_backward) {
     double n = (double)sizes[0], h = (double)sizes[1], size = (double)parity_dtype_size(dtype);
@@ -38,8 +22,4 @@ static double gradient_bytes(const int64_t *sizes, parity_dtype dtype) {
 
 static const parity_op_work_model work = {"ROWSxHIDDEN", 2, false, bytes, NULL, gradient_bytes};
 
-const parity_op_descriptor parity_rms_norm_op = {
-    .name = PARITY_OP_RMS_NORM, .slots = slots, .slot_count = PARITY_OP_SLOT_COUNT(slots),
-    .attributes_size = sizeof(parity_rms_norm_args), .forward = kernel_forward, .backward = kernel_backward,
-    .work = &work,
-};
+PARITY_OP_DESCRIPTOR(rms_norm, PARITY_OP_RMS_NORM, PARITY_OP_ARGS_ATTRIBUTES(rms_norm), .work = &work)

@@ -5,29 +5,12 @@
 #include "ops/registry.h"
 #include "ops/rms_norm_gated/rms_norm_gated.h"
 
-enum { X, GATE, WEIGHT, Y };
-
 static const parity_op_slot slots[] = {
-    [X] = {"x", PARITY_SLOT_INPUT, false},
-    [GATE] = {"gate", PARITY_SLOT_INPUT, false},
-    [WEIGHT] = {"weight", PARITY_SLOT_INPUT, false},
-    [Y] = {"y", PARITY_SLOT_OUTPUT, false},
+    PARITY_OP_SLOT(rms_norm_gated, "x", PARITY_SLOT_INPUT, input, dinput),
+    PARITY_OP_SLOT(rms_norm_gated, "gate", PARITY_SLOT_INPUT, gate, dgate),
+    PARITY_OP_SLOT(rms_norm_gated, "weight", PARITY_SLOT_INPUT, weight, dweight),
+    PARITY_OP_SLOT(rms_norm_gated, "y", PARITY_SLOT_OUTPUT, output, doutput),
 };
-
-static parity_rms_norm_gated_args args_of(const void *attributes, parity_tensor *const *tensors) {
-    parity_rms_norm_gated_args args = *(const parity_rms_norm_gated_args *)attributes;
-    args.input = tensors[X];
-    args.gate = tensors[GATE];
-    args.weight = tensors[WEIGHT];
-    args.output = tensors[Y];
-    return args;
-}
-
-static parity_rms_norm_gated_grads grads_of(parity_tensor *const *gradients, parity_rms_norm_gated_args *args) {
-    return (parity_rms_norm_gated_grads){gradients[Y], gradients[X], gradients[GATE], gradients[WEIGHT]};
-}
-
-PARITY_OP_KERNEL_CALLS(rms_norm_gated)
 
 static double bytes(const int64_t *sizes, parity_dtype dtype, bool with_backward) {
     double n = (double)sizes[0], d = (double)sizes[1], size = (double)parity_dtype_size(dtype);
@@ -41,8 +24,4 @@ static double gradient_bytes(const int64_t *sizes, parity_dtype dtype) {
 
 static const parity_op_work_model work = {"ROWSxDIM", 2, false, bytes, NULL, gradient_bytes};
 
-const parity_op_descriptor parity_rms_norm_gated_op = {
-    .name = PARITY_OP_RMS_NORM_GATED, .slots = slots, .slot_count = PARITY_OP_SLOT_COUNT(slots),
-    .attributes_size = sizeof(parity_rms_norm_gated_args), .forward = kernel_forward, .backward = kernel_backward,
-    .work = &work,
-};
+PARITY_OP_DESCRIPTOR(rms_norm_gated, PARITY_OP_RMS_NORM_GATED, PARITY_OP_ARGS_ATTRIBUTES(rms_norm_gated), .work = &work)

@@ -3,29 +3,10 @@
 #include "ops/registry.h"
 #include "ops/sigmoid_gate/sigmoid_gate.h"
 
-enum { X, GATE, Y };
-
 static const parity_op_slot slots[] = {
-    [X] = {"x", PARITY_SLOT_INPUT, false},
-    [GATE] = {"gate", PARITY_SLOT_INPUT, false},
-    [Y] = {"y", PARITY_SLOT_OUTPUT, false},
+    PARITY_OP_SLOT(sigmoid_gate, "x", PARITY_SLOT_INPUT, input, dinput),
+    PARITY_OP_SLOT(sigmoid_gate, "gate", PARITY_SLOT_INPUT, gate, dgate),
+    PARITY_OP_SLOT(sigmoid_gate, "y", PARITY_SLOT_OUTPUT, output, doutput),
 };
 
-static parity_sigmoid_gate_args args_of(const void *attributes, parity_tensor *const *tensors) {
-    parity_sigmoid_gate_args args = {0};
-    args.input = tensors[X];
-    args.gate = tensors[GATE];
-    args.output = tensors[Y];
-    return args;
-}
-
-static parity_sigmoid_gate_grads grads_of(parity_tensor *const *gradients, parity_sigmoid_gate_args *args) {
-    return (parity_sigmoid_gate_grads){gradients[Y], gradients[X], gradients[GATE]};
-}
-
-PARITY_OP_KERNEL_CALLS(sigmoid_gate)
-
-const parity_op_descriptor parity_sigmoid_gate_op = {
-    .name = PARITY_OP_SIGMOID_GATE, .slots = slots, .slot_count = PARITY_OP_SLOT_COUNT(slots),
-    .forward = kernel_forward, .backward = kernel_backward,
-};
+PARITY_OP_DESCRIPTOR(sigmoid_gate, PARITY_OP_SIGMOID_GATE)

@@ -5,23 +5,11 @@
 #include "ops/registry.h"
 #include "ops/swiglu/swiglu.h"
 
-enum { GATE, UP, Y };
-
 static const parity_op_slot slots[] = {
-    [GATE] = {"gate", PARITY_SLOT_INPUT, false},
-    [UP] = {"up", PARITY_SLOT_INPUT, false},
-    [Y] = {"y", PARITY_SLOT_OUTPUT, false},
+    PARITY_OP_SLOT(swiglu, "gate", PARITY_SLOT_INPUT, gate, dgate),
+    PARITY_OP_SLOT(swiglu, "up", PARITY_SLOT_INPUT, up, dup),
+    PARITY_OP_SLOT(swiglu, "y", PARITY_SLOT_OUTPUT, output, doutput),
 };
-
-static parity_swiglu_args args_of(const void *attributes, parity_tensor *const *tensors) {
-    return (parity_swiglu_args){tensors[GATE], tensors[UP], tensors[Y]};
-}
-
-static parity_swiglu_grads grads_of(parity_tensor *const *gradients, parity_swiglu_args *args) {
-    return (parity_swiglu_grads){gradients[Y], gradients[GATE], gradients[UP]};
-}
-
-PARITY_OP_KERNEL_CALLS(swiglu)
 
 static double bytes(const int64_t *sizes, parity_dtype dtype, bool with_backward) {
     double elements = (double)sizes[0] * (double)sizes[1];
@@ -34,7 +22,4 @@ static double gradient_bytes(const int64_t *sizes, parity_dtype dtype) {
 
 static const parity_op_work_model work = {"ROWSxINTERMEDIATE", 2, false, bytes, NULL, gradient_bytes};
 
-const parity_op_descriptor parity_swiglu_op = {
-    .name = PARITY_OP_SWIGLU, .slots = slots, .slot_count = PARITY_OP_SLOT_COUNT(slots),
-    .forward = kernel_forward, .backward = kernel_backward, .work = &work,
-};
+PARITY_OP_DESCRIPTOR(swiglu, PARITY_OP_SWIGLU, .work = &work)
