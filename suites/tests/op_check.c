@@ -182,10 +182,10 @@ static void slot_tensors(op_check_state *state, parity_tensor **tensors, parity_
 
 // What setup made must be the op's call: a tensor for every slot that is not optional, no tensor that
 // is not a slot (a misspelt name), and the attributes when the op has any.
-static parity_error *check_setup(const op_check_case *test_case, const op_check_state *state) {
+static parity_error *check_setup(const op_check_case *test_case, op_check_state *state) {
     const parity_op_descriptor *op = test_case->op;
     for (int i = 0; i < op->slot_count; i++)
-        if (!op->slots[i].optional && !find((op_check_state *)state, op->slots[i].name))
+        if (!op->slots[i].optional && !find(state, op->slots[i].name))
             return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s [%s]: setup made no %s", op->name, test_case->name,
                                 op->slots[i].name);
     for (int t = 0; t < state->tensor_count; t++) {
