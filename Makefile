@@ -50,7 +50,10 @@ ifeq ($(WITH_CUDA),1)
 else
   CU_SOURCES :=
 endif
-OBJECTS := $(C_SOURCES:%.c=$(BUILD)/%.o) $(CU_SOURCES:%.cu=$(BUILD)/%.cu.o)
+# Every backend built in: the registration lines of this build's sources (ops/builtin_backends.h),
+# listed in a generated table that is rewritten only when the list changes.
+BACKEND_TABLE := $(BUILD)/generated/backend_table.c
+OBJECTS := $(C_SOURCES:%.c=$(BUILD)/%.o) $(CU_SOURCES:%.cu=$(BUILD)/%.cu.o) $(BACKEND_TABLE:.c=.o)
 LIBRARY := $(BUILD)/libparity.a
 PROGRAM := $(BUILD)/parity
 TEST_SOURCES := $(sort $(wildcard suites/tests/*.c))
@@ -60,7 +63,7 @@ TEST_PROGRAM := $(BUILD)/parity-tests
 # directory, else from this copy beside the binary, so a copied build directory carries them.
 BENCH_TARGETS := $(BUILD)/bench_targets.tsv
 
-.PHONY: all deps test run clean check-format print-config
+.PHONY: all deps test run clean check-format print-config FORCE
 .DEFAULT_GOAL := all
 
 all: print-config $(PROGRAM) $(BENCH_TARGETS)
@@ -73,6 +76,14 @@ $(BUILD)/%.o: %.c | deps
 $(BUILD)/%.cu.o: %.cu | deps
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BACKEND_TABLE): mk/backend_table.sh FORCE
+	@mkdir -p $(@D)
+	@mk/backend_table.sh $(filter ops/%,$(C_SOURCES) $(CU_SOURCES)) > $@.new
+	@if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; fi
+
+$(BACKEND_TABLE:.c=.o): $(BACKEND_TABLE) | deps
+	$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIBRARY): $(OBJECTS)
 	@rm -f $@

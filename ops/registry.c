@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ops/builtin_backends.h"
+#include "ops/op_descriptor.h"
 
 typedef struct registry_entry {
     parity_backend backend;
@@ -93,16 +94,42 @@ void parity_registry_clear(void) {
     pthread_mutex_unlock(&registry_lock);
 }
 
+// Calls one built-in registration and checks that it registered what its line names.
+static parity_error *register_builtin(const parity_builtin_backend *builtin) {
+    parity_error *error = builtin->register_backend();
+    if (!error && !parity_registry_find(builtin->op, builtin->name, builtin->device))
+        error = PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s registered no %s backend \"%s\" on %s", builtin->source, builtin->op,
+                             builtin->name, parity_device_type_name(builtin->device));
+    if (error)
+        return parity_error_wrap(error, __FILE__, __LINE__, "registering the built-in %s backend \"%s\" on %s (%s)",
+                                 builtin->op, builtin->name, parity_device_type_name(builtin->device), builtin->source);
+    return NULL;
+}
+
+// Family by family (ops/builtin_ops.c), device by device, "eager" first, then in the table's order.
+static parity_error *register_family(const parity_op_descriptor *op) {
+    for (int device = 0; device < PARITY_DEVICE_TYPE_COUNT; device++)
+        for (int eager_pass = 1; eager_pass >= 0; eager_pass--)
+            for (size_t i = 0; i < parity_builtin_backend_count; i++) {
+                const parity_builtin_backend *builtin = &parity_builtin_backends[i];
+                if ((int)builtin->device != device || strcmp(builtin->op, op->name) != 0 ||
+                    (strcmp(builtin->name, "eager") == 0) != (eager_pass == 1))
+                    continue;
+                PARITY_TRY(register_builtin(builtin));
+            }
+    return NULL;
+}
+
 parity_error *parity_registry_register_builtins(void) {
     pthread_mutex_lock(&registry_lock);
     bool already = builtins_registered;
     pthread_mutex_unlock(&registry_lock);
     if (already) return NULL;
-    for (size_t i = 0; i < parity_builtin_backend_count; i++) {
-        parity_error *error = parity_builtin_backends[i].register_backends();
-        if (error) return parity_error_wrap(error, __FILE__, __LINE__, "registering the built-in %s backends",
-                                            parity_builtin_backends[i].what);
-    }
+    for (size_t i = 0; i < parity_builtin_backend_count; i++)
+        PARITY_CHECK(parity_builtin_op_find(parity_builtin_backends[i].op), PARITY_ERROR_INTERNAL,
+                     "%s registers a backend of op %s, which ops/builtin_ops.c does not list", parity_builtin_backends[i].source,
+                     parity_builtin_backends[i].op);
+    for (size_t i = 0; i < parity_builtin_op_count(); i++) PARITY_TRY(register_family(parity_builtin_op_at(i)));
     pthread_mutex_lock(&registry_lock);
     builtins_registered = true;
     pthread_mutex_unlock(&registry_lock);

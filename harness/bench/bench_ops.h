@@ -1,8 +1,9 @@
-// bench_ops.h: what `parity bench op` knows about each op it can time: the shape it takes, its
-// default shapes (those of ../shared/perf-anchors.md first), how to build random inputs on the device
-// once (shared by every backend, so all run on the same data), how to call a backend's forward and
-// backward on them, and the work model: the bytes that must move (each input read once, each output
-// written once) or the flops, so times become GB/s or TFLOP/s.
+// bench_ops.h: what `parity bench op` knows about each op it can time: the op's descriptor
+// (ops/op_descriptor.h: the kernel call, and the work model that turns times into GB/s or TFLOP/s:
+// the bytes that must move, each input read once and each output written once, or the flops; its
+// size format is the shape the op takes), its default shapes (those of ../shared/perf-anchors.md
+// first), and how to build random inputs on the device once, by the descriptor's slots (shared by
+// every backend, so all run on the same data).
 #ifndef PARITY_BENCH_OPS_H
 #define PARITY_BENCH_OPS_H
 
@@ -12,42 +13,47 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define PARITY_BENCH_MAX_DIMS 4
+#define PARITY_BENCH_MAX_DIMS PARITY_OP_MAX_SIZES
 
 typedef struct parity_bench_shape {
     int64_t dims[PARITY_BENCH_MAX_DIMS];
     int count;
 } parity_bench_shape;
 
+// The device tensors of one op's call, made once for every backend (bench_ops.c).
+typedef struct parity_bench_inputs parity_bench_inputs;
+
 typedef struct parity_bench_op {
-    const char *op;                  // registry op name
-    const char *shape_format;        // "ROWSxHIDDEN", ...
-    int shape_dims;
-    const char *const *default_shapes; // NULL-terminated
-    bool forward_pass;               // also time the forward alone ("fwd"); "fwd+bwd" is always timed
-    bool flop_bound;                 // report TFLOP/s against the GEMM ceiling instead of GB/s
-    // Random inputs, outputs and gradient buffers on `device` (dtype of the activations). Outputs and
-    // gradients are allocated here, before any timing: peak memory counts only what the op adds.
-    parity_error *(*setup)(const parity_bench_shape *shape, parity_dtype dtype, parity_device device, void **inputs);
-    parity_error *(*forward)(void *inputs, const void *kernels, parity_saved *saved);
-    parity_error *(*backward)(void *inputs, const void *kernels, const parity_saved *saved);
-    void (*teardown)(void *inputs);
-    // Bytes that must move (forward, or forward + backward), and flops (flop_bound ops).
-    double (*bytes)(const parity_bench_shape *shape, parity_dtype dtype, bool with_backward);
-    double (*flops)(const parity_bench_shape *shape, bool with_backward);
-    // Bytes of the gradient buffers the caller owns (reported beside the extra peak memory).
-    double (*gradient_bytes)(const parity_bench_shape *shape, parity_dtype dtype);
+    const parity_op_descriptor *descriptor; // name, kernel call, work model (never NULL here)
+    const char *const *default_shapes;      // NULL-terminated
+    bool forward_pass;                      // also time the forward alone ("fwd"); "fwd+bwd" is always timed
+    // Random inputs, outputs and gradient buffers on `device` (dtype of the activations), by slot, and
+    // the op's attributes. Outputs and gradients are allocated here, before any timing: peak memory
+    // counts only what the op adds.
+    parity_error *(*setup)(const parity_bench_shape *shape, parity_dtype dtype, parity_device device,
+                           parity_bench_inputs *inputs);
 } parity_bench_op;
 
 // The ops `parity bench op` can time, in a fixed order; NULL when `name` is not one of them.
 const parity_bench_op *parity_bench_find_op(const char *name);
 size_t parity_bench_op_count(void);
 const parity_bench_op *parity_bench_op_at(size_t index);
+
+// Makes `op`'s inputs for `shape` (*out is set even on error; release it with parity_bench_teardown).
+parity_error *parity_bench_setup(const parity_bench_op *op, const parity_bench_shape *shape, parity_dtype dtype,
+                                 parity_device device, parity_bench_inputs **out);
+// A backend's forward and backward on the inputs, through the op's descriptor.
+parity_error *parity_bench_forward(const parity_bench_op *op, parity_bench_inputs *inputs, const void *kernels,
+                                   parity_saved *saved);
+parity_error *parity_bench_backward(const parity_bench_op *op, parity_bench_inputs *inputs, const void *kernels,
+                                    const parity_saved *saved);
+void parity_bench_teardown(parity_bench_inputs *inputs); // NULL is a no-op
 
 // Parses "16384x4096" into `shape` for `op`; SHAPE error naming the op's format otherwise.
 parity_error *parity_bench_parse_shape(const parity_bench_op *op, const char *text, parity_bench_shape *shape);

@@ -86,13 +86,14 @@ static parity_error *peer_row(const char *path, const cJSON *item, int index, pa
     row->timing.runs = json_number(item, "runs", &value) ? (int)value : 0;
     row->extra_peak_bytes = json_number(item, "extra_peak_bytes", &value) ? value : -1;
     double seconds = median * 1e-3;
-    row->bytes = bench_op->bytes(&parsed, parsed_dtype, backward);
+    const parity_op_work_model *work = bench_op->descriptor->work;
+    row->bytes = work->bytes(parsed.dims, parsed_dtype, backward);
     row->gigabytes_per_second = row->bytes / seconds / 1e9;
-    if (bench_op->flop_bound) {
-        row->flops = bench_op->flops(&parsed, backward);
+    if (work->flop_bound) {
+        row->flops = work->flops(parsed.dims, backward);
         row->teraflops = row->flops / seconds / 1e12;
     }
-    row->gradient_bytes = bench_op->gradient_bytes(&parsed, parsed_dtype);
+    row->gradient_bytes = work->gradient_bytes(parsed.dims, parsed_dtype);
     return NULL;
 }
 

@@ -45,7 +45,7 @@ bool parity_bench_report_has_errors(const parity_bench_report *report) {
 
 typedef struct pass_context {
     const parity_bench_op *op;
-    void *inputs;
+    parity_bench_inputs *inputs;
     const void *kernels;
     parity_saved saved;
     bool backward;
@@ -53,8 +53,9 @@ typedef struct pass_context {
 
 static parity_error *pass_step(void *raw) {
     pass_context *context = raw;
-    PARITY_TRY(context->op->forward(context->inputs, context->kernels, &context->saved));
-    if (context->backward) PARITY_TRY(context->op->backward(context->inputs, context->kernels, &context->saved));
+    PARITY_TRY(parity_bench_forward(context->op, context->inputs, context->kernels, &context->saved));
+    if (context->backward)
+        PARITY_TRY(parity_bench_backward(context->op, context->inputs, context->kernels, &context->saved));
     return NULL;
 }
 
@@ -85,11 +86,12 @@ static void set_status(parity_bench_result *result, const char *prefix, parity_e
 }
 
 static void time_pass(const parity_bench_options *options, const parity_bench_context *context, parity_bench_timer *timer,
-                      const parity_bench_op *op, const parity_bench_shape *shape, void *inputs,
+                      const parity_bench_op *op, const parity_bench_shape *shape, parity_bench_inputs *inputs,
                       const parity_backend *backend, bool backward, parity_bench_result *result) {
+    const parity_op_work_model *work = op->descriptor->work;
     pass_context pass = {.op = op, .inputs = inputs, .kernels = backend->kernels, .backward = backward};
-    int runs = op->flop_bound ? options->flop_bound_runs : options->runs;
-    int warmup = op->flop_bound ? (options->warmup < 3 ? options->warmup : 3) : options->warmup;
+    int runs = work->flop_bound ? options->flop_bound_runs : options->runs;
+    int warmup = work->flop_bound ? (options->warmup < 3 ? options->warmup : 3) : options->warmup;
     parity_error *error = parity_bench_timer_measure(timer, pass_step, pass_after, &pass, warmup, runs, &result->timing);
     pass_after(&pass);
     if (error) {
@@ -99,15 +101,15 @@ static void time_pass(const parity_bench_options *options, const parity_bench_co
     result->ok = true;
     snprintf(result->status, sizeof result->status, "ok");
     double seconds = result->timing.median_ms * 1e-3;
-    result->bytes = op->bytes(shape, options->dtype, backward);
+    result->bytes = work->bytes(shape->dims, options->dtype, backward);
     result->gigabytes_per_second = result->bytes / seconds / 1e9;
     result->copy_fraction = result->gigabytes_per_second / context->copy_gigabytes_per_second;
-    if (op->flop_bound) {
-        result->flops = op->flops(shape, backward);
+    if (work->flop_bound) {
+        result->flops = work->flops(shape->dims, backward);
         result->teraflops = result->flops / seconds / 1e12;
         result->gemm_fraction = result->teraflops / context->gemm_teraflops;
     }
-    result->gradient_bytes = op->gradient_bytes(shape, options->dtype);
+    result->gradient_bytes = work->gradient_bytes(shape->dims, options->dtype);
     if (backward) {
         error = measure_extra_peak(&pass, options->device, &result->extra_peak_bytes);
         if (error) {
@@ -137,22 +139,23 @@ static parity_error *bench_shape(const parity_bench_options *options, const pari
                                  parity_bench_timer *timer, const parity_bench_op *op, const parity_bench_shape *shape,
                                  parity_bench_report *report) {
     const char *names[32];
-    size_t backend_count = backends_for(options, op->op, names, 32);
-    void *inputs = NULL;
-    parity_error *setup_error = op->setup(shape, options->dtype, options->device, &inputs);
+    const char *op_name = op->descriptor->name;
+    size_t backend_count = backends_for(options, op_name, names, 32);
+    parity_bench_inputs *inputs = NULL;
+    parity_error *setup_error = parity_bench_setup(op, shape, options->dtype, options->device, &inputs);
     for (size_t b = 0; b < backend_count; b++) {
         for (int pass = op->forward_pass ? 0 : 1; pass < 2; pass++) {
             parity_bench_result result;
             memset(&result, 0, sizeof result);
             result.extra_peak_bytes = -1;
-            snprintf(result.op, sizeof result.op, "%s", op->op);
+            snprintf(result.op, sizeof result.op, "%s", op_name);
             snprintf(result.pass, sizeof result.pass, "%s", pass ? "fwd+bwd" : "fwd");
             parity_bench_shape_string(shape, result.shape, sizeof result.shape);
             snprintf(result.dtype, sizeof result.dtype, "%s", parity_dtype_name(options->dtype));
             snprintf(result.backend, sizeof result.backend, "%s", names[b]);
             const parity_backend *backend = NULL;
             parity_error *error = setup_error ? NULL
-                                              : parity_registry_resolve(op->op, names[b], options->device, &backend);
+                                              : parity_registry_resolve(op_name, names[b], options->device, &backend);
             if (setup_error) {
                 char message[200];
                 snprintf(result.status, sizeof result.status, "error: setting up inputs: %s",
@@ -170,7 +173,7 @@ static parity_error *bench_shape(const parity_bench_options *options, const pari
         }
     }
     parity_error_free(setup_error);
-    if (inputs) op->teardown(inputs);
+    parity_bench_teardown(inputs);
     return NULL;
 }
 

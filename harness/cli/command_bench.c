@@ -28,7 +28,7 @@ void parity_command_bench_usage(FILE *stream) {
             "for fwd+bwd the extra peak device memory.\n"
             "\n"
             "  OP              one of:");
-    for (size_t i = 0; i < parity_bench_op_count(); i++) fprintf(stream, " %s", parity_bench_op_at(i)->op);
+    for (size_t i = 0; i < parity_bench_op_count(); i++) fprintf(stream, " %s", parity_bench_op_at(i)->descriptor->name);
     fprintf(stream,
             "; all = every one\n"
             "  --device D      cuda or cuda:N (required: bench times CUDA backends)\n"
@@ -37,7 +37,7 @@ void parity_command_bench_usage(FILE *stream) {
             "                  those of perf-anchors.md first); formats:\n");
     for (size_t i = 0; i < parity_bench_op_count(); i++) {
         const parity_bench_op *op = parity_bench_op_at(i);
-        fprintf(stream, "                    %-20s %s (default", op->op, op->shape_format);
+        fprintf(stream, "                    %-20s %s (default", op->descriptor->name, op->descriptor->work->size_format);
         for (const char *const *shape = op->default_shapes; *shape; shape++) fprintf(stream, " %s", *shape);
         fprintf(stream, ")\n");
     }
@@ -228,9 +228,9 @@ int parity_command_bench(int argc, char **argv) {
         }
         // a named backend must exist on cuda for this op (availability is checked when it runs)
         for (size_t b = 0; b < arguments.backend_count; b++)
-            if (!parity_registry_find(ops[0]->op, arguments.backends[b], PARITY_DEVICE_CUDA)) {
+            if (!parity_registry_find(ops[0]->descriptor->name, arguments.backends[b], PARITY_DEVICE_CUDA)) {
                 fprintf(stderr, "parity bench: %s has no backend '%s' on cuda (see parity list backends --device cuda)\n",
-                        ops[0]->op, arguments.backends[b]);
+                        ops[0]->descriptor->name, arguments.backends[b]);
                 return PARITY_EXIT_CONFIG;
             }
     }

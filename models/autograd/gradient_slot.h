@@ -1,6 +1,6 @@
 // gradient_slot.h: where a node's backward writes the gradient of one input variable. The first
 // gradient a variable receives is written straight into its own buffer; later ones go to a scratch
-// tensor that is then added in. Every node function uses this for each of its inputs.
+// tensor that is then added in. The op node (node_op.c) opens one for each differentiable input.
 #ifndef PARITY_GRADIENT_SLOT_H
 #define PARITY_GRADIENT_SLOT_H
 

@@ -1,6 +1,7 @@
-// nodes.h: one function per op that a model calls. Each runs the bound backend's forward on tape
-// variables, records the node for backward, and returns the output variables (owned by the tape).
-// `name` labels outputs for NaN reports ("model.layers.2.self_attn").
+// nodes.h: one function per op that a model calls. Each makes the output variables (owned by the
+// tape) and hands the call to the generic op node (node_op.h), which runs the bound backend's forward
+// through the op's descriptor and records the node for backward; the functions live in
+// models/autograd/nodes/ by kind of op. `name` labels outputs for NaN reports ("model.layers.2.self_attn").
 #ifndef PARITY_NODES_H
 #define PARITY_NODES_H
 

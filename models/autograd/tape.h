@@ -1,6 +1,6 @@
 // tape.h: reverse-mode differentiation for models written once, as their forward. Every op call
-// a model makes goes through a node function (models/autograd/node_<op>.c) that runs the chosen
-// backend's forward, records a node (which backend, which variables, the saved tensors), and
+// a model makes goes through a node function (models/autograd/nodes.h, node_op.h) that runs the
+// chosen backend's forward, records a node (which backend, which variables, the saved tensors), and
 // returns output variables. parity_tape_backward then replays the nodes in reverse, calling each
 // backend's backward and accumulating gradients into the input variables.
 //
@@ -72,7 +72,7 @@ parity_error *parity_tape_push(parity_tape *tape, const char *op, const char *ba
 
 // Finishes a node function: when the backend's forward failed (`forward_error`), frees the record
 // and the saved tensors and returns the error with "<name>: <op> (<backend>)" context; otherwise
-// pushes the node. Every node function ends with this call.
+// pushes the node. The op node (node_op.c) ends with this call.
 parity_error *parity_tape_record(parity_tape *tape, const char *op, const char *backend, const char *name,
                                  parity_error *forward_error, parity_saved *saved, void *record,
                                  parity_node_backward backward);

@@ -5,6 +5,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,13 +30,12 @@ typedef struct parity_add_kernels {
     parity_error *(*backward)(const parity_add_args *args, const parity_saved *saved, const parity_add_grads *grads);
 } parity_add_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_add_op;
+
 // Shared argument validation, naming the op and the tensor in every message.
 parity_error *parity_add_check(const parity_add_args *args);
 parity_error *parity_add_check_grads(const parity_add_args *args, const parity_add_grads *grads);
-
-parity_error *parity_add_register_cpu(void);
-// The CUDA eager backend (ops/add/eager.cu); CUDA builds only.
-parity_error *parity_add_register_cuda(void);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 // Backward (saves nothing): da = db = dy, exact copies.
 #include "ops/add/add.h"
 #include "ops/core/cpu_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 static parity_error *add_eager_forward(const parity_add_args *args, parity_saved *saved) {
@@ -38,7 +39,7 @@ static parity_error *add_eager_backward(const parity_add_args *args, const parit
 
 static const parity_add_kernels add_eager_kernels = {add_eager_forward, add_eager_backward};
 
-parity_error *parity_add_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(add, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_ADD,
         .name = "eager",

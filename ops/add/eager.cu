@@ -6,6 +6,7 @@
 extern "C" {
 #include "ops/add/add.h"
 #include "ops/core/cuda/device_args.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -58,7 +59,7 @@ static parity_error *add_cuda_backward(const parity_add_args *args, const parity
 
 static const parity_add_kernels add_cuda_kernels = {add_cuda_forward, add_cuda_backward};
 
-extern "C" parity_error *parity_add_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(add, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_ADD;
     backend.name = "eager";

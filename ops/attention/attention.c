@@ -81,9 +81,3 @@ parity_error *parity_attention_load_boundaries(const parity_attention_args *args
     }
     return error;
 }
-
-parity_error *parity_attention_register_cpu(void) {
-    PARITY_TRY(parity_attention_register_eager_cpu());
-    PARITY_TRY(parity_attention_register_sdpa_cpu());
-    return NULL;
-}

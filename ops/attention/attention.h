@@ -19,6 +19,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,6 +49,9 @@ typedef struct parity_attention_kernels {
                               const parity_attention_grads *grads);
 } parity_attention_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_attention_op;
+
 // The sizes of a validated call.
 typedef struct parity_attention_dims {
     int64_t tokens;      // N
@@ -72,13 +76,6 @@ static inline bool parity_attention_key_visible(const parity_attention_args *arg
     if (args->causal && key > query) return false;
     return args->sliding_window == 0 || query - key < args->sliding_window;
 }
-
-// Registers "eager" and "sdpa" on the CPU (one call each, below).
-parity_error *parity_attention_register_cpu(void);
-parity_error *parity_attention_register_eager_cpu(void); // eager.c
-parity_error *parity_attention_register_sdpa_cpu(void);  // sdpa.c
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_attention_register_cuda(void);
 
 #ifdef __cplusplus
 }

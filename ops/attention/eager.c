@@ -20,6 +20,7 @@
 #include "ops/attention/attention.h"
 #include "ops/attention/matmul.h"
 #include "ops/core/cpu_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 // Offset of document s's probabilities (Hq blocks of L x L) in the saved tensor.
@@ -253,7 +254,7 @@ static parity_error *attention_eager_backward(const parity_attention_args *args,
 
 static const parity_attention_kernels attention_eager_kernels = {attention_eager_forward, attention_eager_backward};
 
-parity_error *parity_attention_register_eager_cpu(void) {
+PARITY_BACKEND_REGISTRATION(attention, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_ATTENTION,
         .name = "eager",

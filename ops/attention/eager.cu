@@ -18,6 +18,7 @@
 
 extern "C" {
 #include "ops/attention/attention.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -333,7 +334,7 @@ const parity_attention_kernels attention_cuda_eager_kernels = {attention_cuda_ea
 
 } // namespace
 
-extern "C" parity_error *parity_attention_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(attention, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_ATTENTION;
     backend.name = "eager";

@@ -14,6 +14,7 @@
 #include "ops/attention/attention.h"
 #include "ops/attention/matmul.h"
 #include "ops/core/cpu_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 #define SDPA_BLOCK 16 // queries and keys per tile
@@ -305,7 +306,7 @@ static parity_error *attention_sdpa_backward(const parity_attention_args *args, 
 
 static const parity_attention_kernels attention_sdpa_kernels = {attention_sdpa_forward, attention_sdpa_backward};
 
-parity_error *parity_attention_register_sdpa_cpu(void) {
+PARITY_BACKEND_REGISTRATION(attention, sdpa, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_ATTENTION,
         .name = "sdpa",

@@ -6,6 +6,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,15 +30,14 @@ typedef struct parity_broadcast_heads_kernels {
                               const parity_broadcast_heads_grads *grads);
 } parity_broadcast_heads_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_broadcast_heads_op;
+
 // Shared argument validation, naming the op and the tensor in every message. Returns N, H and D.
 parity_error *parity_broadcast_heads_check(const parity_broadcast_heads_args *args, int64_t *rows, int64_t *heads,
                                            int64_t *head_dim);
 parity_error *parity_broadcast_heads_check_grads(const parity_broadcast_heads_args *args,
                                                  const parity_broadcast_heads_grads *grads);
-
-parity_error *parity_broadcast_heads_register_cpu(void);
-// The CUDA eager backend (ops/broadcast_heads/eager.cu); CUDA builds only.
-parity_error *parity_broadcast_heads_register_cuda(void);
 
 #ifdef __cplusplus
 }

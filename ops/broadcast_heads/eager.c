@@ -4,6 +4,7 @@
 // accumulated in the compute precision (f32 for bf16) and rounded once to the storage dtype.
 #include "ops/broadcast_heads/broadcast_heads.h"
 #include "ops/core/cpu_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 static parity_error *broadcast_heads_eager_forward(const parity_broadcast_heads_args *args, parity_saved *saved) {
@@ -54,7 +55,7 @@ static parity_error *broadcast_heads_eager_backward(const parity_broadcast_heads
 static const parity_broadcast_heads_kernels broadcast_heads_eager_kernels = {broadcast_heads_eager_forward,
                                                                              broadcast_heads_eager_backward};
 
-parity_error *parity_broadcast_heads_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(broadcast_heads, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_BROADCAST_HEADS,
         .name = "eager",

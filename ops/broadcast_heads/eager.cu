@@ -6,6 +6,7 @@
 extern "C" {
 #include "ops/broadcast_heads/broadcast_heads.h"
 #include "ops/core/cuda/device_args.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -80,7 +81,7 @@ static parity_error *broadcast_heads_cuda_backward(const parity_broadcast_heads_
 static const parity_broadcast_heads_kernels broadcast_heads_cuda_kernels = {broadcast_heads_cuda_forward,
                                                                             broadcast_heads_cuda_backward};
 
-extern "C" parity_error *parity_broadcast_heads_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(broadcast_heads, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_BROADCAST_HEADS;
     backend.name = "eager";

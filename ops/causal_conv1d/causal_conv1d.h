@@ -9,6 +9,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +40,9 @@ typedef struct parity_causal_conv1d_kernels {
                               const parity_causal_conv1d_grads *grads);
 } parity_causal_conv1d_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_causal_conv1d_op;
+
 // Shared argument validation (shapes, dtypes, cu_seqlens shape), naming the op and the tensor.
 // Returns N, C and K. The cu_seqlens values are checked where a backend reads them
 // (parity_cu_seqlens_load).
@@ -46,10 +50,6 @@ parity_error *parity_causal_conv1d_check(const parity_causal_conv1d_args *args, 
                                          int64_t *kernel_size);
 parity_error *parity_causal_conv1d_check_grads(const parity_causal_conv1d_args *args,
                                                const parity_causal_conv1d_grads *grads);
-
-parity_error *parity_causal_conv1d_register_cpu(void);
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_causal_conv1d_register_cuda(void);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
 #include "ops/causal_conv1d/causal_conv1d.h"
 #include "ops/core/cpu_math.h"
 #include "ops/core/cu_seqlens.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 // F.silu in the compute precision: z / (1 + exp(-z)).
@@ -145,7 +146,7 @@ done:
 static const parity_causal_conv1d_kernels causal_conv1d_eager_kernels = {causal_conv1d_eager_forward,
                                                                          causal_conv1d_eager_backward};
 
-parity_error *parity_causal_conv1d_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(causal_conv1d, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_CAUSAL_CONV1D,
         .name = "eager",

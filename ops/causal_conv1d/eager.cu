@@ -9,6 +9,7 @@
 
 extern "C" {
 #include "ops/causal_conv1d/causal_conv1d.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -184,7 +185,7 @@ const parity_causal_conv1d_kernels causal_conv1d_cuda_eager_kernels = {causal_co
 
 } // namespace
 
-extern "C" parity_error *parity_causal_conv1d_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(causal_conv1d, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_CAUSAL_CONV1D;
     backend.name = "eager";

@@ -6,6 +6,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,6 +32,9 @@ typedef struct parity_concat_kernels {
                               const parity_concat_grads *grads);
 } parity_concat_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_concat_op;
+
 // Checks `parts` (count of them, named "<parts_name>[i]" in messages that name `op`) against
 // `reference`: the same dtype, rank and leading shape, any last dimension. Returns the sum of their
 // last dimensions. Shared by concat (reference: parts[0]) and split (reference: the input).
@@ -40,10 +44,6 @@ parity_error *parity_concat_check_parts(const char *op, const char *parts_name, 
 // Shared argument validation, naming the op and the tensor in every message. Returns N.
 parity_error *parity_concat_check(const parity_concat_args *args, int64_t *rows);
 parity_error *parity_concat_check_grads(const parity_concat_args *args, const parity_concat_grads *grads);
-
-parity_error *parity_concat_register_cpu(void);
-// The CUDA eager backend (ops/concat/eager.cu); CUDA builds only.
-parity_error *parity_concat_register_cuda(void);
 
 #ifdef __cplusplus
 }

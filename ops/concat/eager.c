@@ -3,6 +3,7 @@
 // Backward (saves nothing): dpart_i = the columns of dy at offset_i, exact copies.
 #include "ops/concat/concat.h"
 #include "ops/core/cpu_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 static parity_error *concat_eager_forward(const parity_concat_args *args, parity_saved *saved) {
@@ -58,7 +59,7 @@ static parity_error *concat_eager_backward(const parity_concat_args *args, const
 
 static const parity_concat_kernels concat_eager_kernels = {concat_eager_forward, concat_eager_backward};
 
-parity_error *parity_concat_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(concat, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_CONCAT,
         .name = "eager",

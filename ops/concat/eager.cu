@@ -6,6 +6,7 @@
 extern "C" {
 #include "ops/concat/concat.h"
 #include "ops/core/cuda/device_args.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -70,7 +71,7 @@ static parity_error *concat_cuda_backward(const parity_concat_args *args, const 
 
 static const parity_concat_kernels concat_cuda_kernels = {concat_cuda_forward, concat_cuda_backward};
 
-extern "C" parity_error *parity_concat_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(concat, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_CONCAT;
     backend.name = "eager";

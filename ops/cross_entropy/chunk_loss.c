@@ -20,7 +20,8 @@
 #include "ops/core/cpu_math.h"
 #include "ops/cross_entropy/cross_entropy.h"
 #include "ops/cross_entropy/cross_entropy_cpu.h"
-#include "ops/cross_entropy/cross_entropy_cpu_backends.h"
+#include "ops/builtin_backends.h"
+#include "ops/registry.h"
 
 typedef struct chunk_buffers {
     parity_cpu_values hidden, weight;  // (N, H), (V, H)
@@ -139,4 +140,20 @@ static parity_error *chunk_loss_backward(const parity_cross_entropy_args *args, 
     return NULL;
 }
 
-const parity_cross_entropy_kernels parity_cross_entropy_chunk_loss_kernels = {chunk_loss_forward, chunk_loss_backward};
+static const parity_cross_entropy_kernels chunk_loss_kernels = {chunk_loss_forward, chunk_loss_backward};
+
+// Per-token math, as eager, reduced with an explicit divisor, so safe under sequence and expert parallelism when
+// the caller passes the global num_items_in_batch. Not batch invariant: the mean divides by the
+// batch's valid count and GEMM blocking depends on N.
+PARITY_BACKEND_REGISTRATION(cross_entropy, chunk_loss, cpu) {
+    return parity_registry_add(&(parity_backend){
+        .op = PARITY_OP_CROSS_ENTROPY,
+        .name = "chunk_loss",
+        .device = PARITY_DEVICE_CPU,
+        .dtypes = PARITY_FLOAT_DTYPES,
+        .capabilities = PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL |
+                        PARITY_CAP_FUSED_LINEAR,
+        .kernels = &chunk_loss_kernels,
+        .description = "VeOmni chunked loss: per-chunk logits, gradients computed in the forward, never full logits",
+    });
+}

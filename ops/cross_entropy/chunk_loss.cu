@@ -5,6 +5,7 @@
 #include "ops/cross_entropy/fused_linear_cuda.h"
 
 extern "C" {
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -26,7 +27,7 @@ const parity_cross_entropy_kernels kernels = {forward, backward};
 
 } // namespace
 
-extern "C" parity_error *parity_cross_entropy_register_cuda_chunk_loss(void) {
+PARITY_BACKEND_REGISTRATION(cross_entropy, chunk_loss, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_CROSS_ENTROPY;
     backend.name = backend_name;

@@ -21,6 +21,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,6 +55,9 @@ typedef struct parity_cross_entropy_kernels {
                               const parity_cross_entropy_grads *grads);
 } parity_cross_entropy_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call and work model.
+extern const parity_op_descriptor parity_cross_entropy_op;
+
 // Shared shape/dtype validation, naming the op and the tensor in every message. Returns N, H, V.
 parity_error *parity_cross_entropy_check(const parity_cross_entropy_args *args, int64_t *tokens, int64_t *hidden,
                                          int64_t *vocab);
@@ -63,11 +67,6 @@ parity_error *parity_cross_entropy_check_grads(const parity_cross_entropy_args *
 // an out-of-range target is a SHAPE error naming its position and id. Also counts the valid ones.
 parity_error *parity_cross_entropy_load_targets(const parity_cross_entropy_args *args, int64_t vocab,
                                                 int64_t **targets, int64_t *valid_count);
-
-// Registers the CPU backends "eager" and "chunk_loss".
-parity_error *parity_cross_entropy_register_cpu(void);
-// The CUDA eager backend (ops/cross_entropy/eager.cu); CUDA builds only.
-parity_error *parity_cross_entropy_register_cuda(void);
 
 #ifdef __cplusplus
 }

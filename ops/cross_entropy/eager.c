@@ -13,7 +13,8 @@
 #include "ops/core/cpu_math.h"
 #include "ops/cross_entropy/cross_entropy.h"
 #include "ops/cross_entropy/cross_entropy_cpu.h"
-#include "ops/cross_entropy/cross_entropy_cpu_backends.h"
+#include "ops/builtin_backends.h"
+#include "ops/registry.h"
 
 static parity_error *cross_entropy_eager_forward(const parity_cross_entropy_args *args, parity_saved *saved) {
     int64_t tokens, hidden, vocab, valid_count;
@@ -92,5 +93,20 @@ static parity_error *cross_entropy_eager_backward(const parity_cross_entropy_arg
     return error;
 }
 
-const parity_cross_entropy_kernels parity_cross_entropy_eager_kernels = {cross_entropy_eager_forward,
+static const parity_cross_entropy_kernels cross_entropy_eager_kernels = {cross_entropy_eager_forward,
                                                                          cross_entropy_eager_backward};
+
+// Per-token math reduced with an explicit divisor, so safe under sequence and expert parallelism when
+// the caller passes the global num_items_in_batch. Not batch invariant: the mean divides by the
+// batch's valid count and GEMM blocking depends on N.
+PARITY_BACKEND_REGISTRATION(cross_entropy, eager, cpu) {
+    return parity_registry_add(&(parity_backend){
+        .op = PARITY_OP_CROSS_ENTROPY,
+        .name = "eager",
+        .device = PARITY_DEVICE_CPU,
+        .dtypes = PARITY_FLOAT_DTYPES,
+        .capabilities = PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL,
+        .kernels = &cross_entropy_eager_kernels,
+        .description = "reference cross-entropy: full logits, f32 log-softmax, mean or sum / num_items_in_batch",
+    });
+}

@@ -19,6 +19,7 @@ extern "C" {
 #include "ops/core/cuda/device_args.h"
 #include "ops/core/cuda_api.h"
 #include "ops/cross_entropy/cross_entropy.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -196,7 +197,7 @@ static parity_error *cross_entropy_cuda_backward(const parity_cross_entropy_args
 static const parity_cross_entropy_kernels cross_entropy_cuda_kernels = {cross_entropy_cuda_forward,
                                                                         cross_entropy_cuda_backward};
 
-extern "C" parity_error *parity_cross_entropy_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(cross_entropy, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_CROSS_ENTROPY;
     backend.name = "eager";

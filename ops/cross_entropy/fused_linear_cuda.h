@@ -39,10 +39,6 @@ parity_error *parity_cross_entropy_cuda_fused_forward(const parity_cross_entropy
 parity_error *parity_cross_entropy_cuda_fused_backward(const parity_cross_entropy_args *args, const parity_saved *saved,
                                                        const parity_cross_entropy_grads *grads, const char *backend);
 
-// Registration of the two CUDA backends (ops/cross_entropy/liger_kernel.cu, chunk_loss.cu).
-parity_error *parity_cross_entropy_register_cuda_liger_kernel(void);
-parity_error *parity_cross_entropy_register_cuda_chunk_loss(void);
-
 #ifdef __cplusplus
 }
 #endif

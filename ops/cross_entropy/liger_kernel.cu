@@ -7,6 +7,7 @@
 
 extern "C" {
 #include "ops/core/dtype.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -31,7 +32,7 @@ const parity_cross_entropy_kernels kernels = {forward, backward};
 
 } // namespace
 
-extern "C" parity_error *parity_cross_entropy_register_cuda_liger_kernel(void) {
+PARITY_BACKEND_REGISTRATION(cross_entropy, liger_kernel, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_CROSS_ENTROPY;
     backend.name = backend_name;

@@ -7,6 +7,7 @@
 
 #include "ops/core/cpu_math.h"
 #include "ops/embedding/embedding.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 static parity_error *embedding_eager_forward(const parity_embedding_args *args, parity_saved *saved) {
@@ -62,7 +63,7 @@ static parity_error *embedding_eager_backward(const parity_embedding_args *args,
 
 static const parity_embedding_kernels embedding_eager_kernels = {embedding_eager_forward, embedding_eager_backward};
 
-parity_error *parity_embedding_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(embedding, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_EMBEDDING,
         .name = "eager",

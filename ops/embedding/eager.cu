@@ -16,6 +16,7 @@ extern "C" {
 #include "ops/core/cuda/device_args.h"
 #include "ops/core/cuda_api.h"
 #include "ops/embedding/embedding.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -160,7 +161,7 @@ static parity_error *embedding_cuda_backward(const parity_embedding_args *args, 
 
 static const parity_embedding_kernels embedding_cuda_kernels = {embedding_cuda_forward, embedding_cuda_backward};
 
-extern "C" parity_error *parity_embedding_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(embedding, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_EMBEDDING;
     backend.name = "eager";

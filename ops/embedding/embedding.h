@@ -5,6 +5,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,16 +32,15 @@ typedef struct parity_embedding_kernels {
                               const parity_embedding_grads *grads);
 } parity_embedding_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_embedding_op;
+
 // Shared argument validation, naming the op and the tensor in every message. Returns N, V and H.
 parity_error *parity_embedding_check(const parity_embedding_args *args, int64_t *positions, int64_t *vocab,
                                      int64_t *hidden);
 parity_error *parity_embedding_check_grads(const parity_embedding_args *args, const parity_embedding_grads *grads);
 // The ids' values (host copy): an id outside [0, vocab) is an error naming its position and value.
 parity_error *parity_embedding_check_ids(const int64_t *ids, int64_t positions, int64_t vocab);
-
-parity_error *parity_embedding_register_cpu(void);
-// The CUDA eager backend (ops/embedding/eager.cu); CUDA builds only.
-parity_error *parity_embedding_register_cuda(void);
 
 #ifdef __cplusplus
 }

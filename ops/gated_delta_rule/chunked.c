@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "ops/gated_delta_rule/cpu_common.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 // The inputs of one chunk of one value head, gathered contiguously, and everything derived from them.
@@ -462,7 +463,7 @@ static parity_error *gated_delta_rule_chunked_backward(const parity_gated_delta_
 static const parity_gated_delta_rule_kernels gated_delta_rule_chunked_kernels = {gated_delta_rule_chunked_forward,
                                                                                  gated_delta_rule_chunked_backward};
 
-parity_error *parity_gated_delta_rule_register_chunked_cpu(void) {
+PARITY_BACKEND_REGISTRATION(gated_delta_rule, fla, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_GATED_DELTA_RULE,
         .name = "fla",

@@ -48,10 +48,6 @@ parity_error *parity_gated_delta_rule_cpu_store_qk_grads(const parity_gated_delt
                                                          const parity_gated_delta_rule_cpu_call *call,
                                                          const double *dprepared_query, const double *dprepared_key);
 
-// One registration per CPU backend (register_cpu.c calls both).
-parity_error *parity_gated_delta_rule_register_eager_cpu(void);   // eager.c
-parity_error *parity_gated_delta_rule_register_chunked_cpu(void); // chunked.c
-
 #ifdef __cplusplus
 }
 #endif

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "ops/gated_delta_rule/cpu_common.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 // One head's view of a token: rows of the prepared q/k and of v, and the scalars g and beta.
@@ -274,7 +275,7 @@ static parity_error *gated_delta_rule_eager_backward(const parity_gated_delta_ru
 static const parity_gated_delta_rule_kernels gated_delta_rule_eager_kernels = {gated_delta_rule_eager_forward,
                                                                                gated_delta_rule_eager_backward};
 
-parity_error *parity_gated_delta_rule_register_eager_cpu(void) {
+PARITY_BACKEND_REGISTRATION(gated_delta_rule, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_GATED_DELTA_RULE,
         .name = "eager",

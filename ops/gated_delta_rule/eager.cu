@@ -21,6 +21,7 @@
 
 extern "C" {
 #include "ops/gated_delta_rule/gated_delta_rule.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -475,7 +476,7 @@ const parity_gated_delta_rule_kernels gated_delta_rule_cuda_eager_kernels = {gat
 
 } // namespace
 
-extern "C" parity_error *parity_gated_delta_rule_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(gated_delta_rule, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_GATED_DELTA_RULE;
     backend.name = "eager";

@@ -15,6 +15,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,6 +53,9 @@ typedef struct parity_gated_delta_rule_kernels {
                               const parity_gated_delta_rule_grads *grads);
 } parity_gated_delta_rule_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_gated_delta_rule_op;
+
 // The sizes of a call, from parity_gated_delta_rule_check.
 typedef struct parity_gated_delta_rule_sizes {
     int64_t tokens;      // N
@@ -69,11 +73,6 @@ parity_error *parity_gated_delta_rule_check(const parity_gated_delta_rule_args *
                                             parity_gated_delta_rule_sizes *sizes);
 parity_error *parity_gated_delta_rule_check_grads(const parity_gated_delta_rule_args *args,
                                                   const parity_gated_delta_rule_grads *grads);
-
-// Registers the CPU backends: "eager" (recurrent) and "fla" (chunked).
-parity_error *parity_gated_delta_rule_register_cpu(void);
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_gated_delta_rule_register_cuda(void);
 
 #ifdef __cplusplus
 }

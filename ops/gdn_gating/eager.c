@@ -12,6 +12,7 @@
 
 #include "ops/core/cpu_math.h"
 #include "ops/gdn_gating/gdn_gating.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 static const double softplus_threshold = 20.0; // F.softplus(beta=1, threshold=20)
@@ -86,7 +87,7 @@ static parity_error *gdn_gating_eager_backward(const parity_gdn_gating_args *arg
 
 static const parity_gdn_gating_kernels gdn_gating_eager_kernels = {gdn_gating_eager_forward, gdn_gating_eager_backward};
 
-parity_error *parity_gdn_gating_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(gdn_gating, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_GDN_GATING,
         .name = "eager",

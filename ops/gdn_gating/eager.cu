@@ -8,6 +8,7 @@
 
 extern "C" {
 #include "ops/gdn_gating/gdn_gating.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -159,7 +160,7 @@ const parity_gdn_gating_kernels gdn_gating_cuda_eager_kernels = {gdn_gating_cuda
 
 } // namespace
 
-extern "C" parity_error *parity_gdn_gating_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(gdn_gating, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_GDN_GATING;
     backend.name = "eager";

@@ -10,6 +10,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,13 +42,12 @@ typedef struct parity_gdn_gating_kernels {
                               const parity_gdn_gating_grads *grads);
 } parity_gdn_gating_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_gdn_gating_op;
+
 // Shared argument validation, naming the op and the tensor. Returns N and Hv.
 parity_error *parity_gdn_gating_check(const parity_gdn_gating_args *args, int64_t *tokens, int64_t *heads);
 parity_error *parity_gdn_gating_check_grads(const parity_gdn_gating_args *args, const parity_gdn_gating_grads *grads);
-
-parity_error *parity_gdn_gating_register_cpu(void);
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_gdn_gating_register_cuda(void);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 #include "ops/core/cpu_math.h"
 #include "ops/l2_norm/l2_norm.h"
 #include "ops/l2_norm/l2_norm_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 static parity_error *l2_norm_eager_forward(const parity_l2_norm_args *args, parity_saved *saved) {
@@ -60,7 +61,7 @@ static parity_error *l2_norm_eager_backward(const parity_l2_norm_args *args, con
 
 static const parity_l2_norm_kernels l2_norm_eager_kernels = {l2_norm_eager_forward, l2_norm_eager_backward};
 
-parity_error *parity_l2_norm_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(l2_norm, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_L2_NORM,
         .name = "eager",

@@ -10,6 +10,7 @@
 extern "C" {
 #include "ops/core/cuda/device_args.h"
 #include "ops/l2_norm/l2_norm.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -120,7 +121,7 @@ static parity_error *l2_norm_cuda_backward(const parity_l2_norm_args *args, cons
 
 static const parity_l2_norm_kernels l2_norm_cuda_kernels = {l2_norm_cuda_forward, l2_norm_cuda_backward};
 
-extern "C" parity_error *parity_l2_norm_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(l2_norm, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_L2_NORM;
     backend.name = "eager";

@@ -7,6 +7,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,13 +32,12 @@ typedef struct parity_l2_norm_kernels {
                               const parity_l2_norm_grads *grads);
 } parity_l2_norm_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_l2_norm_op;
+
 // Shared argument validation, naming the op and the tensor in every message. Returns N and D.
 parity_error *parity_l2_norm_check(const parity_l2_norm_args *args, int64_t *rows, int64_t *dim);
 parity_error *parity_l2_norm_check_grads(const parity_l2_norm_args *args, const parity_l2_norm_grads *grads);
-
-parity_error *parity_l2_norm_register_cpu(void);
-// The CUDA eager backend (ops/l2_norm/eager.cu); CUDA builds only.
-parity_error *parity_l2_norm_register_cuda(void);
 
 #ifdef __cplusplus
 }

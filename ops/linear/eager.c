@@ -9,6 +9,7 @@
 #include "ops/core/cpu_gemm.h"
 #include "ops/core/cpu_math.h"
 #include "ops/linear/linear.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 static parity_error *linear_eager_forward(const parity_linear_args *args, parity_saved *saved) {
@@ -74,7 +75,7 @@ static parity_error *linear_eager_backward(const parity_linear_args *args, const
 
 static const parity_linear_kernels linear_eager_kernels = {linear_eager_forward, linear_eager_backward};
 
-parity_error *parity_linear_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(linear, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_LINEAR,
         .name = "eager",

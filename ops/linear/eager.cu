@@ -12,6 +12,7 @@ extern "C" {
 #include "ops/core/cuda/blas.h"
 #include "ops/core/cuda/device_args.h"
 #include "ops/linear/linear.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -101,7 +102,7 @@ static parity_error *linear_cuda_backward(const parity_linear_args *args, const 
 
 static const parity_linear_kernels linear_cuda_kernels = {linear_cuda_forward, linear_cuda_backward};
 
-extern "C" parity_error *parity_linear_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(linear, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_LINEAR;
     backend.name = "eager";

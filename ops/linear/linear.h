@@ -5,6 +5,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,14 +33,13 @@ typedef struct parity_linear_kernels {
                               const parity_linear_grads *grads);
 } parity_linear_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_linear_op;
+
 // Shared argument validation, naming the op and the tensor in every message. Returns N, in and out.
 parity_error *parity_linear_check(const parity_linear_args *args, int64_t *rows, int64_t *in_features,
                                   int64_t *out_features);
 parity_error *parity_linear_check_grads(const parity_linear_args *args, const parity_linear_grads *grads);
-
-parity_error *parity_linear_register_cpu(void);
-// The CUDA eager backend (ops/linear/eager.cu); CUDA builds only.
-parity_error *parity_linear_register_cuda(void);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #include "ops/core/cpu_math.h"
 #include "ops/load_balancing_loss/load_balancing_loss.h"
 #include "ops/moe_router/routing_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 static parity_error *load_balancing_loss_eager_forward(const parity_load_balancing_loss_args *args, parity_saved *saved) {
@@ -102,7 +103,7 @@ done:
 static const parity_load_balancing_loss_kernels load_balancing_loss_eager_kernels = {load_balancing_loss_eager_forward,
                                                                                      load_balancing_loss_eager_backward};
 
-parity_error *parity_load_balancing_loss_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(load_balancing_loss, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_LOAD_BALANCING_LOSS,
         .name = "eager",

@@ -11,6 +11,7 @@
 
 extern "C" {
 #include "ops/load_balancing_loss/load_balancing_loss.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -177,7 +178,7 @@ const parity_load_balancing_loss_kernels load_balancing_loss_cuda_eager_kernels 
 
 } // namespace
 
-extern "C" parity_error *parity_load_balancing_loss_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(load_balancing_loss, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_LOAD_BALANCING_LOSS;
     backend.name = "eager";

@@ -20,6 +20,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 #include "ops/registry.h"
 
 #ifdef __cplusplus
@@ -44,6 +45,9 @@ typedef struct parity_load_balancing_loss_kernels {
                               const parity_load_balancing_loss_grads *grads);
 } parity_load_balancing_loss_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call and work model.
+extern const parity_op_descriptor parity_load_balancing_loss_op;
+
 // Shared argument validation, naming the op and the tensor in every message. Returns the rows
 // (L * N), E and L (>= 1).
 parity_error *parity_load_balancing_loss_check(const parity_load_balancing_loss_args *args, int64_t *rows,
@@ -52,10 +56,6 @@ parity_error *parity_load_balancing_loss_check_grads(const parity_load_balancing
                                                      const parity_load_balancing_loss_grads *grads);
 // The dtype of the loss for logits of `dtype`: f64 for f64, f32 otherwise.
 parity_dtype parity_load_balancing_loss_dtype(parity_dtype logits_dtype);
-
-parity_error *parity_load_balancing_loss_register_cpu(void);
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_load_balancing_loss_register_cuda(void);
 
 #ifdef __cplusplus
 }

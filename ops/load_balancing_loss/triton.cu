@@ -15,8 +15,8 @@
 #include "ops/core/cuda/fused_rows.cuh"
 
 extern "C" {
+#include "ops/builtin_backends.h"
 #include "ops/load_balancing_loss/load_balancing_loss.h"
-#include "ops/load_balancing_loss/load_balancing_loss_cuda.h"
 #include "ops/registry.h"
 }
 
@@ -289,7 +289,7 @@ const parity_load_balancing_loss_kernels kernels = {forward, backward};
 
 } // namespace
 
-extern "C" parity_error *parity_load_balancing_loss_register_cuda_triton(void) {
+PARITY_BACKEND_REGISTRATION(load_balancing_loss, triton, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_LOAD_BALANCING_LOSS;
     backend.name = backend_name;

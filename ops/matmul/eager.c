@@ -7,6 +7,7 @@
 #include "ops/core/cpu_gemm.h"
 #include "ops/core/cpu_math.h"
 #include "ops/matmul/matmul.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 static parity_error *matmul_eager_forward(const parity_matmul_args *args, parity_saved *saved) {
@@ -79,7 +80,7 @@ static parity_error *matmul_eager_backward(const parity_matmul_args *args, const
 
 static const parity_matmul_kernels matmul_eager_kernels = {matmul_eager_forward, matmul_eager_backward};
 
-parity_error *parity_matmul_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(matmul, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_MATMUL,
         .name = "eager",

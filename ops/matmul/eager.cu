@@ -10,6 +10,7 @@ extern "C" {
 #include "ops/core/cuda/blas.h"
 #include "ops/core/cuda/device_args.h"
 #include "ops/matmul/matmul.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -73,7 +74,7 @@ static parity_error *matmul_cuda_backward(const parity_matmul_args *args, const 
 
 static const parity_matmul_kernels matmul_cuda_kernels = {matmul_cuda_forward, matmul_cuda_backward};
 
-extern "C" parity_error *parity_matmul_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(matmul, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_MATMUL;
     backend.name = "eager";

@@ -8,6 +8,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,6 +37,9 @@ typedef struct parity_matmul_kernels {
                               const parity_matmul_grads *grads);
 } parity_matmul_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_matmul_op;
+
 typedef struct parity_matmul_sizes {
     int64_t batch, m, n, k; // batch = product of the leading dimensions
 } parity_matmul_sizes;
@@ -43,10 +47,6 @@ typedef struct parity_matmul_sizes {
 // Shared argument validation, naming the op and the tensor in every message.
 parity_error *parity_matmul_check(const parity_matmul_args *args, parity_matmul_sizes *sizes);
 parity_error *parity_matmul_check_grads(const parity_matmul_args *args, const parity_matmul_grads *grads);
-
-parity_error *parity_matmul_register_cpu(void);
-// The CUDA eager backend (ops/matmul/eager.cu); CUDA builds only.
-parity_error *parity_matmul_register_cuda(void);
 
 #ifdef __cplusplus
 }

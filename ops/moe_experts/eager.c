@@ -18,6 +18,7 @@
 #include "ops/core/cpu_gemm.h"
 #include "ops/core/cpu_math.h"
 #include "ops/moe_experts/moe_experts.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 // C (M, N) = op(A) op(B) rounded to `dtype`; A is (M, K) (stored (K, M) when transposed), B is (K, N)
@@ -289,7 +290,7 @@ static parity_error *moe_experts_eager_backward(const parity_moe_experts_args *a
 
 static const parity_moe_experts_kernels moe_experts_eager_kernels = {moe_experts_eager_forward, moe_experts_eager_backward};
 
-parity_error *parity_moe_experts_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(moe_experts, eager, cpu) {
     // No PARITY_CAP_EXPERT_PARALLEL: VeOmni's eager experts have no expert-parallel support.
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_MOE_EXPERTS,

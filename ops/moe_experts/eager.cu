@@ -16,6 +16,7 @@
 
 extern "C" {
 #include "ops/moe_experts/moe_experts.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -308,7 +309,7 @@ const parity_moe_experts_kernels moe_experts_cuda_eager_kernels = {moe_experts_c
 
 } // namespace
 
-extern "C" parity_error *parity_moe_experts_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(moe_experts, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_MOE_EXPERTS;
     backend.name = "eager";

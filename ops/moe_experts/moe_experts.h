@@ -20,6 +20,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 #include "ops/registry.h"
 
 #ifdef __cplusplus
@@ -49,6 +50,9 @@ typedef struct parity_moe_experts_kernels {
                               const parity_moe_experts_grads *grads);
 } parity_moe_experts_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_moe_experts_op;
+
 typedef struct parity_moe_experts_sizes {
     int64_t tokens;       // N
     int64_t hidden;       // H
@@ -62,10 +66,6 @@ typedef struct parity_moe_experts_sizes {
 // outside [0, 4)"), so backends may index with them directly.
 parity_error *parity_moe_experts_check(const parity_moe_experts_args *args, parity_moe_experts_sizes *sizes);
 parity_error *parity_moe_experts_check_grads(const parity_moe_experts_args *args, const parity_moe_experts_grads *grads);
-
-parity_error *parity_moe_experts_register_cpu(void);
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_moe_experts_register_cuda(void);
 
 #ifdef __cplusplus
 }

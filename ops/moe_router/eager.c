@@ -15,6 +15,7 @@
 #include "ops/core/cpu_math.h"
 #include "ops/moe_router/moe_router.h"
 #include "ops/moe_router/routing_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
 typedef struct router_scratch {
@@ -201,7 +202,7 @@ done:
 
 static const parity_moe_router_kernels moe_router_eager_kernels = {moe_router_eager_forward, moe_router_eager_backward};
 
-parity_error *parity_moe_router_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(moe_router, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_MOE_ROUTER,
         .name = "eager",

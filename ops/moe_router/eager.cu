@@ -7,6 +7,7 @@
 
 extern "C" {
 #include "ops/moe_router/moe_router.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -236,7 +237,7 @@ const parity_moe_router_kernels moe_router_cuda_eager_kernels = {moe_router_cuda
 
 } // namespace
 
-extern "C" parity_error *parity_moe_router_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(moe_router, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_MOE_ROUTER;
     backend.name = "eager";

@@ -38,6 +38,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -74,13 +75,12 @@ typedef struct parity_moe_router_kernels {
                               const parity_moe_router_grads *grads);
 } parity_moe_router_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_moe_router_op;
+
 // Shared argument validation, naming the op and the tensor in every message. Returns N and E.
 parity_error *parity_moe_router_check(const parity_moe_router_args *args, int64_t *tokens, int64_t *experts);
 parity_error *parity_moe_router_check_grads(const parity_moe_router_args *args, const parity_moe_router_grads *grads);
-
-parity_error *parity_moe_router_register_cpu(void);
-// Registers "eager" on CUDA (eager.cu; CUDA builds only).
-parity_error *parity_moe_router_register_cuda(void);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 // Backward, with g = dy * w_eff (w_eff = w or 1 + w) and x_hat = x * inv:
 //   dx = inv * (g - x_hat * mean(g * x_hat)),  dw = sum over rows of dy * x_hat
 #include "ops/core/cpu_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 #include "ops/rms_norm/rms_norm.h"
 #include "ops/rms_norm/rms_statistics.h"
@@ -84,7 +85,7 @@ static parity_error *rms_norm_eager_backward(const parity_rms_norm_args *args, c
 
 static const parity_rms_norm_kernels rms_norm_eager_kernels = {rms_norm_eager_forward, rms_norm_eager_backward};
 
-parity_error *parity_rms_norm_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(rms_norm, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_RMS_NORM,
         .name = "eager",

@@ -14,6 +14,7 @@
 extern "C" {
 #include "ops/core/cpu_math.h"
 #include "ops/core/cuda/device_args.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 #include "ops/rms_norm/rms_norm.h"
 }
@@ -146,7 +147,7 @@ static parity_error *rms_norm_cuda_backward(const parity_rms_norm_args *args, co
 
 static const parity_rms_norm_kernels rms_norm_cuda_kernels = {rms_norm_cuda_forward, rms_norm_cuda_backward};
 
-extern "C" parity_error *parity_rms_norm_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(rms_norm, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_RMS_NORM;
     backend.name = "eager";

@@ -5,6 +5,7 @@
 #include "ops/rms_norm/rms_norm_cuda.h"
 
 extern "C" {
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -24,7 +25,7 @@ const parity_rms_norm_kernels kernels = {forward, backward};
 
 } // namespace
 
-extern "C" parity_error *parity_rms_norm_register_cuda_liger_kernel(void) {
+PARITY_BACKEND_REGISTRATION(rms_norm, liger_kernel, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_RMS_NORM;
     backend.name = backend_name;

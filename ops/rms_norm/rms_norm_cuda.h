@@ -37,10 +37,6 @@ parity_error *parity_rms_norm_cuda_backward(const parity_rms_norm_args *args, co
                                             const parity_rms_norm_grads *grads, parity_rms_norm_cuda_policy policy,
                                             const char *backend);
 
-// Registration of the two CUDA backends (ops/rms_norm/liger_kernel.cu, ops/rms_norm/triton.cu).
-parity_error *parity_rms_norm_register_cuda_liger_kernel(void);
-parity_error *parity_rms_norm_register_cuda_triton(void);
-
 #ifdef __cplusplus
 }
 #endif

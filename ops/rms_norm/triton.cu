@@ -6,6 +6,7 @@
 #include "ops/rms_norm/rms_norm_cuda.h"
 
 extern "C" {
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -25,7 +26,7 @@ const parity_rms_norm_kernels kernels = {forward, backward};
 
 } // namespace
 
-extern "C" parity_error *parity_rms_norm_register_cuda_triton(void) {
+PARITY_BACKEND_REGISTRATION(rms_norm, triton, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_RMS_NORM;
     backend.name = backend_name;

@@ -12,6 +12,7 @@
 // dweight. In f32, dx differs by tens of ulps: autograd evaluates this formula op by op with GPU
 // reduction order, which this compact form does not reproduce.
 #include "ops/core/cpu_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 #include "ops/rms_norm/rms_statistics.h"
 #include "ops/rms_norm_gated/rms_norm_gated.h"
@@ -111,7 +112,7 @@ static parity_error *rms_norm_gated_eager_backward(const parity_rms_norm_gated_a
 static const parity_rms_norm_gated_kernels rms_norm_gated_eager_kernels = {rms_norm_gated_eager_forward,
                                                                            rms_norm_gated_eager_backward};
 
-parity_error *parity_rms_norm_gated_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(rms_norm_gated, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_RMS_NORM_GATED,
         .name = "eager",

@@ -13,6 +13,7 @@
 extern "C" {
 #include "ops/core/cpu_math.h"
 #include "ops/core/cuda/device_args.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 #include "ops/rms_norm_gated/rms_norm_gated.h"
 }
@@ -168,7 +169,7 @@ static parity_error *rms_norm_gated_cuda_backward(const parity_rms_norm_gated_ar
 static const parity_rms_norm_gated_kernels rms_norm_gated_cuda_kernels = {rms_norm_gated_cuda_forward,
                                                                           rms_norm_gated_cuda_backward};
 
-extern "C" parity_error *parity_rms_norm_gated_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(rms_norm_gated, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_RMS_NORM_GATED;
     backend.name = "eager";

@@ -15,10 +15,10 @@
 #include "ops/core/cuda/fused_rows.cuh"
 
 extern "C" {
+#include "ops/builtin_backends.h"
 #include "ops/core/cpu_math.h"
 #include "ops/registry.h"
 #include "ops/rms_norm_gated/rms_norm_gated.h"
-#include "ops/rms_norm_gated/rms_norm_gated_cuda.h"
 }
 
 using namespace parity_fused;
@@ -277,7 +277,7 @@ const parity_rms_norm_gated_kernels kernels = {forward, backward};
 
 } // namespace
 
-extern "C" parity_error *parity_rms_norm_gated_register_cuda_fla(void) {
+PARITY_BACKEND_REGISTRATION(rms_norm_gated, fla, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_RMS_NORM_GATED;
     backend.name = backend_name;

@@ -7,6 +7,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,14 +34,13 @@ typedef struct parity_rms_norm_gated_kernels {
                               const parity_rms_norm_gated_grads *grads);
 } parity_rms_norm_gated_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call and work model.
+extern const parity_op_descriptor parity_rms_norm_gated_op;
+
 // Shared argument validation, naming the op and the tensor in every message. Returns N and D.
 parity_error *parity_rms_norm_gated_check(const parity_rms_norm_gated_args *args, int64_t *rows, int64_t *hidden);
 parity_error *parity_rms_norm_gated_check_grads(const parity_rms_norm_gated_args *args,
                                                 const parity_rms_norm_gated_grads *grads);
-
-parity_error *parity_rms_norm_gated_register_cpu(void);
-// The CUDA eager backend (ops/rms_norm_gated/eager.cu); CUDA builds only.
-parity_error *parity_rms_norm_gated_register_cuda(void);
 
 #ifdef __cplusplus
 }

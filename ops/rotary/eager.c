@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "ops/core/cpu_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 #include "ops/rotary/rotary.h"
 
@@ -156,7 +157,7 @@ static parity_error *rotary_eager_backward(const parity_rotary_args *args, const
 
 static const parity_rotary_kernels rotary_eager_kernels = {rotary_eager_forward, rotary_eager_backward};
 
-parity_error *parity_rotary_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(rotary, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_ROTARY,
         .name = "eager",

@@ -15,6 +15,7 @@
 
 extern "C" {
 #include "ops/core/cuda/device_args.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 #include "ops/rotary/rotary.h"
 }
@@ -166,7 +167,7 @@ static parity_error *rotary_cuda_backward(const parity_rotary_args *args, const 
 
 static const parity_rotary_kernels rotary_cuda_kernels = {rotary_cuda_forward, rotary_cuda_backward};
 
-extern "C" parity_error *parity_rotary_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(rotary, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_ROTARY;
     backend.name = "eager";

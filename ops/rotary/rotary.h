@@ -8,6 +8,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 #include "ops/rotary/frequencies.h"
 #include "ops/rotary/rope_description.h"
 
@@ -36,6 +37,9 @@ typedef struct parity_rotary_kernels {
     parity_error *(*backward)(const parity_rotary_args *args, const parity_saved *saved, const parity_rotary_grads *grads);
 } parity_rotary_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call and work model.
+extern const parity_op_descriptor parity_rotary_op;
+
 // The sizes every backend needs, validated once.
 typedef struct parity_rotary_sizes {
     int64_t tokens, query_heads, key_heads, head_dim, rotary_dim;
@@ -44,10 +48,6 @@ typedef struct parity_rotary_sizes {
 // Shared argument validation, naming the op and the tensor in every message.
 parity_error *parity_rotary_check(const parity_rotary_args *args, parity_rotary_sizes *sizes);
 parity_error *parity_rotary_check_grads(const parity_rotary_args *args, const parity_rotary_grads *grads);
-
-parity_error *parity_rotary_register_cpu(void);
-// The CUDA eager backend (ops/rotary/eager.cu); CUDA builds only.
-parity_error *parity_rotary_register_cuda(void);
 
 #ifdef __cplusplus
 }

@@ -26,10 +26,6 @@ parity_error *parity_rotary_cuda_forward(const parity_rotary_args *args, parity_
 parity_error *parity_rotary_cuda_backward(const parity_rotary_args *args, const parity_saved *saved,
                                           const parity_rotary_grads *grads, bool allow_partial, const char *backend);
 
-// Registration of the two CUDA backends (ops/rotary/liger_kernel.cu, ops/rotary/triton.cu).
-parity_error *parity_rotary_register_cuda_liger_kernel(void);
-parity_error *parity_rotary_register_cuda_triton(void);
-
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,7 @@
 #include "ops/rotary/rotary_cuda.h"
 
 extern "C" {
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
 
@@ -25,7 +26,7 @@ const parity_rotary_kernels kernels = {forward, backward};
 
 } // namespace
 
-extern "C" parity_error *parity_rotary_register_cuda_triton(void) {
+PARITY_BACKEND_REGISTRATION(rotary, triton, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_ROTARY;
     backend.name = backend_name;

@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "ops/core/cpu_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 #include "ops/sigmoid_gate/sigmoid_gate.h"
 
@@ -85,7 +86,7 @@ static parity_error *sigmoid_gate_eager_backward(const parity_sigmoid_gate_args 
 static const parity_sigmoid_gate_kernels sigmoid_gate_eager_kernels = {sigmoid_gate_eager_forward,
                                                                        sigmoid_gate_eager_backward};
 
-parity_error *parity_sigmoid_gate_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(sigmoid_gate, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_SIGMOID_GATE,
         .name = "eager",

@@ -7,6 +7,7 @@
 
 extern "C" {
 #include "ops/core/cuda/device_args.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 #include "ops/sigmoid_gate/sigmoid_gate.h"
 }
@@ -104,7 +105,7 @@ static parity_error *sigmoid_gate_cuda_backward(const parity_sigmoid_gate_args *
 static const parity_sigmoid_gate_kernels sigmoid_gate_cuda_kernels = {sigmoid_gate_cuda_forward,
                                                                       sigmoid_gate_cuda_backward};
 
-extern "C" parity_error *parity_sigmoid_gate_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(sigmoid_gate, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_SIGMOID_GATE;
     backend.name = "eager";

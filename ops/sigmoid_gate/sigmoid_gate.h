@@ -6,6 +6,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,16 +32,15 @@ typedef struct parity_sigmoid_gate_kernels {
                               const parity_sigmoid_gate_grads *grads);
 } parity_sigmoid_gate_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_sigmoid_gate_op;
+
 // Shared argument validation, naming the op and the tensor in every message. Returns N, D and the
 // number of input elements each gate element scales (D when broadcast, else 1).
 parity_error *parity_sigmoid_gate_check(const parity_sigmoid_gate_args *args, int64_t *rows, int64_t *width,
                                         int64_t *gate_group);
 parity_error *parity_sigmoid_gate_check_grads(const parity_sigmoid_gate_args *args,
                                               const parity_sigmoid_gate_grads *grads);
-
-parity_error *parity_sigmoid_gate_register_cpu(void);
-// The CUDA eager backend (ops/sigmoid_gate/eager.cu); CUDA builds only.
-parity_error *parity_sigmoid_gate_register_cuda(void);
 
 #ifdef __cplusplus
 }

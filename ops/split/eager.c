@@ -4,6 +4,7 @@
 // Backward (saves nothing): dx = dpart_0 ++ dpart_1 ++ ... along the last dimension (zeros where a
 // part has no gradient), exact copies.
 #include "ops/core/cpu_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 #include "ops/split/split.h"
 
@@ -59,7 +60,7 @@ static parity_error *split_eager_backward(const parity_split_args *args, const p
 
 static const parity_split_kernels split_eager_kernels = {split_eager_forward, split_eager_backward};
 
-parity_error *parity_split_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(split, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_SPLIT,
         .name = "eager",

@@ -5,6 +5,7 @@
 
 extern "C" {
 #include "ops/core/cuda/device_args.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 #include "ops/split/split.h"
 }
@@ -67,7 +68,7 @@ static parity_error *split_cuda_backward(const parity_split_args *args, const pa
 
 static const parity_split_kernels split_cuda_kernels = {split_cuda_forward, split_cuda_backward};
 
-extern "C" parity_error *parity_split_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(split, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_SPLIT;
     backend.name = "eager";

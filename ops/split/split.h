@@ -8,6 +8,7 @@
 #include "ops/concat/concat.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,13 +34,12 @@ typedef struct parity_split_kernels {
                               const parity_split_grads *grads);
 } parity_split_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+extern const parity_op_descriptor parity_split_op;
+
 // Shared argument validation, naming the op and the tensor in every message. Returns N.
 parity_error *parity_split_check(const parity_split_args *args, int64_t *rows);
 parity_error *parity_split_check_grads(const parity_split_args *args, const parity_split_grads *grads);
-
-parity_error *parity_split_register_cpu(void);
-// The CUDA eager backend (ops/split/eager.cu); CUDA builds only.
-parity_error *parity_split_register_cuda(void);
 
 #ifdef __cplusplus
 }

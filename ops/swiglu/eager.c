@@ -5,6 +5,7 @@
 // then dgate = silu_backward(ds, gate) (f32 math, stored once). f64 is pure f64. Nothing is saved:
 // s is recomputed from gate.
 #include "ops/core/cpu_math.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 #include "ops/swiglu/silu.h"
 #include "ops/swiglu/swiglu.h"
@@ -71,7 +72,7 @@ static parity_error *swiglu_eager_backward(const parity_swiglu_args *args, const
 
 static const parity_swiglu_kernels swiglu_eager_kernels = {swiglu_eager_forward, swiglu_eager_backward};
 
-parity_error *parity_swiglu_register_cpu(void) {
+PARITY_BACKEND_REGISTRATION(swiglu, eager, cpu) {
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_SWIGLU,
         .name = "eager",

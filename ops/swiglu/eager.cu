@@ -9,6 +9,7 @@
 
 extern "C" {
 #include "ops/core/cuda/device_args.h"
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 #include "ops/swiglu/swiglu.h"
 }
@@ -90,7 +91,7 @@ static parity_error *swiglu_cuda_backward(const parity_swiglu_args *args, const 
 
 static const parity_swiglu_kernels swiglu_cuda_kernels = {swiglu_cuda_forward, swiglu_cuda_backward};
 
-extern "C" parity_error *parity_swiglu_register_cuda(void) {
+PARITY_BACKEND_REGISTRATION(swiglu, eager, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_SWIGLU;
     backend.name = "eager";

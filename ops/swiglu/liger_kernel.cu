@@ -11,9 +11,9 @@
 #include "ops/core/cuda/fused_rows.cuh"
 
 extern "C" {
+#include "ops/builtin_backends.h"
 #include "ops/registry.h"
 #include "ops/swiglu/swiglu.h"
-#include "ops/swiglu/swiglu_cuda.h"
 }
 
 using namespace parity_fused;
@@ -200,7 +200,7 @@ const parity_swiglu_kernels kernels = {forward, backward};
 
 } // namespace
 
-extern "C" parity_error *parity_swiglu_register_cuda_liger_kernel(void) {
+PARITY_BACKEND_REGISTRATION(swiglu, liger_kernel, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_SWIGLU;
     backend.name = backend_name;

@@ -6,6 +6,7 @@
 
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,13 +29,12 @@ typedef struct parity_swiglu_kernels {
     parity_error *(*backward)(const parity_swiglu_args *args, const parity_saved *saved, const parity_swiglu_grads *grads);
 } parity_swiglu_kernels;
 
+// The op's descriptor (descriptor.c): slots, args builder, kernel call and work model.
+extern const parity_op_descriptor parity_swiglu_op;
+
 // Shared argument validation, naming the op and the tensor in every message.
 parity_error *parity_swiglu_check(const parity_swiglu_args *args);
 parity_error *parity_swiglu_check_grads(const parity_swiglu_args *args, const parity_swiglu_grads *grads);
-
-parity_error *parity_swiglu_register_cpu(void);
-// The CUDA eager backend (ops/swiglu/eager.cu); CUDA builds only.
-parity_error *parity_swiglu_register_cuda(void);
 
 #ifdef __cplusplus
 }

@@ -15,25 +15,8 @@ static parity_error *add_setup(op_check_state *state, const void *raw) {
     return NULL;
 }
 
-static parity_add_args add_args_of(op_check_state *state) {
-    return (parity_add_args){op_check_value(state, "a"), op_check_value(state, "b"), op_check_value(state, "y")};
-}
-
-static parity_error *add_forward(op_check_state *state, const void *raw) {
-    const parity_add_kernels *kernels = op_check_kernels(state);
-    parity_add_args args = add_args_of(state);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *add_backward(op_check_state *state, const void *raw) {
-    const parity_add_kernels *kernels = op_check_kernels(state);
-    parity_add_args args = add_args_of(state);
-    parity_add_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "a"), op_check_gradient(state, "b")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
 #define ADD_ROW(label, batch_, rows_, hidden_)                                                              \
-    {PARITY_OP_ADD, label, add_setup, add_forward, add_backward, &(const add_params){batch_, rows_, hidden_}, 0, 0}
+    {&parity_add_op, label, add_setup, &(const add_params){batch_, rows_, hidden_}, 0, 0}
 
 static const op_check_case add_cases[] = {
     ADD_ROW("rows=7 hidden=13", 1, 7, 13),

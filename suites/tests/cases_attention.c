@@ -32,38 +32,15 @@ static parity_error *attention_setup(op_check_state *state, const void *raw) {
     op_check_input(state, "value", true, OP_CHECK_NORMAL, 0, 1, PARITY_SHAPE(n, params->kv_heads, params->value_dim));
     op_check_indices(state, "cu_seqlens", cu_seqlens, PARITY_SHAPE(documents + 1));
     op_check_output(state, "output", true, PARITY_SHAPE(n, params->query_heads, params->value_dim));
+    op_check_set_attributes(state, &(parity_attention_args){
+        .scale = params->scale ? params->scale : 1.0 / sqrt((double)params->head_dim), .causal = params->causal,
+        .sliding_window = params->sliding_window});
     return NULL;
 }
 
-static parity_attention_args attention_args_of(op_check_state *state, const attention_params *params) {
-    double scale = params->scale ? params->scale : 1.0 / sqrt((double)params->head_dim);
-    return (parity_attention_args){op_check_value(state, "query"),
-                                   op_check_value(state, "key"),
-                                   op_check_value(state, "value"),
-                                   op_check_value(state, "cu_seqlens"),
-                                   scale,
-                                   params->causal,
-                                   params->sliding_window,
-                                   op_check_value(state, "output")};
-}
-
-static parity_error *attention_forward(op_check_state *state, const void *raw) {
-    const parity_attention_kernels *kernels = op_check_kernels(state);
-    parity_attention_args args = attention_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *attention_backward(op_check_state *state, const void *raw) {
-    const parity_attention_kernels *kernels = op_check_kernels(state);
-    parity_attention_args args = attention_args_of(state, raw);
-    parity_attention_grads grads = {op_check_gradient(state, "output"), op_check_gradient(state, "query"),
-                                    op_check_gradient(state, "key"), op_check_gradient(state, "value")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
 // ATTENTION_ROW(label, Hq, Hk, D, Dv, causal, window, scale, document lengths...)
-#define ATTENTION_ROW(label, hq, hk, d, dv, causal_, window, scale_, ...)                                           \
-    {PARITY_OP_ATTENTION, label, attention_setup, attention_forward, attention_backward,                            \
+#define ATTENTION_ROW(label, hq, hk, d, dv, causal_, window, scale_, ...)                                   \
+    {&parity_attention_op, label, attention_setup,                                                          \
      &(const attention_params){hq, hk, d, dv, {__VA_ARGS__}, causal_, window, scale_}, 0, 0}
 
 static const op_check_case attention_cases[] = {

@@ -15,26 +15,9 @@ static parity_error *broadcast_heads_setup(op_check_state *state, const void *ra
     return NULL;
 }
 
-static parity_broadcast_heads_args broadcast_heads_args_of(op_check_state *state) {
-    return (parity_broadcast_heads_args){op_check_value(state, "x"), op_check_value(state, "y")};
-}
-
-static parity_error *broadcast_heads_forward(op_check_state *state, const void *raw) {
-    const parity_broadcast_heads_kernels *kernels = op_check_kernels(state);
-    parity_broadcast_heads_args args = broadcast_heads_args_of(state);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *broadcast_heads_backward(op_check_state *state, const void *raw) {
-    const parity_broadcast_heads_kernels *kernels = op_check_kernels(state);
-    parity_broadcast_heads_args args = broadcast_heads_args_of(state);
-    parity_broadcast_heads_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
 #define BROADCAST_HEADS_ROW(label, batch_, rows_, heads_, head_dim_)                                        \
-    {PARITY_OP_BROADCAST_HEADS, label, broadcast_heads_setup, broadcast_heads_forward,                      \
-     broadcast_heads_backward, &(const broadcast_heads_params){batch_, rows_, heads_, head_dim_}, 0, 0}
+    {&parity_broadcast_heads_op, label, broadcast_heads_setup,                                              \
+     &(const broadcast_heads_params){batch_, rows_, heads_, head_dim_}, 0, 0}
 
 static const op_check_case broadcast_heads_cases[] = {
     BROADCAST_HEADS_ROW("rows=7 heads=5 head_dim=13", 1, 7, 5, 13),

@@ -29,30 +29,12 @@ static parity_error *causal_conv1d_setup(op_check_state *state, const void *raw)
         op_check_indices(state, "cu_seqlens", offsets, PARITY_SHAPE(params->document_count + 1));
     }
     op_check_output(state, "y", true, PARITY_SHAPE(tokens, params->channels));
+    op_check_set_attributes(state, &(parity_causal_conv1d_args){.activation = params->activation});
     return NULL;
 }
 
-static parity_causal_conv1d_args causal_conv1d_args_of(op_check_state *state, const causal_conv1d_params *params) {
-    return (parity_causal_conv1d_args){op_check_value(state, "x"), op_check_value(state, "weight"),
-                                       op_check_value(state, "cu_seqlens"), params->activation, op_check_value(state, "y")};
-}
-
-static parity_error *causal_conv1d_forward(op_check_state *state, const void *raw) {
-    const parity_causal_conv1d_kernels *kernels = op_check_kernels(state);
-    parity_causal_conv1d_args args = causal_conv1d_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *causal_conv1d_backward(op_check_state *state, const void *raw) {
-    const parity_causal_conv1d_kernels *kernels = op_check_kernels(state);
-    parity_causal_conv1d_args args = causal_conv1d_args_of(state, raw);
-    parity_causal_conv1d_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x"),
-                                        op_check_gradient(state, "weight")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
-#define CONV_ROW(label, channels_, kernel_, activation_, count_, ...)                                          \
-    {PARITY_OP_CAUSAL_CONV1D, label, causal_conv1d_setup, causal_conv1d_forward, causal_conv1d_backward,     \
+#define CONV_ROW(label, channels_, kernel_, activation_, count_, ...)                                       \
+    {&parity_causal_conv1d_op, label, causal_conv1d_setup,                                                  \
      &(const causal_conv1d_params){channels_, kernel_, count_, {__VA_ARGS__}, activation_}, 0, 0}
 
 static const op_check_case causal_conv1d_cases[] = {

@@ -25,40 +25,12 @@ static parity_error *concat_setup(op_check_state *state, const void *raw) {
         width += p->widths[i];
     }
     op_check_output(state, "y", true, PARITY_SHAPE(p->batch, p->rows, width));
+    op_check_set_attributes(state, &(parity_concat_args){.count = p->count});
     return NULL;
 }
 
-static parity_concat_args concat_args_of(op_check_state *state, const concat_params *p) {
-    parity_concat_args args = {.count = p->count, .output = op_check_value(state, "y")};
-    for (int i = 0; i < p->count; i++) {
-        char name[16];
-        part_name(i, name, sizeof name);
-        args.parts[i] = op_check_value(state, name);
-    }
-    return args;
-}
-
-static parity_error *concat_forward(op_check_state *state, const void *raw) {
-    const parity_concat_kernels *kernels = op_check_kernels(state);
-    parity_concat_args args = concat_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *concat_backward(op_check_state *state, const void *raw) {
-    const concat_params *p = raw;
-    const parity_concat_kernels *kernels = op_check_kernels(state);
-    parity_concat_args args = concat_args_of(state, p);
-    parity_concat_grads grads = {.doutput = op_check_gradient(state, "y")};
-    for (int i = 0; i < p->count; i++) {
-        char name[16];
-        part_name(i, name, sizeof name);
-        grads.dparts[i] = op_check_gradient(state, name);
-    }
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
 #define CONCAT_ROW(label, batch_, rows_, count_, frozen_, ...)                                              \
-    {PARITY_OP_CONCAT, label, concat_setup, concat_forward, concat_backward,                                \
+    {&parity_concat_op, label, concat_setup,                                                                \
      &(const concat_params){batch_, rows_, count_, {__VA_ARGS__}, frozen_}, 0, 0}
 
 static const op_check_case concat_cases[] = {

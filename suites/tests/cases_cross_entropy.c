@@ -26,39 +26,15 @@ static parity_error *cross_entropy_setup(op_check_state *state, const void *raw)
     op_check_input(state, "weight", true, OP_CHECK_NORMAL, 0, 0.5, PARITY_SHAPE(params->vocab, params->hidden));
     op_check_indices(state, "targets", params->targets, PARITY_SHAPE(params->tokens));
     op_check_output_typed(state, "loss", true, parity_compute_dtype(state->dtype), 0, NULL);
+    op_check_set_attributes(state, &(parity_cross_entropy_args){.ignore_index = IGNORED,
+                                                               .num_items_in_batch = params->num_items_in_batch,
+                                                               .chunk_size = params->chunk_size});
     return NULL;
 }
 
-static parity_cross_entropy_args cross_entropy_args_of(op_check_state *state, const cross_entropy_params *params) {
-    return (parity_cross_entropy_args){
-        .hidden = op_check_value(state, "hidden"),
-        .weight = op_check_value(state, "weight"),
-        .targets = op_check_value(state, "targets"),
-        .ignore_index = IGNORED,
-        .num_items_in_batch = params->num_items_in_batch,
-        .chunk_size = params->chunk_size,
-        .loss = op_check_value(state, "loss"),
-    };
-}
-
-static parity_error *cross_entropy_forward(op_check_state *state, const void *raw) {
-    const parity_cross_entropy_kernels *kernels = op_check_kernels(state);
-    parity_cross_entropy_args args = cross_entropy_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *cross_entropy_backward(op_check_state *state, const void *raw) {
-    const parity_cross_entropy_kernels *kernels = op_check_kernels(state);
-    parity_cross_entropy_args args = cross_entropy_args_of(state, raw);
-    parity_cross_entropy_grads grads = {op_check_gradient(state, "loss"), op_check_gradient(state, "hidden"),
-                                        op_check_gradient(state, "weight")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
-#define CROSS_ENTROPY_ROW(label, tokens_, hidden_, vocab_, num_items_, chunk_, ...)                           \
-    {PARITY_OP_CROSS_ENTROPY, label, cross_entropy_setup, cross_entropy_forward, cross_entropy_backward,        \
-     &(const cross_entropy_params){tokens_, hidden_, vocab_, (const int64_t[]){__VA_ARGS__}, num_items_, chunk_}, \
-     0, 0}
+#define CROSS_ENTROPY_ROW(label, tokens_, hidden_, vocab_, num_items_, chunk_, ...)                                     \
+    {&parity_cross_entropy_op, label, cross_entropy_setup,                                                              \
+     &(const cross_entropy_params){tokens_, hidden_, vocab_, (const int64_t[]){__VA_ARGS__}, num_items_, chunk_}, 0, 0}
 
 // N = 100 over V = 5000 (16-byte rows on the GPU), every 8th target ignored. Its finite differences
 // sum 500k log-probabilities: round-off ~2e-6 relative, hence a 1e-5 bound for that row.
@@ -88,8 +64,8 @@ static const op_check_case cross_entropy_cases[] = {
                       IGNORED, IGNORED, IGNORED),
     CROSS_ENTROPY_ROW("N=9 V=37 H=13 none ignored default chunk", 9, 13, 37, 0, 0, //
                       0, 36, 1, 35, 18, 18, 7, 30, 12),
-    {PARITY_OP_CROSS_ENTROPY, "N=100 V=5000 H=40 chunk=33 13 ignored", cross_entropy_setup, cross_entropy_forward,
-     cross_entropy_backward, &(const cross_entropy_params){100, 40, 5000, targets_100_of_5000, 0, 33}, 1e-5, 0},
+    {&parity_cross_entropy_op, "N=100 V=5000 H=40 chunk=33 13 ignored", cross_entropy_setup,
+     &(const cross_entropy_params){100, 40, 5000, targets_100_of_5000, 0, 33}, 1e-5, 0},
     CROSS_ENTROPY_ROW("N=17 V=101 H=48 chunk=5", 17, 48, 101, 0, 5, //
                       IGNORED, 100, 3, 57, 8, 99, IGNORED, 42, 1, 0, 77, 64, 13, 31, IGNORED, 88, 50),
 };

@@ -16,30 +16,13 @@ static parity_error *embedding_setup(op_check_state *state, const void *raw) {
     op_check_indices(state, "ids", p->ids, PARITY_SHAPE(p->batch, p->positions));
     op_check_input(state, "weight", true, OP_CHECK_NORMAL, 0, 1, PARITY_SHAPE(p->vocab, p->hidden));
     op_check_output(state, "y", true, PARITY_SHAPE(p->batch, p->positions, p->hidden));
+    op_check_set_attributes(state, &(parity_embedding_args){.has_padding_idx = p->padding_idx >= 0,
+                                                           .padding_idx = p->padding_idx});
     return NULL;
 }
 
-static parity_embedding_args embedding_args_of(op_check_state *state, const embedding_params *p) {
-    return (parity_embedding_args){.ids = op_check_value(state, "ids"), .weight = op_check_value(state, "weight"),
-                                   .output = op_check_value(state, "y"), .has_padding_idx = p->padding_idx >= 0,
-                                   .padding_idx = p->padding_idx};
-}
-
-static parity_error *embedding_forward(op_check_state *state, const void *raw) {
-    const parity_embedding_kernels *kernels = op_check_kernels(state);
-    parity_embedding_args args = embedding_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *embedding_backward(op_check_state *state, const void *raw) {
-    const parity_embedding_kernels *kernels = op_check_kernels(state);
-    parity_embedding_args args = embedding_args_of(state, raw);
-    parity_embedding_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "weight")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
-#define EMBEDDING_PADDED_ROW(label, vocab_, hidden_, batch_, positions_, padding_, ...)                   \
-    {PARITY_OP_EMBEDDING, label, embedding_setup, embedding_forward, embedding_backward,                   \
+#define EMBEDDING_PADDED_ROW(label, vocab_, hidden_, batch_, positions_, padding_, ...)                              \
+    {&parity_embedding_op, label, embedding_setup,                                                                   \
      &(const embedding_params){vocab_, hidden_, batch_, positions_, (const int64_t[]){__VA_ARGS__}, padding_}, 0, 0}
 #define EMBEDDING_ROW(label, vocab_, hidden_, batch_, positions_, ...)                                     \
     EMBEDDING_PADDED_ROW(label, vocab_, hidden_, batch_, positions_, -1, __VA_ARGS__)

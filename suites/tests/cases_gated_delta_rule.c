@@ -42,35 +42,13 @@ static parity_error *gated_delta_rule_setup(op_check_state *state, const void *r
         op_check_indices(state, "cu_seqlens", offsets, PARITY_SHAPE(p->document_count + 1));
     }
     op_check_output(state, "output", true, PARITY_SHAPE(tokens, p->value_heads, p->value_dim));
+    op_check_set_attributes(
+        state, &(parity_gated_delta_rule_args){.scale = p->scale, .use_qk_l2norm = p->use_qk_l2norm, .chunk_size = p->chunk_size});
     return NULL;
 }
 
-static parity_gated_delta_rule_args gated_delta_rule_args_of(op_check_state *state, const gated_delta_rule_params *p) {
-    return (parity_gated_delta_rule_args){op_check_value(state, "query"),      op_check_value(state, "key"),
-                                          op_check_value(state, "value"),      op_check_value(state, "g"),
-                                          op_check_value(state, "beta"),       op_check_value(state, "cu_seqlens"),
-                                          p->scale,                            p->use_qk_l2norm,
-                                          op_check_value(state, "output"),     p->chunk_size};
-}
-
-static parity_error *gated_delta_rule_forward(op_check_state *state, const void *raw) {
-    const parity_gated_delta_rule_kernels *kernels = op_check_kernels(state);
-    parity_gated_delta_rule_args args = gated_delta_rule_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *gated_delta_rule_backward(op_check_state *state, const void *raw) {
-    const parity_gated_delta_rule_kernels *kernels = op_check_kernels(state);
-    parity_gated_delta_rule_args args = gated_delta_rule_args_of(state, raw);
-    parity_gated_delta_rule_grads grads = {op_check_gradient(state, "output"), op_check_gradient(state, "query"),
-                                           op_check_gradient(state, "key"),    op_check_gradient(state, "value"),
-                                           op_check_gradient(state, "g"),      op_check_gradient(state, "beta")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
-#define GDR_CHUNKED_ROW(label, hk, hv, dk, dv, l2norm, g_compute, scale_, chunk_, count_, ...)                  \
-    {PARITY_OP_GATED_DELTA_RULE, label, gated_delta_rule_setup, gated_delta_rule_forward,                       \
-     gated_delta_rule_backward,                                                                                 \
+#define GDR_CHUNKED_ROW(label, hk, hv, dk, dv, l2norm, g_compute, scale_, chunk_, count_, ...)                         \
+    {&parity_gated_delta_rule_op, label, gated_delta_rule_setup,                                                       \
      &(const gated_delta_rule_params){hk, hv, dk, dv, l2norm, g_compute, scale_, chunk_, count_, {__VA_ARGS__}}, 0, 0}
 #define GDR_ROW(label, hk, hv, dk, dv, l2norm, g_compute, scale_, count_, ...) \
     GDR_CHUNKED_ROW(label, hk, hv, dk, dv, l2norm, g_compute, scale_, 0, count_, __VA_ARGS__)

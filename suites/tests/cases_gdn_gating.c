@@ -20,30 +20,8 @@ static parity_error *gdn_gating_setup(op_check_state *state, const void *raw) {
     return NULL;
 }
 
-static parity_gdn_gating_args gdn_gating_args_of(op_check_state *state) {
-    return (parity_gdn_gating_args){op_check_value(state, "a"),       op_check_value(state, "b"),
-                                    op_check_value(state, "A_log"),   op_check_value(state, "dt_bias"),
-                                    op_check_value(state, "g"),       op_check_value(state, "beta")};
-}
-
-static parity_error *gdn_gating_forward(op_check_state *state, const void *raw) {
-    const parity_gdn_gating_kernels *kernels = op_check_kernels(state);
-    parity_gdn_gating_args args = gdn_gating_args_of(state);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *gdn_gating_backward(op_check_state *state, const void *raw) {
-    const parity_gdn_gating_kernels *kernels = op_check_kernels(state);
-    parity_gdn_gating_args args = gdn_gating_args_of(state);
-    parity_gdn_gating_grads grads = {op_check_gradient(state, "g"),     op_check_gradient(state, "beta"),
-                                     op_check_gradient(state, "a"),     op_check_gradient(state, "b"),
-                                     op_check_gradient(state, "A_log"), op_check_gradient(state, "dt_bias")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
-#define GDN_GATING_ROW(label, tokens_, heads_)                                                                 \
-    {PARITY_OP_GDN_GATING, label, gdn_gating_setup, gdn_gating_forward, gdn_gating_backward,                  \
-     &(const gdn_gating_params){tokens_, heads_}, 0, 0}
+#define GDN_GATING_ROW(label, tokens_, heads_)                                                              \
+    {&parity_gdn_gating_op, label, gdn_gating_setup, &(const gdn_gating_params){tokens_, heads_}, 0, 0}
 
 static const op_check_case gdn_gating_cases[] = {
     GDN_GATING_ROW("N=7 Hv=2", 7, 2),

@@ -11,29 +11,12 @@ static parity_error *l2_norm_setup(op_check_state *state, const void *raw) {
     const l2_norm_params *params = raw;
     op_check_input(state, "x", true, OP_CHECK_NORMAL, 0, 1, PARITY_SHAPE(params->rows, params->dim));
     op_check_output(state, "y", true, PARITY_SHAPE(params->rows, params->dim));
+    op_check_set_attributes(state, &(parity_l2_norm_args){.eps = params->eps});
     return NULL;
 }
 
-static parity_l2_norm_args l2_norm_args_of(op_check_state *state, const l2_norm_params *params) {
-    return (parity_l2_norm_args){op_check_value(state, "x"), params->eps, op_check_value(state, "y")};
-}
-
-static parity_error *l2_norm_forward(op_check_state *state, const void *raw) {
-    const parity_l2_norm_kernels *kernels = op_check_kernels(state);
-    parity_l2_norm_args args = l2_norm_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *l2_norm_backward(op_check_state *state, const void *raw) {
-    const parity_l2_norm_kernels *kernels = op_check_kernels(state);
-    parity_l2_norm_args args = l2_norm_args_of(state, raw);
-    parity_l2_norm_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
-#define L2_NORM_ROW(label, rows_, dim_, eps_)                                                                  \
-    {PARITY_OP_L2_NORM, label, l2_norm_setup, l2_norm_forward, l2_norm_backward,                              \
-     &(const l2_norm_params){rows_, dim_, eps_}, 0, 0}
+#define L2_NORM_ROW(label, rows_, dim_, eps_)                                                               \
+    {&parity_l2_norm_op, label, l2_norm_setup, &(const l2_norm_params){rows_, dim_, eps_}, 0, 0}
 
 static const op_check_case l2_norm_cases[] = {
     L2_NORM_ROW("rows=7 dim=13", 7, 13, 1e-6),

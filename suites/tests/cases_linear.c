@@ -18,27 +18,8 @@ static parity_error *linear_setup(op_check_state *state, const void *raw) {
     return NULL;
 }
 
-static parity_linear_args linear_args_of(op_check_state *state) {
-    return (parity_linear_args){op_check_value(state, "x"), op_check_value(state, "weight"), op_check_value(state, "bias"),
-                                op_check_value(state, "y")};
-}
-
-static parity_error *linear_forward(op_check_state *state, const void *raw) {
-    const parity_linear_kernels *kernels = op_check_kernels(state);
-    parity_linear_args args = linear_args_of(state);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *linear_backward(op_check_state *state, const void *raw) {
-    const parity_linear_kernels *kernels = op_check_kernels(state);
-    parity_linear_args args = linear_args_of(state);
-    parity_linear_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x"),
-                                 op_check_gradient(state, "weight"), op_check_gradient(state, "bias")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
-#define LINEAR_ROW(label, batch_, rows_, in_, out_, bias_, input_differentiable_)                          \
-    {PARITY_OP_LINEAR, label, linear_setup, linear_forward, linear_backward,                               \
+#define LINEAR_ROW(label, batch_, rows_, in_, out_, bias_, input_differentiable_)                           \
+    {&parity_linear_op, label, linear_setup,                                                                \
      &(const linear_params){batch_, rows_, in_, out_, bias_, input_differentiable_}, 0, 0}
 
 static const op_check_case linear_cases[] = {

@@ -17,31 +17,14 @@ static parity_error *load_balancing_loss_setup(op_check_state *state, const void
     // distinct even in bf16), so top-k is never close to a tie
     PARITY_TRY(moe_separate_logits(state, "router_logits", 0.5, NULL, NULL));
     op_check_output_typed(state, "loss", true, parity_load_balancing_loss_dtype(state->dtype), 0, NULL);
+    op_check_set_attributes(state, &(parity_load_balancing_loss_args){.num_layers = params->layers,
+                                                                     .top_k = params->top_k});
     return NULL;
 }
 
-static parity_load_balancing_loss_args load_balancing_loss_args_of(op_check_state *state,
-                                                                   const load_balancing_loss_params *params) {
-    return (parity_load_balancing_loss_args){op_check_value(state, "router_logits"), params->layers, params->top_k,
-                                             op_check_value(state, "loss")};
-}
-
-static parity_error *load_balancing_loss_forward(op_check_state *state, const void *raw) {
-    const parity_load_balancing_loss_kernels *kernels = op_check_kernels(state);
-    parity_load_balancing_loss_args args = load_balancing_loss_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *load_balancing_loss_backward(op_check_state *state, const void *raw) {
-    const parity_load_balancing_loss_kernels *kernels = op_check_kernels(state);
-    parity_load_balancing_loss_args args = load_balancing_loss_args_of(state, raw);
-    parity_load_balancing_loss_grads grads = {op_check_gradient(state, "loss"), op_check_gradient(state, "router_logits")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
-#define LOAD_BALANCING_ROW(label, layers_, tokens_, experts_, top_k_)                                        \
-    {PARITY_OP_LOAD_BALANCING_LOSS, label, load_balancing_loss_setup, load_balancing_loss_forward,           \
-     load_balancing_loss_backward, &(const load_balancing_loss_params){layers_, tokens_, experts_, top_k_}, 0, 0}
+#define LOAD_BALANCING_ROW(label, layers_, tokens_, experts_, top_k_)                                       \
+    {&parity_load_balancing_loss_op, label, load_balancing_loss_setup,                                      \
+     &(const load_balancing_loss_params){layers_, tokens_, experts_, top_k_}, 0, 0}
 
 static const op_check_case load_balancing_loss_cases[] = {
     LOAD_BALANCING_ROW("E=4 K=2 layers=2 N=9", 2, 9, 4, 2),

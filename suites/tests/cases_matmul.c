@@ -29,29 +29,12 @@ static parity_error *matmul_setup(op_check_state *state, const void *raw) {
     op_check_input(state, "b", true, OP_CHECK_NORMAL, 0, 1, ndim, shape);
     ndim = shape_of(p, p->m, p->n, shape);
     op_check_output(state, "c", true, ndim, shape);
+    op_check_set_attributes(state, &(parity_matmul_args){.transpose_a = p->transpose_a, .transpose_b = p->transpose_b});
     return NULL;
 }
 
-static parity_matmul_args matmul_args_of(op_check_state *state, const matmul_params *p) {
-    return (parity_matmul_args){op_check_value(state, "a"), op_check_value(state, "b"), p->transpose_a, p->transpose_b,
-                                op_check_value(state, "c")};
-}
-
-static parity_error *matmul_forward(op_check_state *state, const void *raw) {
-    const parity_matmul_kernels *kernels = op_check_kernels(state);
-    parity_matmul_args args = matmul_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *matmul_backward(op_check_state *state, const void *raw) {
-    const parity_matmul_kernels *kernels = op_check_kernels(state);
-    parity_matmul_args args = matmul_args_of(state, raw);
-    parity_matmul_grads grads = {op_check_gradient(state, "c"), op_check_gradient(state, "a"), op_check_gradient(state, "b")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
 #define MATMUL_ROW(label, batch_dims_, batch_, m_, k_, n_, transpose_a_, transpose_b_)                      \
-    {PARITY_OP_MATMUL, label, matmul_setup, matmul_forward, matmul_backward,                                \
+    {&parity_matmul_op, label, matmul_setup,                                                                \
      &(const matmul_params){batch_dims_, batch_, m_, k_, n_, transpose_a_, transpose_b_}, 0, 0}
 
 static const op_check_case matmul_cases[] = {

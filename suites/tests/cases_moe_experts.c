@@ -40,29 +40,8 @@ static parity_error *moe_experts_setup(op_check_state *state, const void *raw) {
     return NULL;
 }
 
-static parity_moe_experts_args moe_experts_args_of(op_check_state *state) {
-    return (parity_moe_experts_args){op_check_value(state, "hidden"),          op_check_value(state, "gate_up_proj"),
-                                     op_check_value(state, "down_proj"),       op_check_value(state, "expert_indices"),
-                                     op_check_value(state, "routing_weights"), op_check_value(state, "output")};
-}
-
-static parity_error *moe_experts_forward(op_check_state *state, const void *raw) {
-    const parity_moe_experts_kernels *kernels = op_check_kernels(state);
-    parity_moe_experts_args args = moe_experts_args_of(state);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *moe_experts_backward(op_check_state *state, const void *raw) {
-    const parity_moe_experts_kernels *kernels = op_check_kernels(state);
-    parity_moe_experts_args args = moe_experts_args_of(state);
-    parity_moe_experts_grads grads = {op_check_gradient(state, "output"), op_check_gradient(state, "hidden"),
-                                      op_check_gradient(state, "gate_up_proj"), op_check_gradient(state, "down_proj"),
-                                      op_check_gradient(state, "routing_weights")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
-#define MOE_EXPERTS_ROW(label, tokens_, hidden_, experts_, intermediate_, top_k_, unused_, f32_weights_)      \
-    {PARITY_OP_MOE_EXPERTS, label, moe_experts_setup, moe_experts_forward, moe_experts_backward,              \
+#define MOE_EXPERTS_ROW(label, tokens_, hidden_, experts_, intermediate_, top_k_, unused_, f32_weights_)          \
+    {&parity_moe_experts_op, label, moe_experts_setup,                                                            \
      &(const moe_experts_params){tokens_, hidden_, experts_, intermediate_, top_k_, unused_, f32_weights_}, 0, 0}
 
 static const op_check_case moe_experts_cases[] = {

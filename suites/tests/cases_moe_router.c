@@ -69,42 +69,18 @@ static parity_error *moe_router_setup(op_check_state *state, const void *raw) {
     parity_dtype weights_dtype = deepseek && state->dtype != PARITY_F64 ? PARITY_F32 : state->dtype;
     op_check_output_typed(state, "routing_weights", true, weights_dtype, PARITY_SHAPE(N, K));
     op_check_output_typed(state, "expert_indices", false, PARITY_I64, PARITY_SHAPE(N, K));
+    op_check_set_attributes(state, &(parity_moe_router_args){
+        .kind = params->kind, .top_k = params->top_k, .norm_topk_prob = params->norm_topk_prob,
+        .n_group = params->n_group, .topk_group = params->topk_group,
+        .routed_scaling_factor = params->routed_scaling_factor});
     return NULL;
 }
 
-static parity_moe_router_args moe_router_args_of(op_check_state *state, const moe_router_params *params) {
-    return (parity_moe_router_args){
-        .router_logits = op_check_value(state, "router_logits"),
-        .correction_bias = op_check_value(state, "correction_bias"),
-        .kind = params->kind,
-        .top_k = params->top_k,
-        .norm_topk_prob = params->norm_topk_prob,
-        .n_group = params->n_group,
-        .topk_group = params->topk_group,
-        .routed_scaling_factor = params->routed_scaling_factor,
-        .routing_weights = op_check_value(state, "routing_weights"),
-        .expert_indices = op_check_value(state, "expert_indices"),
-    };
-}
-
-static parity_error *moe_router_forward(op_check_state *state, const void *raw) {
-    const parity_moe_router_kernels *kernels = op_check_kernels(state);
-    parity_moe_router_args args = moe_router_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *moe_router_backward(op_check_state *state, const void *raw) {
-    const parity_moe_router_kernels *kernels = op_check_kernels(state);
-    parity_moe_router_args args = moe_router_args_of(state, raw);
-    parity_moe_router_grads grads = {op_check_gradient(state, "routing_weights"), op_check_gradient(state, "router_logits")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
-#define SOFTMAX_ROW(label, tokens_, experts_, top_k_, norm_)                                                 \
-    {PARITY_OP_MOE_ROUTER, label, moe_router_setup, moe_router_forward, moe_router_backward,                 \
+#define SOFTMAX_ROW(label, tokens_, experts_, top_k_, norm_)                                                         \
+    {&parity_moe_router_op, label, moe_router_setup,                                                                 \
      &(const moe_router_params){PARITY_MOE_ROUTER_SOFTMAX_TOP_K, tokens_, experts_, top_k_, norm_, 0, 0, 1.0}, 0, 0}
-#define DEEPSEEK_ROW(label, tokens_, experts_, top_k_, norm_, groups_, kept_, scale_)                        \
-    {PARITY_OP_MOE_ROUTER, label, moe_router_setup, moe_router_forward, moe_router_backward,                 \
+#define DEEPSEEK_ROW(label, tokens_, experts_, top_k_, norm_, groups_, kept_, scale_)                                           \
+    {&parity_moe_router_op, label, moe_router_setup,                                                                            \
      &(const moe_router_params){PARITY_MOE_ROUTER_DEEPSEEK_V3, tokens_, experts_, top_k_, norm_, groups_, kept_, scale_}, 0, 0}
 
 static const op_check_case moe_router_cases[] = {

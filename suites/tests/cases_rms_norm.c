@@ -13,31 +13,12 @@ static parity_error *rms_norm_setup(op_check_state *state, const void *raw) {
     op_check_input(state, "x", true, OP_CHECK_NORMAL, 0, 1, PARITY_SHAPE(params->rows, params->hidden));
     op_check_input(state, "weight", true, OP_CHECK_UNIFORM, 0.5, 1.5, PARITY_SHAPE(params->hidden));
     op_check_output(state, "y", true, PARITY_SHAPE(params->rows, params->hidden));
+    op_check_set_attributes(state, &(parity_rms_norm_args){.eps = params->eps, .variant = params->variant});
     return NULL;
 }
 
-static parity_rms_norm_args rms_norm_args_of(op_check_state *state, const rms_norm_params *params) {
-    return (parity_rms_norm_args){op_check_value(state, "x"), op_check_value(state, "weight"), params->eps,
-                                  params->variant, op_check_value(state, "y")};
-}
-
-static parity_error *rms_norm_forward(op_check_state *state, const void *raw) {
-    const parity_rms_norm_kernels *kernels = op_check_kernels(state);
-    parity_rms_norm_args args = rms_norm_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *rms_norm_backward(op_check_state *state, const void *raw) {
-    const parity_rms_norm_kernels *kernels = op_check_kernels(state);
-    parity_rms_norm_args args = rms_norm_args_of(state, raw);
-    parity_rms_norm_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x"),
-                                   op_check_gradient(state, "weight")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
-#define RMS_NORM_ROW(label, rows_, hidden_, variant_, eps_)                                                 \
-    {PARITY_OP_RMS_NORM, label, rms_norm_setup, rms_norm_forward, rms_norm_backward,                        \
-     &(const rms_norm_params){rows_, hidden_, variant_, eps_}, 0, 0}
+#define RMS_NORM_ROW(label, rows_, hidden_, variant_, eps_)                                                      \
+    {&parity_rms_norm_op, label, rms_norm_setup, &(const rms_norm_params){rows_, hidden_, variant_, eps_}, 0, 0}
 
 static const op_check_case rms_norm_cases[] = {
     RMS_NORM_ROW("standard rows=7 hidden=13", 7, 13, PARITY_RMS_NORM_STANDARD, 1e-6),
@@ -46,7 +27,7 @@ static const op_check_case rms_norm_cases[] = {
     RMS_NORM_ROW("offset rows=5 hidden=48", 5, 48, PARITY_RMS_NORM_OFFSET, 1e-6),
     RMS_NORM_ROW("offset rows=2 hidden=17", 2, 17, PARITY_RMS_NORM_OFFSET, 1e-6),
     // 151k outputs: central differences on their sum carry ~1e-6 relative round-off, hence 1e-5
-    {PARITY_OP_RMS_NORM, "standard rows=37 hidden=4096", rms_norm_setup, rms_norm_forward, rms_norm_backward,
+    {&parity_rms_norm_op, "standard rows=37 hidden=4096", rms_norm_setup,
      &(const rms_norm_params){37, 4096, PARITY_RMS_NORM_STANDARD, 1e-6}, 1e-5, 0},
     RMS_NORM_ROW("offset rows=300 hidden=1000", 300, 1000, PARITY_RMS_NORM_OFFSET, 1e-6),
     RMS_NORM_ROW("standard rows=3 hidden=8191 (prime)", 3, 8191, PARITY_RMS_NORM_STANDARD, 1e-6),

@@ -14,30 +14,12 @@ static parity_error *rms_norm_gated_setup(op_check_state *state, const void *raw
     op_check_input(state, "gate", true, OP_CHECK_NORMAL, 0, 2, PARITY_SHAPE(params->rows, params->hidden));
     op_check_input(state, "weight", true, OP_CHECK_UNIFORM, 0.5, 1.5, PARITY_SHAPE(params->hidden));
     op_check_output(state, "y", true, PARITY_SHAPE(params->rows, params->hidden));
+    op_check_set_attributes(state, &(parity_rms_norm_gated_args){.eps = params->eps});
     return NULL;
 }
 
-static parity_rms_norm_gated_args rms_norm_gated_args_of(op_check_state *state, const rms_norm_gated_params *params) {
-    return (parity_rms_norm_gated_args){op_check_value(state, "x"), op_check_value(state, "gate"),
-                                        op_check_value(state, "weight"), params->eps, op_check_value(state, "y")};
-}
-
-static parity_error *rms_norm_gated_forward(op_check_state *state, const void *raw) {
-    const parity_rms_norm_gated_kernels *kernels = op_check_kernels(state);
-    parity_rms_norm_gated_args args = rms_norm_gated_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *rms_norm_gated_backward(op_check_state *state, const void *raw) {
-    const parity_rms_norm_gated_kernels *kernels = op_check_kernels(state);
-    parity_rms_norm_gated_args args = rms_norm_gated_args_of(state, raw);
-    parity_rms_norm_gated_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x"),
-                                         op_check_gradient(state, "gate"), op_check_gradient(state, "weight")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
 #define RMS_NORM_GATED_ROW(label, rows_, hidden_, eps_)                                                     \
-    {PARITY_OP_RMS_NORM_GATED, label, rms_norm_gated_setup, rms_norm_gated_forward, rms_norm_gated_backward, \
+    {&parity_rms_norm_gated_op, label, rms_norm_gated_setup,                                                \
      &(const rms_norm_gated_params){rows_, hidden_, eps_}, 0, 0}
 
 static const op_check_case rms_norm_gated_cases[] = {

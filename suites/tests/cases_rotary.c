@@ -26,31 +26,12 @@ static parity_error *rotary_setup(op_check_state *state, const void *raw) {
     op_check_indices(state, "positions", positions, PARITY_SHAPE(params->tokens));
     op_check_output(state, "query_out", true, PARITY_SHAPE(params->tokens, params->query_heads, params->head_dim));
     op_check_output(state, "key_out", true, PARITY_SHAPE(params->tokens, params->key_heads, params->head_dim));
+    op_check_set_attributes(state, &params->rope);
     return NULL;
 }
 
-static parity_rotary_args rotary_args_of(op_check_state *state, const rotary_params *params) {
-    return (parity_rotary_args){op_check_value(state, "query"),     op_check_value(state, "key"),
-                                op_check_value(state, "positions"), &params->rope,
-                                op_check_value(state, "query_out"), op_check_value(state, "key_out")};
-}
-
-static parity_error *rotary_forward(op_check_state *state, const void *raw) {
-    const parity_rotary_kernels *kernels = op_check_kernels(state);
-    parity_rotary_args args = rotary_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *rotary_backward(op_check_state *state, const void *raw) {
-    const parity_rotary_kernels *kernels = op_check_kernels(state);
-    parity_rotary_args args = rotary_args_of(state, raw);
-    parity_rotary_grads grads = {op_check_gradient(state, "query_out"), op_check_gradient(state, "key_out"),
-                                 op_check_gradient(state, "query"), op_check_gradient(state, "key")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
 #define ROTARY_ROW(label, tokens_, query_heads_, key_heads_, head_dim_, positions_, ...)                    \
-    {PARITY_OP_ROTARY, label, rotary_setup, rotary_forward, rotary_backward,                               \
+    {&parity_rotary_op, label, rotary_setup,                                                                \
      &(const rotary_params){tokens_, query_heads_, key_heads_, head_dim_, positions_, {__VA_ARGS__}}, 0, 0}
 
 static const int64_t packed_positions[] = {0, 1, 2, 0, 1};           // two documents, packed

@@ -18,26 +18,8 @@ static parity_error *sigmoid_gate_setup(op_check_state *state, const void *raw) 
     return NULL;
 }
 
-static parity_sigmoid_gate_args sigmoid_gate_args_of(op_check_state *state) {
-    return (parity_sigmoid_gate_args){op_check_value(state, "x"), op_check_value(state, "gate"), op_check_value(state, "y")};
-}
-
-static parity_error *sigmoid_gate_forward(op_check_state *state, const void *raw) {
-    const parity_sigmoid_gate_kernels *kernels = op_check_kernels(state);
-    parity_sigmoid_gate_args args = sigmoid_gate_args_of(state);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *sigmoid_gate_backward(op_check_state *state, const void *raw) {
-    const parity_sigmoid_gate_kernels *kernels = op_check_kernels(state);
-    parity_sigmoid_gate_args args = sigmoid_gate_args_of(state);
-    parity_sigmoid_gate_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x"),
-                                       op_check_gradient(state, "gate")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
 #define SIGMOID_GATE_ROW(label, batch_, rows_, width_, broadcast_)                                          \
-    {PARITY_OP_SIGMOID_GATE, label, sigmoid_gate_setup, sigmoid_gate_forward, sigmoid_gate_backward,        \
+    {&parity_sigmoid_gate_op, label, sigmoid_gate_setup,                                                    \
      &(const sigmoid_gate_params){batch_, rows_, width_, broadcast_}, 0, 0}
 
 static const op_check_case sigmoid_gate_cases[] = {

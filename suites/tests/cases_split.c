@@ -25,41 +25,12 @@ static parity_error *split_setup(op_check_state *state, const void *raw) {
         part_name(i, name, sizeof name);
         op_check_output(state, name, i != p->unused_part, PARITY_SHAPE(p->batch, p->rows, p->widths[i]));
     }
+    op_check_set_attributes(state, &(parity_split_args){.count = p->count});
     return NULL;
 }
 
-static parity_split_args split_args_of(op_check_state *state, const split_params *p) {
-    parity_split_args args = {.input = op_check_value(state, "x"), .count = p->count};
-    for (int i = 0; i < p->count; i++) {
-        char name[16];
-        part_name(i, name, sizeof name);
-        args.parts[i] = op_check_value(state, name);
-    }
-    return args;
-}
-
-static parity_error *split_forward(op_check_state *state, const void *raw) {
-    const parity_split_kernels *kernels = op_check_kernels(state);
-    parity_split_args args = split_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *split_backward(op_check_state *state, const void *raw) {
-    const split_params *p = raw;
-    const parity_split_kernels *kernels = op_check_kernels(state);
-    parity_split_args args = split_args_of(state, p);
-    parity_split_grads grads = {.dinput = op_check_gradient(state, "x")};
-    for (int i = 0; i < p->count; i++) {
-        char name[16];
-        part_name(i, name, sizeof name);
-        grads.dparts[i] = op_check_gradient(state, name);
-    }
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
-#define SPLIT_ROW(label, batch_, rows_, count_, unused_, ...)                                               \
-    {PARITY_OP_SPLIT, label, split_setup, split_forward, split_backward,                                    \
-     &(const split_params){batch_, rows_, count_, {__VA_ARGS__}, unused_}, 0, 0}
+#define SPLIT_ROW(label, batch_, rows_, count_, unused_, ...)                                                          \
+    {&parity_split_op, label, split_setup, &(const split_params){batch_, rows_, count_, {__VA_ARGS__}, unused_}, 0, 0}
 
 static const op_check_case split_cases[] = {
     SPLIT_ROW("rows=7 widths 13+5", 1, 7, 2, -1, 13, 5),

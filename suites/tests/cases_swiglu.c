@@ -16,27 +16,8 @@ static parity_error *swiglu_setup(op_check_state *state, const void *raw) {
     return NULL;
 }
 
-static parity_swiglu_args swiglu_args_of(op_check_state *state) {
-    return (parity_swiglu_args){op_check_value(state, "gate"), op_check_value(state, "up"), op_check_value(state, "y")};
-}
-
-static parity_error *swiglu_forward(op_check_state *state, const void *raw) {
-    const parity_swiglu_kernels *kernels = op_check_kernels(state);
-    parity_swiglu_args args = swiglu_args_of(state);
-    return kernels->forward(&args, &state->saved);
-}
-
-static parity_error *swiglu_backward(op_check_state *state, const void *raw) {
-    const parity_swiglu_kernels *kernels = op_check_kernels(state);
-    parity_swiglu_args args = swiglu_args_of(state);
-    parity_swiglu_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "gate"),
-                                 op_check_gradient(state, "up")};
-    return kernels->backward(&args, &state->saved, &grads);
-}
-
 #define SWIGLU_ROW(label, rows_, intermediate_, gate_std_)                                                  \
-    {PARITY_OP_SWIGLU, label, swiglu_setup, swiglu_forward, swiglu_backward,                                \
-     &(const swiglu_params){rows_, intermediate_, gate_std_}, 0, 0}
+    {&parity_swiglu_op, label, swiglu_setup, &(const swiglu_params){rows_, intermediate_, gate_std_}, 0, 0}
 
 static const op_check_case swiglu_cases[] = {
     SWIGLU_ROW("rows=7 intermediate=13", 7, 13, 1),

@@ -129,7 +129,12 @@ parity_tensor *op_check_gradient(op_check_state *state, const char *name) {
     return state->mirrored ? &slot->device_gradient : &slot->gradient;
 }
 
-const void *op_check_kernels(const op_check_state *state) { return state->backend ? state->backend->kernels : NULL; }
+void op_check_set_attributes(op_check_state *state, const void *attributes) {
+    size_t size = state->op->attributes_size;
+    if (size > sizeof state->attributes) return; // op_check_run reports it
+    memcpy(state->attributes, attributes, size);
+    state->has_attributes = true;
+}
 
 void op_check_release(op_check_state *state) {
     for (int i = 0; i < state->tensor_count; i++) {
@@ -139,7 +144,6 @@ void op_check_release(op_check_state *state) {
         parity_tensor_release(&state->tensors[i].device_gradient);
     }
     parity_saved_release(&state->saved);
-    free(state->case_data);
     memset(state, 0, sizeof *state);
 }
 
@@ -167,6 +171,38 @@ static parity_error *sync_mirror(op_check_state *state, parity_tensor *host, par
     return NULL;
 }
 
+// The tensors of the call by the op's slots (what the backend gets: device mirrors on a GPU run), and
+// with `gradients` their gradients: for inputs the ones the backward writes, for outputs the cotangents.
+static void slot_tensors(op_check_state *state, parity_tensor **tensors, parity_tensor **gradients) {
+    for (int i = 0; i < state->op->slot_count; i++) {
+        tensors[i] = op_check_value(state, state->op->slots[i].name);
+        if (gradients) gradients[i] = op_check_gradient(state, state->op->slots[i].name);
+    }
+}
+
+// What setup made must be the op's call: a tensor for every slot that is not optional, no tensor that
+// is not a slot (a misspelt name), and the attributes when the op has any.
+static parity_error *check_setup(const op_check_case *test_case, op_check_state *state) {
+    const parity_op_descriptor *op = test_case->op;
+    for (int i = 0; i < op->slot_count; i++)
+        if (!op->slots[i].optional && !find(state, op->slots[i].name))
+            return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s [%s]: setup made no %s", op->name, test_case->name,
+                                op->slots[i].name);
+    for (int t = 0; t < state->tensor_count; t++) {
+        bool known = false;
+        for (int i = 0; i < op->slot_count && !known; i++) known = strcmp(op->slots[i].name, state->tensors[t].name) == 0;
+        if (!known)
+            return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s [%s]: setup made %s, which is none of the op's slots", op->name,
+                                test_case->name, state->tensors[t].name);
+    }
+    if (op->attributes_size > sizeof state->attributes)
+        return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s: attributes of %zu bytes, op_check holds %zu", op->name,
+                            op->attributes_size, sizeof state->attributes);
+    if (op->attributes_size && !state->has_attributes)
+        return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s [%s]: setup set no attributes", op->name, test_case->name);
+    return NULL;
+}
+
 static parity_error *run_forward(const op_check_case *test_case, op_check_state *state) {
     parity_saved_release(&state->saved);
     for (int i = 0; i < state->tensor_count; i++) {
@@ -175,8 +211,10 @@ static parity_error *run_forward(const op_check_case *test_case, op_check_state 
         // inputs too: finite differences perturb the host values between forwards
         PARITY_TRY(sync_mirror(state, &slot->value, &slot->device_value, true, slot->name));
     }
-    PARITY_TRY_CONTEXT(test_case->forward(state, test_case->params), "%s [%s] forward with %s", test_case->op,
-                       test_case->name, state->backend->name);
+    parity_tensor *tensors[PARITY_OP_MAX_SLOTS];
+    slot_tensors(state, tensors, NULL);
+    PARITY_TRY_CONTEXT(test_case->op->forward(state->backend->kernels, state->attributes, tensors, &state->saved),
+                       "%s [%s] forward with %s", test_case->op->name, test_case->name, state->backend->name);
     for (int i = 0; i < state->tensor_count; i++)
         if (state->tensors[i].is_output)
             PARITY_TRY(sync_mirror(state, &state->tensors[i].value, &state->tensors[i].device_value, false,
@@ -191,8 +229,11 @@ static parity_error *run_backward(const op_check_case *test_case, op_check_state
         poison(&slot->gradient);
         PARITY_TRY(sync_mirror(state, &slot->gradient, &slot->device_gradient, true, slot->name));
     }
-    PARITY_TRY_CONTEXT(test_case->backward(state, test_case->params), "%s [%s] backward with %s", test_case->op,
-                       test_case->name, state->backend->name);
+    parity_tensor *tensors[PARITY_OP_MAX_SLOTS], *gradients[PARITY_OP_MAX_SLOTS];
+    slot_tensors(state, tensors, gradients);
+    PARITY_TRY_CONTEXT(
+        test_case->op->backward(state->backend->kernels, state->attributes, tensors, gradients, &state->saved),
+        "%s [%s] backward with %s", test_case->op->name, test_case->name, state->backend->name);
     for (int i = 0; i < state->tensor_count; i++) {
         op_check_tensor *slot = &state->tensors[i];
         if (slot->is_output || !slot->differentiable) continue;
@@ -203,6 +244,7 @@ static parity_error *run_backward(const op_check_case *test_case, op_check_state
 
 parity_error *op_check_run(const op_check_case *test_case, op_check_run_options options, op_check_state *state) {
     memset(state, 0, sizeof *state);
+    state->op = test_case->op;
     state->case_name = test_case->name;
     state->dtype = options.dtype;
     state->input_precision = options.input_precision;
@@ -210,14 +252,15 @@ parity_error *op_check_run(const op_check_case *test_case, op_check_run_options 
     state->seed = options.seed ? options.seed : 1234;
     PARITY_TRY(parity_registry_register_builtins());
     const char *backend = options.backend ? options.backend : "eager";
-    PARITY_TRY(parity_registry_resolve(test_case->op, backend, state->device, &state->backend));
-    PARITY_TRY_CONTEXT(test_case->setup(state, test_case->params), "%s [%s] setup", test_case->op, test_case->name);
+    PARITY_TRY(parity_registry_resolve(test_case->op->name, backend, state->device, &state->backend));
+    PARITY_TRY_CONTEXT(test_case->setup(state, test_case->params), "%s [%s] setup", test_case->op->name, test_case->name);
     for (int i = 0; i < state->tensor_count; i++)
         if (!state->tensors[i].value.data && state->tensors[i].value.numel > 0)
-            return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s [%s]: setup could not allocate %s", test_case->op, test_case->name,
-                                state->tensors[i].name);
+            return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s [%s]: setup could not allocate %s", test_case->op->name,
+                                test_case->name, state->tensors[i].name);
+    PARITY_TRY(check_setup(test_case, state));
     if (state->device.type != PARITY_DEVICE_CPU)
-        PARITY_TRY_CONTEXT(mirror_to_device(state), "%s [%s]", test_case->op, test_case->name);
+        PARITY_TRY_CONTEXT(mirror_to_device(state), "%s [%s]", test_case->op->name, test_case->name);
     PARITY_TRY(run_forward(test_case, state));
     PARITY_TRY(run_backward(test_case, state));
     return NULL;

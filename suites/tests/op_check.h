@@ -1,6 +1,7 @@
-// op_check.h: the table-driven engine behind every op test. A case is a row: how to build the op's
-// inputs and outputs (setup), how to call a backend's forward and backward (forward/backward), and
-// its parameters. The engine runs any row against any backend and dtype and provides the checks:
+// op_check.h: the table-driven engine behind every op test. A case is a row: the op's descriptor
+// (ops/op_descriptor.h), how to build the op's tensors, named by the descriptor's slots, and its
+// attributes (setup), and its parameters. The engine calls a backend's forward and backward through
+// the descriptor, so it runs any row against any backend and dtype, and provides the checks:
 //   - backward against central finite differences in f64 (normwise relative error per input,
 //     denominator floored at 1e-4 per element so a gradient that is legitimately ~0 is judged by
 //     its absolute error);
@@ -23,9 +24,11 @@
 #include "ops/core/rng.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
+#include "ops/op_descriptor.h"
 #include "ops/registry.h"
 
 #define OP_CHECK_MAX_TENSORS 24
+#define OP_CHECK_MAX_ATTRIBUTES 256 // bytes of an op's attributes (the largest, moe_router's args, is ~90)
 
 typedef struct op_check_tensor {
     char name[40];
@@ -37,6 +40,7 @@ typedef struct op_check_tensor {
 } op_check_tensor;
 
 typedef struct op_check_state {
+    const parity_op_descriptor *op;
     const char *case_name;
     parity_dtype dtype;          // the run's float dtype
     parity_dtype input_precision; // inputs are rounded to this before storing (== dtype normally)
@@ -47,15 +51,16 @@ typedef struct op_check_state {
     op_check_tensor tensors[OP_CHECK_MAX_TENSORS];
     int tensor_count;
     parity_saved saved;
-    void *case_data;             // scratch a case may allocate in setup; freed with free()
+    bool has_attributes;
+    _Alignas(max_align_t) unsigned char attributes[OP_CHECK_MAX_ATTRIBUTES]; // op->attributes_size bytes
 } op_check_state;
 
 typedef struct op_check_case {
-    const char *op;      // registry op name, e.g. PARITY_OP_RMS_NORM
+    const parity_op_descriptor *op; // e.g. &parity_rms_norm_op; op->name is the registry op name
     const char *name;    // "standard rows=7 hidden=13": display and filter key
+    // Makes one tensor per slot of the op (by the slot's name; optional slots may be left out) and
+    // sets the op's attributes (op_check_set_attributes) when it has any.
     parity_error *(*setup)(op_check_state *state, const void *params);
-    parity_error *(*forward)(op_check_state *state, const void *params);
-    parity_error *(*backward)(op_check_state *state, const void *params);
     const void *params;
     double finite_difference_tolerance; // 0 = the default 1e-6
     int max_checked_elements;           // per input, 0 = default 48 (all when smaller)
@@ -88,8 +93,9 @@ parity_tensor *op_check_output_compute(op_check_state *state, const char *name, 
 // In setup they return the host tensors; in forward/backward of a GPU run, the device mirrors.
 parity_tensor *op_check_value(op_check_state *state, const char *name);
 parity_tensor *op_check_gradient(op_check_state *state, const char *name);
-// The backend's kernel table, typed by the caller: const parity_rms_norm_kernels *k = op_check_kernels(state);
-const void *op_check_kernels(const op_check_state *state);
+// The op's attributes for this row (op->attributes_size bytes, copied), e.g.
+// op_check_set_attributes(state, &(parity_rms_norm_args){.eps = 1e-6}).
+void op_check_set_attributes(op_check_state *state, const void *attributes);
 
 // ---- used by tests ----
 typedef struct op_check_run_options {

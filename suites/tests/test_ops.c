@@ -27,10 +27,10 @@ Test(ops, backward_matches_finite_differences) {
             fail_on_error(op_check_finite_differences(test_case, "eager", &report), test_case->name);
             double tolerance = test_case->finite_difference_tolerance ? test_case->finite_difference_tolerance
                                                                       : default_finite_difference_tolerance;
-            cr_log_info("%-20s %-44s finite differences: max relative error %.2e (d%s), bound %.0e", test_case->op,
+            cr_log_info("%-20s %-44s finite differences: max relative error %.2e (d%s), bound %.0e", test_case->op->name,
                         test_case->name, report.worst_error, report.worst_tensor, tolerance);
-            cr_expect(report.tensors_compared > 0, "%s [%s]: no differentiable input", test_case->op, test_case->name);
-            cr_expect(report.worst_error <= tolerance, "%s [%s]: d%s relative error %.3e > %.0e", test_case->op,
+            cr_expect(report.tensors_compared > 0, "%s [%s]: no differentiable input", test_case->op->name, test_case->name);
+            cr_expect(report.worst_error <= tolerance, "%s [%s]: d%s relative error %.3e > %.0e", test_case->op->name,
                       test_case->name, report.worst_tensor, report.worst_error, tolerance);
             checked++;
         }
@@ -50,7 +50,7 @@ Test(ops, eager_is_bitwise_deterministic_in_every_dtype) {
                 fail_on_error(op_check_run(test_case, options, &second), test_case->name);
                 char differing[48] = "";
                 cr_expect(op_check_bitwise_equal(&first, &second, differing, sizeof differing),
-                          "%s [%s] %s: %s differs between two identical runs", test_case->op, test_case->name,
+                          "%s [%s] %s: %s differs between two identical runs", test_case->op->name, test_case->name,
                           parity_dtype_name(dtypes[d]), differing);
                 op_check_release(&first);
                 op_check_release(&second);
@@ -74,10 +74,10 @@ Test(ops, low_precision_eager_is_close_to_f64) {
                 fail_on_error(op_check_run(test_case, (op_check_run_options){.dtype = dtype}, &candidate), test_case->name);
                 op_check_error_report report;
                 fail_on_error(op_check_compare_states(&reference, &candidate, &report), test_case->name);
-                cr_log_info("%-20s %-44s %s eager vs f64: %.2e (%s)", test_case->op, test_case->name,
+                cr_log_info("%-20s %-44s %s eager vs f64: %.2e (%s)", test_case->op->name, test_case->name,
                             parity_dtype_name(dtype), report.worst_error, report.worst_tensor);
                 cr_expect(report.worst_error <= precisions[p].bound, "%s [%s] %s: %s relative error %.3e > %.0e",
-                          test_case->op, test_case->name, parity_dtype_name(dtype), report.worst_tensor,
+                          test_case->op->name, test_case->name, parity_dtype_name(dtype), report.worst_tensor,
                           report.worst_error, precisions[p].bound);
                 op_check_release(&reference);
                 op_check_release(&candidate);
@@ -96,7 +96,7 @@ Test(ops, other_backends_match_eager) {
         for (size_t list = 0; list < all_op_case_list_count; list++) {
             for (size_t row = 0; row < all_op_cases[list]->count; row++) {
                 const op_check_case *test_case = &all_op_cases[list]->cases[row];
-                if (strcmp(test_case->op, backend->op) != 0) continue;
+                if (strcmp(test_case->op->name, backend->op) != 0) continue;
                 rows++;
                 op_check_state truth, eager_f64, other_f64, eager_bf16, other_bf16;
                 fail_on_error(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F64}, &eager_f64), test_case->name);

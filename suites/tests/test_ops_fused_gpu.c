@@ -139,7 +139,7 @@ Test(ops_fused_gpu, fused_backends_match_cpu_eager_on_every_row) {
         for (size_t list = 0; list < all_op_case_list_count; list++)
             for (size_t row = 0; row < all_op_cases[list]->count; row++) {
                 const op_check_case *test_case = &all_op_cases[list]->cases[row];
-                if (strcmp(test_case->op, pair->op) != 0) continue;
+                if (strcmp(test_case->op->name, pair->op) != 0) continue;
                 rows++;
                 ran += check_row(pair, backend, test_case);
             }

@@ -36,7 +36,7 @@ static void fail_on_error(parity_error *error, const char *what) {
 static const parity_backend *cuda_eager_of(const op_case_list *list) {
     fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
     if (list->count == 0) return NULL;
-    return parity_registry_find(list->cases[0].op, "eager", PARITY_DEVICE_CUDA);
+    return parity_registry_find(list->cases[0].op->name, "eager", PARITY_DEVICE_CUDA);
 }
 
 static op_check_run_options run_on(parity_device device, parity_dtype dtype, parity_dtype input_precision) {
@@ -50,10 +50,10 @@ static void check_row(const op_check_case *test_case, const parity_backend *back
     fail_on_error(op_check_run(test_case, run_on(PARITY_CPU, PARITY_F64, PARITY_F64), &cpu), test_case->name);
     fail_on_error(op_check_run(test_case, run_on(PARITY_CUDA(0), PARITY_F64, PARITY_F64), &gpu), test_case->name);
     fail_on_error(op_check_compare_states(&cpu, &gpu, &report), test_case->name);
-    cr_log_info("%-16s %-46s fp64 cuda vs cpu: %.2e (%s)", test_case->op, test_case->name, report.worst_error,
+    cr_log_info("%-16s %-46s fp64 cuda vs cpu: %.2e (%s)", test_case->op->name, test_case->name, report.worst_error,
                 report.worst_tensor);
-    cr_expect(report.tensors_compared > 0, "%s [%s]: nothing compared", test_case->op, test_case->name);
-    cr_expect(report.worst_error <= f64_bound, "%s [%s] fp64: %s cuda vs cpu relative error %.3e > %.0e", test_case->op,
+    cr_expect(report.tensors_compared > 0, "%s [%s]: nothing compared", test_case->op->name, test_case->name);
+    cr_expect(report.worst_error <= f64_bound, "%s [%s] fp64: %s cuda vs cpu relative error %.3e > %.0e", test_case->op->name,
               test_case->name, report.worst_tensor, report.worst_error, f64_bound);
     op_check_release(&cpu);
     op_check_release(&gpu);
@@ -69,17 +69,17 @@ static void check_row(const op_check_case *test_case, const parity_backend *back
         fail_on_error(op_check_compare_states(&truth, &cpu_low, &cpu_report), test_case->name);
         fail_on_error(op_check_compare_states(&truth, &gpu_low, &gpu_report), test_case->name);
         double bound = 2 * cpu_report.worst_error + precisions[p].floor;
-        cr_log_info("%-16s %-46s %s error vs f64 truth: cuda %.2e (%s), cpu %.2e (%s), bound %.2e", test_case->op,
+        cr_log_info("%-16s %-46s %s error vs f64 truth: cuda %.2e (%s), cpu %.2e (%s), bound %.2e", test_case->op->name,
                     test_case->name, parity_dtype_name(dtype), gpu_report.worst_error, gpu_report.worst_tensor,
                     cpu_report.worst_error, cpu_report.worst_tensor, bound);
-        cr_expect(gpu_report.worst_error <= bound, "%s [%s] %s: cuda error %.3e (%s) > 2 x cpu's %.3e + %.0e", test_case->op,
+        cr_expect(gpu_report.worst_error <= bound, "%s [%s] %s: cuda error %.3e (%s) > 2 x cpu's %.3e + %.0e", test_case->op->name,
                   test_case->name, parity_dtype_name(dtype), gpu_report.worst_error, gpu_report.worst_tensor,
                   cpu_report.worst_error, precisions[p].floor);
         if (backend->capabilities & PARITY_CAP_DETERMINISTIC) {
             fail_on_error(op_check_run(test_case, run_on(PARITY_CUDA(0), dtype, dtype), &gpu_again), test_case->name);
             char differing[48] = "";
             cr_expect(op_check_bitwise_equal(&gpu_low, &gpu_again, differing, sizeof differing),
-                      "%s [%s] %s: cuda eager is flagged deterministic but %s differs between two runs", test_case->op,
+                      "%s [%s] %s: cuda eager is flagged deterministic but %s differs between two runs", test_case->op->name,
                       test_case->name, parity_dtype_name(dtype), differing);
             op_check_release(&gpu_again);
         }
@@ -110,7 +110,7 @@ Test(ops_gpu, ops_without_cuda_eager_are_listed) {
         if (!list->count) continue;
         char *target = cuda_eager_of(list) ? with : without;
         size_t used = strlen(target);
-        snprintf(target + used, 1024 - used, "%s%s", used ? " " : "", list->cases[0].op);
+        snprintf(target + used, 1024 - used, "%s%s", used ? " " : "", list->cases[0].op->name);
         *(cuda_eager_of(list) ? &with_count : &without_count) += 1;
     }
     cr_log_info("ops with a CUDA eager (%zu): %s", with_count, with);
@@ -123,7 +123,7 @@ Test(ops_gpu, ops_without_cuda_eager_are_listed) {
         if (backend->device != PARITY_DEVICE_CUDA || strcmp(backend->name, "eager") != 0) continue;
         bool has_rows = false;
         for (size_t j = 0; j < all_op_case_list_count && !has_rows; j++)
-            has_rows = all_op_cases[j]->count && strcmp(all_op_cases[j]->cases[0].op, backend->op) == 0;
+            has_rows = all_op_cases[j]->count && strcmp(all_op_cases[j]->cases[0].op->name, backend->op) == 0;
         cr_expect(has_rows, "%s has a CUDA eager but no rows in op_cases.c to compare it on", backend->op);
     }
 }

@@ -1,33 +1,6 @@
-// node_attention.c: attention on the tape.
-#include <stdlib.h>
-
-#include "models/autograd/gradient_slot.h"
+// node_attention.c: attention and the rotary position embedding of query and key on the tape.
+#include "models/autograd/node_op.h"
 #include "models/autograd/nodes.h"
-
-typedef struct attention_record {
-    const parity_attention_kernels *kernels;
-    parity_attention_args args;
-    parity_variable *query, *key, *value, *output;
-} attention_record;
-
-static parity_error *attention_backward(parity_tape *tape, parity_node *node) {
-    attention_record *record = node->data;
-    if (!record->output->has_gradient) return NULL;
-    parity_gradient_slot slots[3];
-    parity_variable *inputs[3] = {record->query, record->key, record->value};
-    parity_error *error = NULL;
-    int opened = 0;
-    for (; opened < 3 && !error; opened++) error = parity_gradient_slot_open(&slots[opened], inputs[opened]);
-    if (!error) {
-        parity_attention_grads grads = {&record->output->gradient, slots[0].target, slots[1].target, slots[2].target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
-    }
-    for (int i = 0; i < opened; i++) {
-        if (!error) error = parity_gradient_slot_close(&slots[i]);
-        parity_gradient_slot_abandon(&slots[i]);
-    }
-    return error;
-}
 
 parity_error *parity_node_attention(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *query,
                                     parity_variable *key, parity_variable *value, const parity_tensor *cu_seqlens, double scale,
@@ -36,12 +9,17 @@ parity_error *parity_node_attention(parity_tape *tape, const parity_backend *bac
     PARITY_TRY(parity_tape_new_variable(tape, name, query->value.dtype,
                                         PARITY_SHAPE(query->value.shape[0], query->value.shape[1], value->value.shape[2]),
                                         needs_gradient, out));
-    attention_record *record = malloc(sizeof *record);
-    if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording attention");
-    *record = (attention_record){backend->kernels,
-                                {&query->value, &key->value, &value->value, cu_seqlens, scale, causal, sliding_window, &(*out)->value},
-                                query, key, value, *out};
-    parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
-    return parity_tape_record(tape, PARITY_OP_ATTENTION, backend->name, name, error, &saved, record, attention_backward);
+    parity_attention_args attributes = {.scale = scale, .causal = causal, .sliding_window = sliding_window};
+    return parity_node_op(tape, &parity_attention_op, backend, name, &attributes,
+                          (parity_node_operand[]){{query}, {key}, {value}, {.tensor = cu_seqlens}, {*out}});
+}
+
+// An output nobody used still gets a gradient for the rotary contract: the node helper passes zeros.
+parity_error *parity_node_rotary(parity_tape *tape, const parity_backend *backend, const char *name, parity_variable *query,
+                                 parity_variable *key, const parity_tensor *positions, const parity_rope_description *rope,
+                                 parity_variable **query_out, parity_variable **key_out) {
+    PARITY_TRY(parity_node_output_like(tape, name, query, query->requires_gradient, query_out));
+    PARITY_TRY(parity_node_output_like(tape, name, key, key->requires_gradient, key_out));
+    return parity_node_op(tape, &parity_rotary_op, backend, name, rope,
+                          (parity_node_operand[]){{query}, {key}, {.tensor = positions}, {*query_out}, {*key_out}});
 }

@@ -1,31 +1,9 @@
-// node_cross_entropy.c: the causal-LM loss on the tape (hidden states + lm_head weight in, scalar out).
-#include <stdlib.h>
+// node_cross_entropy.c: the causal-LM loss on the tape (hidden states + lm_head weight in, scalar
+// out; the logits too when asked, never differentiated).
+#include <stdio.h>
 
-#include "models/autograd/gradient_slot.h"
+#include "models/autograd/node_op.h"
 #include "models/autograd/nodes.h"
-
-typedef struct cross_entropy_record {
-    const parity_cross_entropy_kernels *kernels;
-    parity_cross_entropy_args args;
-    parity_variable *hidden, *weight, *loss;
-} cross_entropy_record;
-
-static parity_error *cross_entropy_backward(parity_tape *tape, parity_node *node) {
-    cross_entropy_record *record = node->data;
-    if (!record->loss->has_gradient) return NULL;
-    parity_gradient_slot hidden, weight;
-    PARITY_TRY(parity_gradient_slot_open(&hidden, record->hidden));
-    parity_error *error = parity_gradient_slot_open(&weight, record->weight);
-    if (!error) {
-        parity_cross_entropy_grads grads = {&record->loss->gradient, hidden.target, weight.target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
-    }
-    if (!error) error = parity_gradient_slot_close(&hidden);
-    if (!error) error = parity_gradient_slot_close(&weight);
-    parity_gradient_slot_abandon(&hidden);
-    parity_gradient_slot_abandon(&weight);
-    return error;
-}
 
 parity_error *parity_node_cross_entropy(parity_tape *tape, const parity_backend *backend, const char *name,
                                         parity_variable *hidden, parity_variable *weight, const parity_tensor *targets,
@@ -38,16 +16,8 @@ parity_error *parity_node_cross_entropy(parity_tape *tape, const parity_backend 
         PARITY_TRY(parity_tape_new_variable(tape, logits_name, hidden->value.dtype,
                                             PARITY_SHAPE(hidden->value.shape[0], weight->value.shape[0]), false, logits));
     }
-    cross_entropy_record *record = malloc(sizeof *record);
-    if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording cross_entropy");
-    *record = (cross_entropy_record){backend->kernels,
-                                     {.hidden = &hidden->value, .weight = &weight->value, .targets = targets,
-                                      .ignore_index = PARITY_CROSS_ENTROPY_IGNORE_INDEX,
-                                      .num_items_in_batch = num_items_in_batch, .chunk_size = 0, .loss = &(*loss)->value,
-                                      .logits = logits ? &(*logits)->value : NULL, .valid_count = NULL},
-                                     hidden, weight, *loss};
-    parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
-    record->args.logits = NULL; // backward never needs them
-    return parity_tape_record(tape, PARITY_OP_CROSS_ENTROPY, backend->name, name, error, &saved, record, cross_entropy_backward);
+    parity_cross_entropy_args attributes = {.ignore_index = PARITY_CROSS_ENTROPY_IGNORE_INDEX,
+                                            .num_items_in_batch = num_items_in_batch, .chunk_size = 0, .valid_count = NULL};
+    return parity_node_op(tape, &parity_cross_entropy_op, backend, name, &attributes,
+                          (parity_node_operand[]){{hidden}, {weight}, {.tensor = targets}, {*loss}, {logits ? *logits : NULL}});
 }
