@@ -53,6 +53,38 @@ parity_error *parity_cuda_synchronize(int device_index) {
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
 }
 
+parity_error *parity_cuda_host_alloc(size_t bytes, void **out) {
+    (void)bytes;
+    *out = NULL;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+void parity_cuda_host_free(void *pointer) { (void)pointer; }
+
+parity_error *parity_cuda_stream_create(int device_index, void **out) {
+    (void)device_index;
+    *out = NULL;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+void parity_cuda_stream_destroy(int device_index, void *stream) {
+    (void)device_index;
+    (void)stream;
+}
+
+parity_error *parity_cuda_stream_synchronize(int device_index, void *stream) {
+    (void)device_index;
+    (void)stream;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+parity_error *parity_cuda_stream_wait(int device_index, void *waiter, void *producer) {
+    (void)device_index;
+    (void)waiter;
+    (void)producer;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
 void parity_cuda_versions(char *runtime, size_t runtime_size, char *driver, size_t driver_size) {
     if (runtime && runtime_size) runtime[0] = '\0';
     if (driver && driver_size) driver[0] = '\0';
@@ -128,4 +160,16 @@ parity_error *parity_cuda_gemm(int device_index, const parity_cuda_gemm_desc *de
     (void)device_index;
     (void)desc;
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+parity_error *parity_cuda_blas_create(int device_index, void *stream, void **out) {
+    (void)device_index;
+    (void)stream;
+    *out = NULL;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+void parity_cuda_blas_destroy(int device_index, void *handle) {
+    (void)device_index;
+    (void)handle;
 }

@@ -34,20 +34,9 @@ device_handle handles[PARITY_CUDA_MAX_DEVICES];
 // Creates the device's handle on first use; the caller holds entry.lock.
 parity_error *ensure_handle(int device_index, device_handle &entry) {
     if (entry.handle) return NULL;
-    const parity_cublas_library *cublas;
-    PARITY_TRY(parity_cublas_library_get(&cublas));
-    PARITY_CUDA_TRY(cudaSetDevice(device_index));
-    cublasHandle_t handle;
-    PARITY_CUBLAS_TRY(cublas->create(&handle));
-    // Plain precision: no TF32 for f32 and no reduced-precision split-K reductions for bf16.
-    cublasStatus_t status = cublas->set_math_mode(
-        handle, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
-    if (status != CUBLAS_STATUS_SUCCESS) {
-        cublas->destroy(handle);
-        return PARITY_ERROR(PARITY_ERROR_DEVICE, "cuBLAS call cublasSetMathMode failed: %s (%s)",
-                            cublas->status_string(status), cublas->status_name(status));
-    }
-    entry.handle = handle;
+    void *handle;
+    PARITY_TRY(parity_cuda_blas_create(device_index, nullptr, &handle));
+    entry.handle = (cublasHandle_t)handle;
     return NULL;
 }
 
@@ -73,6 +62,41 @@ parity_error *check_desc(const parity_cuda_gemm_desc &d, int64_t lda, int64_t ld
 }
 
 } // namespace
+
+extern "C" parity_error *parity_cuda_blas_create(int device_index, void *stream, void **out) {
+    *out = nullptr;
+    const parity_cublas_library *cublas;
+    PARITY_TRY(parity_cublas_library_get(&cublas));
+    PARITY_CUDA_TRY(cudaSetDevice(device_index));
+    cublasHandle_t handle;
+    PARITY_CUBLAS_TRY(cublas->create(&handle));
+    // Plain precision: no TF32 for f32 and no reduced-precision split-K reductions for bf16.
+    cublasStatus_t status = cublas->set_math_mode(
+        handle, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    const char *call = "cublasSetMathMode";
+    if (status == CUBLAS_STATUS_SUCCESS) {
+        status = cublas->set_stream(handle, (cudaStream_t)stream);
+        call = "cublasSetStream";
+    }
+    if (status != CUBLAS_STATUS_SUCCESS) {
+        cublas->destroy(handle);
+        return PARITY_ERROR(PARITY_ERROR_DEVICE, "cuBLAS call %s failed: %s (%s)", call, cublas->status_string(status),
+                            cublas->status_name(status));
+    }
+    *out = handle;
+    return NULL;
+}
+
+extern "C" void parity_cuda_blas_destroy(int device_index, void *handle) {
+    const parity_cublas_library *cublas;
+    parity_error *error = parity_cublas_library_get(&cublas);
+    if (error) { // no handle can exist without the library
+        parity_error_free(error);
+        return;
+    }
+    cudaSetDevice(device_index);
+    cublas->destroy((cublasHandle_t)handle);
+}
 
 extern "C" parity_cuda_gemm_desc parity_cuda_gemm_packed(parity_dtype dtype, int64_t batch, int64_t m, int64_t n,
                                                          int64_t k, bool transpose_a, bool transpose_b, const void *a,

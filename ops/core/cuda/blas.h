@@ -49,6 +49,12 @@ parity_cuda_gemm_desc parity_cuda_gemm_packed(parity_dtype dtype, int64_t batch,
 // cuBLAS's status string) when cuBLAS fails.
 parity_error *parity_cuda_gemm(int device_index, const parity_cuda_gemm_desc *desc);
 
+// A cuBLAS handle (cublasHandle_t) on `device_index` with parity's math mode (no TF32, no reduced-
+// precision split-K reductions), bound to `stream` (a cudaStream_t): what an execution context
+// (ops/core/exec.h) creates on its first GEMM and destroys with itself.
+parity_error *parity_cuda_blas_create(int device_index, void *stream, void **out);
+void parity_cuda_blas_destroy(int device_index, void *handle);
+
 #ifdef __cplusplus
 }
 #endif
