@@ -36,10 +36,12 @@ void parity_golden_path_of(const char *golden_dir, const char *suite, const char
                            size_t size);
 
 // One forward + backward of the case (fields not in `settings` run eager); a non-zero `jitter_seed`
-// nudges the embedding table by rounding-level noise first (harness/evaluate.h).
+// nudges the embedding table by rounding-level noise first (harness/evaluate.h). `exec`: the caller's
+// context on `device`, or NULL (one is made for the call); a timer records on it.
 parity_error *parity_case_evaluate(const parity_case *c, parity_dtype dtype, parity_device device,
-                                   const parity_ops_settings *settings, bool want_logits, parity_timer *timer,
-                                   int warmup_steps, int timed_steps, uint64_t jitter_seed, parity_evaluation *out);
+                                   const parity_exec *exec, const parity_ops_settings *settings, bool want_logits,
+                                   parity_timer *timer, int warmup_steps, int timed_steps, uint64_t jitter_seed,
+                                   parity_evaluation *out);
 
 // The device a suite's goldens are computed on: cuda:0 when a suite device is cuda (or best) and a
 // GPU is present, else the CPU.

@@ -124,9 +124,10 @@ typedef struct parity_step_result {
     char first_non_finite[192];      // the first tensor where NaN/Inf appeared ("" when none)
 } parity_step_result;
 
-// One forward + backward; fills `result` (free with parity_step_result_release). Gradients stay in
-// model->parameters[i].gradient.
-parity_error *parity_model_step(parity_model *model, const parity_batch *batch, bool want_logits, parity_step_result *result);
+// One forward + backward on `exec` (a context on the model's device, owned by whoever runs the step);
+// fills `result` (free with parity_step_result_release). Gradients stay in model->parameters[i].gradient.
+parity_error *parity_model_step(parity_model *model, const parity_exec *exec, const parity_batch *batch,
+                                bool want_logits, parity_step_result *result);
 void parity_step_result_release(parity_step_result *result);
 
 #endif

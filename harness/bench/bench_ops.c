@@ -30,7 +30,8 @@ static parity_error *bench_tensor(tensor_set *set, parity_tensor **out, parity_d
     parity_tensor *tensor = &set->tensors[set->count];
     PARITY_TRY(parity_tensor_alloc(tensor, dtype, device, ndim, shape));
     set->count++;
-    if (name) PARITY_TRY(parity_rng_fill(tensor, parity_rng_stream_named(2024, name), distribution, a, b));
+    // Drawn before any timing, on the legacy default stream (no execution context, ops/core/exec.h).
+    if (name) PARITY_TRY(parity_rng_fill(NULL, tensor, parity_rng_stream_named(2024, name), distribution, a, b));
     *out = tensor;
     return NULL;
 }
@@ -80,14 +81,15 @@ static parity_error *rms_norm_setup(const parity_bench_shape *shape, parity_dtyp
     return NULL;
 }
 
-static parity_error *rms_norm_forward(void *raw, const void *kernels, parity_saved *saved) {
+static parity_error *rms_norm_forward(const parity_exec *exec, void *raw, const void *kernels, parity_saved *saved) {
     rms_norm_inputs *in = raw;
-    return ((const parity_rms_norm_kernels *)kernels)->forward(&in->args, saved);
+    return ((const parity_rms_norm_kernels *)kernels)->forward(exec, &in->args, saved);
 }
 
-static parity_error *rms_norm_backward(void *raw, const void *kernels, const parity_saved *saved) {
+static parity_error *rms_norm_backward(const parity_exec *exec, void *raw, const void *kernels,
+                                       const parity_saved *saved) {
     rms_norm_inputs *in = raw;
-    return ((const parity_rms_norm_kernels *)kernels)->backward(&in->args, saved, &in->grads);
+    return ((const parity_rms_norm_kernels *)kernels)->backward(exec, &in->args, saved, &in->grads);
 }
 
 static void rms_norm_teardown(void *raw) {
@@ -132,14 +134,15 @@ static parity_error *swiglu_setup(const parity_bench_shape *shape, parity_dtype 
     return NULL;
 }
 
-static parity_error *swiglu_forward(void *raw, const void *kernels, parity_saved *saved) {
+static parity_error *swiglu_forward(const parity_exec *exec, void *raw, const void *kernels, parity_saved *saved) {
     swiglu_inputs *in = raw;
-    return ((const parity_swiglu_kernels *)kernels)->forward(&in->args, saved);
+    return ((const parity_swiglu_kernels *)kernels)->forward(exec, &in->args, saved);
 }
 
-static parity_error *swiglu_backward(void *raw, const void *kernels, const parity_saved *saved) {
+static parity_error *swiglu_backward(const parity_exec *exec, void *raw, const void *kernels,
+                                     const parity_saved *saved) {
     swiglu_inputs *in = raw;
-    return ((const parity_swiglu_kernels *)kernels)->backward(&in->args, saved, &in->grads);
+    return ((const parity_swiglu_kernels *)kernels)->backward(exec, &in->args, saved, &in->grads);
 }
 
 static void swiglu_teardown(void *raw) {
@@ -196,14 +199,15 @@ static parity_error *rotary_setup(const parity_bench_shape *shape, parity_dtype 
     return NULL;
 }
 
-static parity_error *rotary_forward(void *raw, const void *kernels, parity_saved *saved) {
+static parity_error *rotary_forward(const parity_exec *exec, void *raw, const void *kernels, parity_saved *saved) {
     rotary_inputs *in = raw;
-    return ((const parity_rotary_kernels *)kernels)->forward(&in->args, saved);
+    return ((const parity_rotary_kernels *)kernels)->forward(exec, &in->args, saved);
 }
 
-static parity_error *rotary_backward(void *raw, const void *kernels, const parity_saved *saved) {
+static parity_error *rotary_backward(const parity_exec *exec, void *raw, const void *kernels,
+                                     const parity_saved *saved) {
     rotary_inputs *in = raw;
-    return ((const parity_rotary_kernels *)kernels)->backward(&in->args, saved, &in->grads);
+    return ((const parity_rotary_kernels *)kernels)->backward(exec, &in->args, saved, &in->grads);
 }
 
 static void rotary_teardown(void *raw) {
@@ -266,14 +270,16 @@ static parity_error *cross_entropy_setup(const parity_bench_shape *shape, parity
     return NULL;
 }
 
-static parity_error *cross_entropy_forward(void *raw, const void *kernels, parity_saved *saved) {
+static parity_error *cross_entropy_forward(const parity_exec *exec, void *raw, const void *kernels,
+                                           parity_saved *saved) {
     cross_entropy_inputs *in = raw;
-    return ((const parity_cross_entropy_kernels *)kernels)->forward(&in->args, saved);
+    return ((const parity_cross_entropy_kernels *)kernels)->forward(exec, &in->args, saved);
 }
 
-static parity_error *cross_entropy_backward(void *raw, const void *kernels, const parity_saved *saved) {
+static parity_error *cross_entropy_backward(const parity_exec *exec, void *raw, const void *kernels,
+                                            const parity_saved *saved) {
     cross_entropy_inputs *in = raw;
-    return ((const parity_cross_entropy_kernels *)kernels)->backward(&in->args, saved, &in->grads);
+    return ((const parity_cross_entropy_kernels *)kernels)->backward(exec, &in->args, saved, &in->grads);
 }
 
 static void cross_entropy_teardown(void *raw) {
@@ -327,14 +333,16 @@ static parity_error *rms_norm_gated_setup(const parity_bench_shape *shape, parit
     return NULL;
 }
 
-static parity_error *rms_norm_gated_forward(void *raw, const void *kernels, parity_saved *saved) {
+static parity_error *rms_norm_gated_forward(const parity_exec *exec, void *raw, const void *kernels,
+                                            parity_saved *saved) {
     rms_norm_gated_inputs *in = raw;
-    return ((const parity_rms_norm_gated_kernels *)kernels)->forward(&in->args, saved);
+    return ((const parity_rms_norm_gated_kernels *)kernels)->forward(exec, &in->args, saved);
 }
 
-static parity_error *rms_norm_gated_backward(void *raw, const void *kernels, const parity_saved *saved) {
+static parity_error *rms_norm_gated_backward(const parity_exec *exec, void *raw, const void *kernels,
+                                             const parity_saved *saved) {
     rms_norm_gated_inputs *in = raw;
-    return ((const parity_rms_norm_gated_kernels *)kernels)->backward(&in->args, saved, &in->grads);
+    return ((const parity_rms_norm_gated_kernels *)kernels)->backward(exec, &in->args, saved, &in->grads);
 }
 
 static void rms_norm_gated_teardown(void *raw) {
@@ -382,14 +390,16 @@ static parity_error *load_balancing_setup(const parity_bench_shape *shape, parit
     return NULL;
 }
 
-static parity_error *load_balancing_forward(void *raw, const void *kernels, parity_saved *saved) {
+static parity_error *load_balancing_forward(const parity_exec *exec, void *raw, const void *kernels,
+                                            parity_saved *saved) {
     load_balancing_inputs *in = raw;
-    return ((const parity_load_balancing_loss_kernels *)kernels)->forward(&in->args, saved);
+    return ((const parity_load_balancing_loss_kernels *)kernels)->forward(exec, &in->args, saved);
 }
 
-static parity_error *load_balancing_backward(void *raw, const void *kernels, const parity_saved *saved) {
+static parity_error *load_balancing_backward(const parity_exec *exec, void *raw, const void *kernels,
+                                             const parity_saved *saved) {
     load_balancing_inputs *in = raw;
-    return ((const parity_load_balancing_loss_kernels *)kernels)->backward(&in->args, saved, &in->grads);
+    return ((const parity_load_balancing_loss_kernels *)kernels)->backward(exec, &in->args, saved, &in->grads);
 }
 
 static void load_balancing_teardown(void *raw) {

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 
@@ -34,8 +35,9 @@ typedef struct parity_bench_op {
     // Random inputs, outputs and gradient buffers on `device` (dtype of the activations). Outputs and
     // gradients are allocated here, before any timing: peak memory counts only what the op adds.
     parity_error *(*setup)(const parity_bench_shape *shape, parity_dtype dtype, parity_device device, void **inputs);
-    parity_error *(*forward)(void *inputs, const void *kernels, parity_saved *saved);
-    parity_error *(*backward)(void *inputs, const void *kernels, const parity_saved *saved);
+    // One call of the backend (`kernels`) on `exec` (the bench's context on `device`).
+    parity_error *(*forward)(const parity_exec *exec, void *inputs, const void *kernels, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, void *inputs, const void *kernels, const parity_saved *saved);
     void (*teardown)(void *inputs);
     // Bytes that must move (forward, or forward + backward), and flops (flop_bound ops).
     double (*bytes)(const parity_bench_shape *shape, parity_dtype dtype, bool with_backward);

@@ -22,14 +22,14 @@ static parity_add_args add_args_of(op_check_state *state) {
 static parity_error *add_forward(op_check_state *state, const void *raw) {
     const parity_add_kernels *kernels = op_check_kernels(state);
     parity_add_args args = add_args_of(state);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *add_backward(op_check_state *state, const void *raw) {
     const parity_add_kernels *kernels = op_check_kernels(state);
     parity_add_args args = add_args_of(state);
     parity_add_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "a"), op_check_gradient(state, "b")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define ADD_ROW(label, batch_, rows_, hidden_)                                                              \
@@ -49,7 +49,8 @@ static parity_error *call_add(int64_t b_hidden, parity_dtype b_dtype) {
     parity_tensor *b = invalid_call_tensor(&scratch, b_dtype, PARITY_SHAPE(7, b_hidden));
     parity_tensor *y = invalid_call_tensor(&scratch, PARITY_BF16, PARITY_SHAPE(7, 13));
     const parity_add_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_ADD);
-    if (kernels) scratch.error = kernels->forward(&(parity_add_args){a, b, y}, &scratch.saved);
+    if (kernels)
+        scratch.error = kernels->forward(parity_test_exec(PARITY_CPU), &(parity_add_args){a, b, y}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

@@ -50,7 +50,7 @@ static parity_attention_args attention_args_of(op_check_state *state, const atte
 static parity_error *attention_forward(op_check_state *state, const void *raw) {
     const parity_attention_kernels *kernels = op_check_kernels(state);
     parity_attention_args args = attention_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *attention_backward(op_check_state *state, const void *raw) {
@@ -58,7 +58,7 @@ static parity_error *attention_backward(op_check_state *state, const void *raw) 
     parity_attention_args args = attention_args_of(state, raw);
     parity_attention_grads grads = {op_check_gradient(state, "output"), op_check_gradient(state, "query"),
                                     op_check_gradient(state, "key"), op_check_gradient(state, "value")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 // ATTENTION_ROW(label, Hq, Hk, D, Dv, causal, window, scale, document lengths...)
@@ -131,9 +131,10 @@ static parity_error *call_attention(attention_call call) {
     }
     parity_attention_args args = {&q, &k, &v, &cu, 0.5, call.causal, call.sliding_window, &y};
     const parity_attention_kernels *kernels = backend ? backend->kernels : NULL;
-    if (!error) error = kernels->forward(&args, &saved);
+    if (!error) error = kernels->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     if (!error && call.wrong_dkey)
-        error = kernels->backward(&args, &saved, &(parity_attention_grads){&dy, NULL, &dk, NULL});
+        error = kernels->backward(parity_test_exec(PARITY_CPU), &args, &saved,
+                                  &(parity_attention_grads){&dy, NULL, &dk, NULL});
     parity_saved_release(&saved);
     parity_tensor *all[] = {&q, &k, &v, &y, &cu, &dy, &dk};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) parity_tensor_release(all[i]);

@@ -22,14 +22,14 @@ static parity_broadcast_heads_args broadcast_heads_args_of(op_check_state *state
 static parity_error *broadcast_heads_forward(op_check_state *state, const void *raw) {
     const parity_broadcast_heads_kernels *kernels = op_check_kernels(state);
     parity_broadcast_heads_args args = broadcast_heads_args_of(state);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *broadcast_heads_backward(op_check_state *state, const void *raw) {
     const parity_broadcast_heads_kernels *kernels = op_check_kernels(state);
     parity_broadcast_heads_args args = broadcast_heads_args_of(state);
     parity_broadcast_heads_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define BROADCAST_HEADS_ROW(label, batch_, rows_, heads_, head_dim_)                                        \
@@ -50,7 +50,9 @@ static parity_error *call_broadcast_heads(int64_t input_heads, int64_t output_he
     parity_tensor *x = invalid_call_tensor(&scratch, PARITY_F64, PARITY_SHAPE(7, input_heads, 13));
     parity_tensor *y = invalid_call_tensor(&scratch, PARITY_F64, PARITY_SHAPE(7, 5, output_head_dim));
     const parity_broadcast_heads_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_BROADCAST_HEADS);
-    if (kernels) scratch.error = kernels->forward(&(parity_broadcast_heads_args){x, y}, &scratch.saved);
+    if (kernels)
+        scratch.error =
+            kernels->forward(parity_test_exec(PARITY_CPU), &(parity_broadcast_heads_args){x, y}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

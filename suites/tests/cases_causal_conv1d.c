@@ -40,7 +40,7 @@ static parity_causal_conv1d_args causal_conv1d_args_of(op_check_state *state, co
 static parity_error *causal_conv1d_forward(op_check_state *state, const void *raw) {
     const parity_causal_conv1d_kernels *kernels = op_check_kernels(state);
     parity_causal_conv1d_args args = causal_conv1d_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *causal_conv1d_backward(op_check_state *state, const void *raw) {
@@ -48,7 +48,7 @@ static parity_error *causal_conv1d_backward(op_check_state *state, const void *r
     parity_causal_conv1d_args args = causal_conv1d_args_of(state, raw);
     parity_causal_conv1d_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x"),
                                         op_check_gradient(state, "weight")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define CONV_ROW(label, channels_, kernel_, activation_, count_, ...)                                          \
@@ -81,7 +81,8 @@ static parity_error *call_forward(int64_t tokens, int64_t channels, int64_t weig
         error = parity_registry_resolve(PARITY_OP_CAUSAL_CONV1D, "eager", PARITY_CPU, &backend);
         if (!error) {
             parity_causal_conv1d_args args = {&x, &weight, &cu_seqlens, PARITY_CAUSAL_CONV1D_SILU, &y};
-            error = ((const parity_causal_conv1d_kernels *)backend->kernels)->forward(&args, &saved);
+            error = ((const parity_causal_conv1d_kernels *)backend->kernels)
+                        ->forward(parity_test_exec(PARITY_CPU), &args, &saved);
         }
         parity_saved_release(&saved);
     }

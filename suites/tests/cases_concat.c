@@ -41,7 +41,7 @@ static parity_concat_args concat_args_of(op_check_state *state, const concat_par
 static parity_error *concat_forward(op_check_state *state, const void *raw) {
     const parity_concat_kernels *kernels = op_check_kernels(state);
     parity_concat_args args = concat_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *concat_backward(op_check_state *state, const void *raw) {
@@ -54,7 +54,7 @@ static parity_error *concat_backward(op_check_state *state, const void *raw) {
         part_name(i, name, sizeof name);
         grads.dparts[i] = op_check_gradient(state, name);
     }
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define CONCAT_ROW(label, batch_, rows_, count_, frozen_, ...)                                              \
@@ -77,7 +77,9 @@ static parity_error *call_concat(int64_t second_rows, int64_t output_width, int 
     parity_tensor *second = invalid_call_tensor(&scratch, PARITY_F32, PARITY_SHAPE(second_rows, 5));
     parity_tensor *y = invalid_call_tensor(&scratch, PARITY_F32, PARITY_SHAPE(7, output_width));
     const parity_concat_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_CONCAT);
-    if (kernels) scratch.error = kernels->forward(&(parity_concat_args){{first, second}, count, y}, &scratch.saved);
+    if (kernels)
+        scratch.error = kernels->forward(parity_test_exec(PARITY_CPU), &(parity_concat_args){{first, second}, count, y},
+                                         &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

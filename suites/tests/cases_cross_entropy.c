@@ -44,7 +44,7 @@ static parity_cross_entropy_args cross_entropy_args_of(op_check_state *state, co
 static parity_error *cross_entropy_forward(op_check_state *state, const void *raw) {
     const parity_cross_entropy_kernels *kernels = op_check_kernels(state);
     parity_cross_entropy_args args = cross_entropy_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *cross_entropy_backward(op_check_state *state, const void *raw) {
@@ -52,7 +52,7 @@ static parity_error *cross_entropy_backward(op_check_state *state, const void *r
     parity_cross_entropy_args args = cross_entropy_args_of(state, raw);
     parity_cross_entropy_grads grads = {op_check_gradient(state, "loss"), op_check_gradient(state, "hidden"),
                                         op_check_gradient(state, "weight")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define CROSS_ENTROPY_ROW(label, tokens_, hidden_, vocab_, num_items_, chunk_, ...)                           \
@@ -117,7 +117,8 @@ static parity_error *call_forward(const invalid_call *call) {
         for (int64_t i = 0; i < call->tokens; i++) ((int64_t *)targets.data)[i] = call->targets[i];
         parity_cross_entropy_args args = {.hidden = &hidden, .weight = &weight, .targets = &targets,
                                           .ignore_index = IGNORED, .loss = &loss};
-        error = ((const parity_cross_entropy_kernels *)backend->kernels)->forward(&args, &saved);
+        error = ((const parity_cross_entropy_kernels *)backend->kernels)
+                    ->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     }
     parity_saved_release(&saved);
     parity_tensor_release(&hidden);

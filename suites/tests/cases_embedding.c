@@ -28,14 +28,14 @@ static parity_embedding_args embedding_args_of(op_check_state *state, const embe
 static parity_error *embedding_forward(op_check_state *state, const void *raw) {
     const parity_embedding_kernels *kernels = op_check_kernels(state);
     parity_embedding_args args = embedding_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *embedding_backward(op_check_state *state, const void *raw) {
     const parity_embedding_kernels *kernels = op_check_kernels(state);
     parity_embedding_args args = embedding_args_of(state, raw);
     parity_embedding_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "weight")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define EMBEDDING_PADDED_ROW(label, vocab_, hidden_, batch_, positions_, padding_, ...)                   \
@@ -62,7 +62,10 @@ static parity_error *call_embedding(parity_dtype ids_dtype, int64_t last_id) {
     parity_tensor *y = invalid_call_tensor(&scratch, PARITY_F32, PARITY_SHAPE(4, 8));
     if (!scratch.error) parity_tensor_set(ids, 3, (double)last_id);
     const parity_embedding_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_EMBEDDING);
-    if (kernels) scratch.error = kernels->forward(&(parity_embedding_args){.ids = ids, .weight = weight, .output = y}, &scratch.saved);
+    if (kernels)
+        scratch.error =
+            kernels->forward(parity_test_exec(PARITY_CPU),
+                             &(parity_embedding_args){.ids = ids, .weight = weight, .output = y}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

@@ -56,7 +56,7 @@ static parity_gated_delta_rule_args gated_delta_rule_args_of(op_check_state *sta
 static parity_error *gated_delta_rule_forward(op_check_state *state, const void *raw) {
     const parity_gated_delta_rule_kernels *kernels = op_check_kernels(state);
     parity_gated_delta_rule_args args = gated_delta_rule_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *gated_delta_rule_backward(op_check_state *state, const void *raw) {
@@ -65,7 +65,7 @@ static parity_error *gated_delta_rule_backward(op_check_state *state, const void
     parity_gated_delta_rule_grads grads = {op_check_gradient(state, "output"), op_check_gradient(state, "query"),
                                            op_check_gradient(state, "key"),    op_check_gradient(state, "value"),
                                            op_check_gradient(state, "g"),      op_check_gradient(state, "beta")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define GDR_CHUNKED_ROW(label, hk, hv, dk, dv, l2norm, g_compute, scale_, chunk_, count_, ...)                  \
@@ -110,7 +110,8 @@ static parity_error *call_forward(int64_t tokens, int64_t key_heads, int64_t val
         error = parity_registry_resolve(PARITY_OP_GATED_DELTA_RULE, "eager", PARITY_CPU, &backend);
         if (!error) {
             parity_gated_delta_rule_args args = {&query, &key, &value, &g, &beta, &cu_seqlens, 0, true, &output, 0};
-            error = ((const parity_gated_delta_rule_kernels *)backend->kernels)->forward(&args, &saved);
+            error = ((const parity_gated_delta_rule_kernels *)backend->kernels)
+                        ->forward(parity_test_exec(PARITY_CPU), &args, &saved);
         }
         parity_saved_release(&saved);
     }

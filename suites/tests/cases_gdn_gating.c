@@ -29,7 +29,7 @@ static parity_gdn_gating_args gdn_gating_args_of(op_check_state *state) {
 static parity_error *gdn_gating_forward(op_check_state *state, const void *raw) {
     const parity_gdn_gating_kernels *kernels = op_check_kernels(state);
     parity_gdn_gating_args args = gdn_gating_args_of(state);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *gdn_gating_backward(op_check_state *state, const void *raw) {
@@ -38,7 +38,7 @@ static parity_error *gdn_gating_backward(op_check_state *state, const void *raw)
     parity_gdn_gating_grads grads = {op_check_gradient(state, "g"),     op_check_gradient(state, "beta"),
                                      op_check_gradient(state, "a"),     op_check_gradient(state, "b"),
                                      op_check_gradient(state, "A_log"), op_check_gradient(state, "dt_bias")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define GDN_GATING_ROW(label, tokens_, heads_)                                                                 \
@@ -67,7 +67,8 @@ static parity_error *call_forward(parity_dtype dtype, int64_t A_log_size, parity
         error = parity_registry_resolve(PARITY_OP_GDN_GATING, "eager", PARITY_CPU, &backend);
         if (!error) {
             parity_gdn_gating_args args = {&a, &b, &A_log, &dt_bias, &g, &beta};
-            error = ((const parity_gdn_gating_kernels *)backend->kernels)->forward(&args, &saved);
+            error = ((const parity_gdn_gating_kernels *)backend->kernels)
+                        ->forward(parity_test_exec(PARITY_CPU), &args, &saved);
         }
         parity_saved_release(&saved);
     }

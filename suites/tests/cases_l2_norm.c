@@ -21,14 +21,14 @@ static parity_l2_norm_args l2_norm_args_of(op_check_state *state, const l2_norm_
 static parity_error *l2_norm_forward(op_check_state *state, const void *raw) {
     const parity_l2_norm_kernels *kernels = op_check_kernels(state);
     parity_l2_norm_args args = l2_norm_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *l2_norm_backward(op_check_state *state, const void *raw) {
     const parity_l2_norm_kernels *kernels = op_check_kernels(state);
     parity_l2_norm_args args = l2_norm_args_of(state, raw);
     parity_l2_norm_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define L2_NORM_ROW(label, rows_, dim_, eps_)                                                                  \
@@ -57,7 +57,8 @@ static parity_error *call_forward(parity_dtype input_dtype, const int64_t *outpu
         error = parity_registry_resolve(PARITY_OP_L2_NORM, "eager", PARITY_CPU, &backend);
         if (!error) {
             parity_l2_norm_args args = {&x, 1e-6, &y};
-            error = ((const parity_l2_norm_kernels *)backend->kernels)->forward(&args, &saved);
+            error = ((const parity_l2_norm_kernels *)backend->kernels)
+                        ->forward(parity_test_exec(PARITY_CPU), &args, &saved);
         }
         parity_saved_release(&saved);
     }

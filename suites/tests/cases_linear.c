@@ -26,7 +26,7 @@ static parity_linear_args linear_args_of(op_check_state *state) {
 static parity_error *linear_forward(op_check_state *state, const void *raw) {
     const parity_linear_kernels *kernels = op_check_kernels(state);
     parity_linear_args args = linear_args_of(state);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *linear_backward(op_check_state *state, const void *raw) {
@@ -34,7 +34,7 @@ static parity_error *linear_backward(op_check_state *state, const void *raw) {
     parity_linear_args args = linear_args_of(state);
     parity_linear_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x"),
                                  op_check_gradient(state, "weight"), op_check_gradient(state, "bias")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define LINEAR_ROW(label, batch_, rows_, in_, out_, bias_, input_differentiable_)                          \
@@ -59,7 +59,9 @@ static parity_error *call_linear(parity_dtype weight_dtype, int64_t weight_in, i
     parity_tensor *bias = invalid_call_tensor(&scratch, PARITY_F32, PARITY_SHAPE(bias_size));
     parity_tensor *y = invalid_call_tensor(&scratch, PARITY_F32, PARITY_SHAPE(7, 11));
     const parity_linear_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_LINEAR);
-    if (kernels) scratch.error = kernels->forward(&(parity_linear_args){x, weight, bias, y}, &scratch.saved);
+    if (kernels)
+        scratch.error =
+            kernels->forward(parity_test_exec(PARITY_CPU), &(parity_linear_args){x, weight, bias, y}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

@@ -29,14 +29,14 @@ static parity_load_balancing_loss_args load_balancing_loss_args_of(op_check_stat
 static parity_error *load_balancing_loss_forward(op_check_state *state, const void *raw) {
     const parity_load_balancing_loss_kernels *kernels = op_check_kernels(state);
     parity_load_balancing_loss_args args = load_balancing_loss_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *load_balancing_loss_backward(op_check_state *state, const void *raw) {
     const parity_load_balancing_loss_kernels *kernels = op_check_kernels(state);
     parity_load_balancing_loss_args args = load_balancing_loss_args_of(state, raw);
     parity_load_balancing_loss_grads grads = {op_check_gradient(state, "loss"), op_check_gradient(state, "router_logits")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define LOAD_BALANCING_ROW(label, layers_, tokens_, experts_, top_k_)                                        \
@@ -60,7 +60,9 @@ static parity_error *call_loss(moe_tensor_bag *bag, parity_load_balancing_loss_a
     const parity_backend *backend;
     parity_saved saved = {0};
     if (!error) error = parity_registry_resolve(PARITY_OP_LOAD_BALANCING_LOSS, "eager", PARITY_CPU, &backend);
-    if (!error) error = ((const parity_load_balancing_loss_kernels *)backend->kernels)->forward(&args, &saved);
+    if (!error)
+        error = ((const parity_load_balancing_loss_kernels *)backend->kernels)
+                    ->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     parity_saved_release(&saved);
     moe_bag_release(bag);
     return error;

@@ -40,14 +40,14 @@ static parity_matmul_args matmul_args_of(op_check_state *state, const matmul_par
 static parity_error *matmul_forward(op_check_state *state, const void *raw) {
     const parity_matmul_kernels *kernels = op_check_kernels(state);
     parity_matmul_args args = matmul_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *matmul_backward(op_check_state *state, const void *raw) {
     const parity_matmul_kernels *kernels = op_check_kernels(state);
     parity_matmul_args args = matmul_args_of(state, raw);
     parity_matmul_grads grads = {op_check_gradient(state, "c"), op_check_gradient(state, "a"), op_check_gradient(state, "b")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define MATMUL_ROW(label, batch_dims_, batch_, m_, k_, n_, transpose_a_, transpose_b_)                      \
@@ -73,7 +73,9 @@ static parity_error *call_matmul(int64_t b_batch, int64_t b_rows, parity_dtype o
     parity_tensor *b = invalid_call_tensor(&scratch, PARITY_F64, PARITY_SHAPE(b_batch, b_rows, 11));
     parity_tensor *c = invalid_call_tensor(&scratch, output_dtype, PARITY_SHAPE(2, 7, 11));
     const parity_matmul_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_MATMUL);
-    if (kernels) scratch.error = kernels->forward(&(parity_matmul_args){a, b, false, false, c}, &scratch.saved);
+    if (kernels)
+        scratch.error = kernels->forward(parity_test_exec(PARITY_CPU), &(parity_matmul_args){a, b, false, false, c},
+                                         &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

@@ -49,7 +49,7 @@ static parity_moe_experts_args moe_experts_args_of(op_check_state *state) {
 static parity_error *moe_experts_forward(op_check_state *state, const void *raw) {
     const parity_moe_experts_kernels *kernels = op_check_kernels(state);
     parity_moe_experts_args args = moe_experts_args_of(state);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *moe_experts_backward(op_check_state *state, const void *raw) {
@@ -58,7 +58,7 @@ static parity_error *moe_experts_backward(op_check_state *state, const void *raw
     parity_moe_experts_grads grads = {op_check_gradient(state, "output"), op_check_gradient(state, "hidden"),
                                       op_check_gradient(state, "gate_up_proj"), op_check_gradient(state, "down_proj"),
                                       op_check_gradient(state, "routing_weights")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define MOE_EXPERTS_ROW(label, tokens_, hidden_, experts_, intermediate_, top_k_, unused_, f32_weights_)      \
@@ -81,7 +81,9 @@ static parity_error *call_experts(moe_tensor_bag *bag, parity_moe_experts_args a
     const parity_backend *backend;
     parity_saved saved = {0};
     if (!error) error = parity_registry_resolve(PARITY_OP_MOE_EXPERTS, "eager", PARITY_CPU, &backend);
-    if (!error) error = ((const parity_moe_experts_kernels *)backend->kernels)->forward(&args, &saved);
+    if (!error)
+        error = ((const parity_moe_experts_kernels *)backend->kernels)
+                    ->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     parity_saved_release(&saved);
     moe_bag_release(bag);
     return error;

@@ -90,14 +90,14 @@ static parity_moe_router_args moe_router_args_of(op_check_state *state, const mo
 static parity_error *moe_router_forward(op_check_state *state, const void *raw) {
     const parity_moe_router_kernels *kernels = op_check_kernels(state);
     parity_moe_router_args args = moe_router_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *moe_router_backward(op_check_state *state, const void *raw) {
     const parity_moe_router_kernels *kernels = op_check_kernels(state);
     parity_moe_router_args args = moe_router_args_of(state, raw);
     parity_moe_router_grads grads = {op_check_gradient(state, "routing_weights"), op_check_gradient(state, "router_logits")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define SOFTMAX_ROW(label, tokens_, experts_, top_k_, norm_)                                                 \
@@ -129,7 +129,9 @@ static parity_error *call_router(moe_tensor_bag *bag, parity_moe_router_args arg
     const parity_backend *backend;
     parity_saved saved = {0};
     if (!error) error = parity_registry_resolve(PARITY_OP_MOE_ROUTER, "eager", PARITY_CPU, &backend);
-    if (!error) error = ((const parity_moe_router_kernels *)backend->kernels)->forward(&args, &saved);
+    if (!error)
+        error =
+            ((const parity_moe_router_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     parity_saved_release(&saved);
     moe_bag_release(bag);
     return error;

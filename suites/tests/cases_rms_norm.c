@@ -24,7 +24,7 @@ static parity_rms_norm_args rms_norm_args_of(op_check_state *state, const rms_no
 static parity_error *rms_norm_forward(op_check_state *state, const void *raw) {
     const parity_rms_norm_kernels *kernels = op_check_kernels(state);
     parity_rms_norm_args args = rms_norm_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *rms_norm_backward(op_check_state *state, const void *raw) {
@@ -32,7 +32,7 @@ static parity_error *rms_norm_backward(op_check_state *state, const void *raw) {
     parity_rms_norm_args args = rms_norm_args_of(state, raw);
     parity_rms_norm_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x"),
                                    op_check_gradient(state, "weight")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define RMS_NORM_ROW(label, rows_, hidden_, variant_, eps_)                                                 \
@@ -65,7 +65,8 @@ static parity_error *call_with_mismatched_weight(void) {
     error = parity_registry_resolve(PARITY_OP_RMS_NORM, "eager", PARITY_CPU, &backend);
     if (!error) {
         parity_rms_norm_args args = {&x, &weight, 1e-6, PARITY_RMS_NORM_STANDARD, &y};
-        error = ((const parity_rms_norm_kernels *)backend->kernels)->forward(&args, &saved);
+        error =
+            ((const parity_rms_norm_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     }
     parity_saved_release(&saved);
     parity_tensor_release(&x);
@@ -85,7 +86,8 @@ static parity_error *call_with_mixed_dtypes(void) {
     error = parity_registry_resolve(PARITY_OP_RMS_NORM, "eager", PARITY_CPU, &backend);
     if (!error) {
         parity_rms_norm_args args = {&x, &weight, 1e-6, PARITY_RMS_NORM_STANDARD, &y};
-        error = ((const parity_rms_norm_kernels *)backend->kernels)->forward(&args, &saved);
+        error =
+            ((const parity_rms_norm_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     }
     parity_saved_release(&saved);
     parity_tensor_release(&x);

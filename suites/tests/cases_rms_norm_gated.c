@@ -25,7 +25,7 @@ static parity_rms_norm_gated_args rms_norm_gated_args_of(op_check_state *state, 
 static parity_error *rms_norm_gated_forward(op_check_state *state, const void *raw) {
     const parity_rms_norm_gated_kernels *kernels = op_check_kernels(state);
     parity_rms_norm_gated_args args = rms_norm_gated_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *rms_norm_gated_backward(op_check_state *state, const void *raw) {
@@ -33,7 +33,7 @@ static parity_error *rms_norm_gated_backward(op_check_state *state, const void *
     parity_rms_norm_gated_args args = rms_norm_gated_args_of(state, raw);
     parity_rms_norm_gated_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x"),
                                          op_check_gradient(state, "gate"), op_check_gradient(state, "weight")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define RMS_NORM_GATED_ROW(label, rows_, hidden_, eps_)                                                     \
@@ -61,7 +61,8 @@ static parity_error *call_rms_norm_gated_forward(int64_t gate_columns, int64_t w
     if (!error) error = parity_registry_resolve(PARITY_OP_RMS_NORM_GATED, "eager", PARITY_CPU, &backend);
     if (!error) {
         parity_rms_norm_gated_args args = {&x, &gate, &weight, 1e-6, &y};
-        error = ((const parity_rms_norm_gated_kernels *)backend->kernels)->forward(&args, &saved);
+        error = ((const parity_rms_norm_gated_kernels *)backend->kernels)
+                    ->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     }
     parity_saved_release(&saved);
     parity_tensor_release(&x);

@@ -38,7 +38,7 @@ static parity_rotary_args rotary_args_of(op_check_state *state, const rotary_par
 static parity_error *rotary_forward(op_check_state *state, const void *raw) {
     const parity_rotary_kernels *kernels = op_check_kernels(state);
     parity_rotary_args args = rotary_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *rotary_backward(op_check_state *state, const void *raw) {
@@ -46,7 +46,7 @@ static parity_error *rotary_backward(op_check_state *state, const void *raw) {
     parity_rotary_args args = rotary_args_of(state, raw);
     parity_rotary_grads grads = {op_check_gradient(state, "query_out"), op_check_gradient(state, "key_out"),
                                  op_check_gradient(state, "query"), op_check_gradient(state, "key")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define ROTARY_ROW(label, tokens_, query_heads_, key_heads_, head_dim_, positions_, ...)                    \
@@ -111,7 +111,7 @@ static parity_error *call_rotary_forward(const rotary_call *call) {
     if (!error) error = parity_registry_resolve(PARITY_OP_ROTARY, "eager", PARITY_CPU, &backend);
     if (!error) {
         parity_rotary_args args = {&query, &key, &positions, &call->rope, &query_out, &key_out};
-        error = ((const parity_rotary_kernels *)backend->kernels)->forward(&args, &saved);
+        error = ((const parity_rotary_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     }
     parity_saved_release(&saved);
     parity_tensor_release(&query);

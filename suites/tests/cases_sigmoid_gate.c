@@ -25,7 +25,7 @@ static parity_sigmoid_gate_args sigmoid_gate_args_of(op_check_state *state) {
 static parity_error *sigmoid_gate_forward(op_check_state *state, const void *raw) {
     const parity_sigmoid_gate_kernels *kernels = op_check_kernels(state);
     parity_sigmoid_gate_args args = sigmoid_gate_args_of(state);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *sigmoid_gate_backward(op_check_state *state, const void *raw) {
@@ -33,7 +33,7 @@ static parity_error *sigmoid_gate_backward(op_check_state *state, const void *ra
     parity_sigmoid_gate_args args = sigmoid_gate_args_of(state);
     parity_sigmoid_gate_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "x"),
                                        op_check_gradient(state, "gate")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define SIGMOID_GATE_ROW(label, batch_, rows_, width_, broadcast_)                                          \
@@ -57,7 +57,9 @@ static parity_error *call_sigmoid_gate(int64_t gate_rows, int64_t gate_width, pa
     parity_tensor *gate = invalid_call_tensor(&scratch, gate_dtype, PARITY_SHAPE(gate_rows, gate_width));
     parity_tensor *y = invalid_call_tensor(&scratch, PARITY_F64, PARITY_SHAPE(7, 13));
     const parity_sigmoid_gate_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_SIGMOID_GATE);
-    if (kernels) scratch.error = kernels->forward(&(parity_sigmoid_gate_args){x, gate, y}, &scratch.saved);
+    if (kernels)
+        scratch.error =
+            kernels->forward(parity_test_exec(PARITY_CPU), &(parity_sigmoid_gate_args){x, gate, y}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

@@ -41,7 +41,7 @@ static parity_split_args split_args_of(op_check_state *state, const split_params
 static parity_error *split_forward(op_check_state *state, const void *raw) {
     const parity_split_kernels *kernels = op_check_kernels(state);
     parity_split_args args = split_args_of(state, raw);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *split_backward(op_check_state *state, const void *raw) {
@@ -54,7 +54,7 @@ static parity_error *split_backward(op_check_state *state, const void *raw) {
         part_name(i, name, sizeof name);
         grads.dparts[i] = op_check_gradient(state, name);
     }
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define SPLIT_ROW(label, batch_, rows_, count_, unused_, ...)                                               \
@@ -77,7 +77,9 @@ static parity_error *call_split(int64_t second_rows, int64_t second_width) {
     parity_tensor *first = invalid_call_tensor(&scratch, PARITY_BF16, PARITY_SHAPE(7, 13));
     parity_tensor *second = invalid_call_tensor(&scratch, PARITY_BF16, PARITY_SHAPE(second_rows, second_width));
     const parity_split_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_SPLIT);
-    if (kernels) scratch.error = kernels->forward(&(parity_split_args){x, 2, {first, second}}, &scratch.saved);
+    if (kernels)
+        scratch.error =
+            kernels->forward(parity_test_exec(PARITY_CPU), &(parity_split_args){x, 2, {first, second}}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

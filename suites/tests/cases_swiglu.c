@@ -23,7 +23,7 @@ static parity_swiglu_args swiglu_args_of(op_check_state *state) {
 static parity_error *swiglu_forward(op_check_state *state, const void *raw) {
     const parity_swiglu_kernels *kernels = op_check_kernels(state);
     parity_swiglu_args args = swiglu_args_of(state);
-    return kernels->forward(&args, &state->saved);
+    return kernels->forward(state->exec, &args, &state->saved);
 }
 
 static parity_error *swiglu_backward(op_check_state *state, const void *raw) {
@@ -31,7 +31,7 @@ static parity_error *swiglu_backward(op_check_state *state, const void *raw) {
     parity_swiglu_args args = swiglu_args_of(state);
     parity_swiglu_grads grads = {op_check_gradient(state, "y"), op_check_gradient(state, "gate"),
                                  op_check_gradient(state, "up")};
-    return kernels->backward(&args, &state->saved, &grads);
+    return kernels->backward(state->exec, &args, &state->saved, &grads);
 }
 
 #define SWIGLU_ROW(label, rows_, intermediate_, gate_std_)                                                  \
@@ -58,7 +58,7 @@ static parity_error *call_swiglu_forward(parity_dtype up_dtype, int64_t up_colum
     if (!error) error = parity_registry_resolve(PARITY_OP_SWIGLU, "eager", PARITY_CPU, &backend);
     if (!error) {
         parity_swiglu_args args = {&gate, &up, &y};
-        error = ((const parity_swiglu_kernels *)backend->kernels)->forward(&args, &saved);
+        error = ((const parity_swiglu_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     }
     parity_saved_release(&saved);
     parity_tensor_release(&gate);

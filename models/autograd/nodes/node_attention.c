@@ -20,7 +20,7 @@ static parity_error *attention_backward(parity_tape *tape, parity_node *node) {
     for (; opened < 3 && !error; opened++) error = parity_gradient_slot_open(&slots[opened], inputs[opened]);
     if (!error) {
         parity_attention_grads grads = {&record->output->gradient, slots[0].target, slots[1].target, slots[2].target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     for (int i = 0; i < opened; i++) {
         if (!error) error = parity_gradient_slot_close(&slots[i]);
@@ -42,6 +42,6 @@ parity_error *parity_node_attention(parity_tape *tape, const parity_backend *bac
                                 {&query->value, &key->value, &value->value, cu_seqlens, scale, causal, sliding_window, &(*out)->value},
                                 query, key, value, *out};
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_ATTENTION, backend->name, name, error, &saved, record, attention_backward);
 }

@@ -19,7 +19,7 @@ static parity_error *broadcast_heads_backward(parity_tape *tape, parity_node *no
     parity_error *error = NULL;
     if (input.target) {
         parity_broadcast_heads_grads grads = {&record->output->gradient, input.target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     if (!error) error = parity_gradient_slot_close(&input);
     parity_gradient_slot_abandon(&input);
@@ -40,6 +40,6 @@ parity_error *parity_node_broadcast_heads(parity_tape *tape, const parity_backen
     if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording broadcast_heads");
     *record = (broadcast_heads_record){backend->kernels, {&input->value, &(*out)->value}, input, *out};
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_BROADCAST_HEADS, backend->name, name, error, &saved, record, broadcast_heads_backward);
 }

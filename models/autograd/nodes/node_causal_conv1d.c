@@ -19,7 +19,7 @@ static parity_error *causal_conv1d_backward(parity_tape *tape, parity_node *node
     parity_error *error = parity_gradient_slot_open(&weight, record->weight);
     if (!error) {
         parity_causal_conv1d_grads grads = {&record->output->gradient, input.target, weight.target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     if (!error) error = parity_gradient_slot_close(&input);
     if (!error) error = parity_gradient_slot_close(&weight);
@@ -47,6 +47,6 @@ parity_error *parity_node_causal_conv1d(parity_tape *tape, const parity_backend 
     record->weight = weight;
     record->output = *out;
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_CAUSAL_CONV1D, backend->name, name, error, &saved, record, causal_conv1d_backward);
 }

@@ -22,7 +22,7 @@ static parity_error *concat_backward(parity_tape *tape, parity_node *node) {
     if (!error) {
         parity_concat_grads grads = {.doutput = &record->output->gradient};
         for (int i = 0; i < count; i++) grads.dparts[i] = slots[i].target;
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     for (int i = 0; i < opened; i++) {
         if (!error) error = parity_gradient_slot_close(&slots[i]);
@@ -60,6 +60,6 @@ parity_error *parity_node_concat(parity_tape *tape, const parity_backend *backen
     }
     record->output = *out;
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_CONCAT, backend->name, name, error, &saved, record, concat_backward);
 }

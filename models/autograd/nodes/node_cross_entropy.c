@@ -18,7 +18,7 @@ static parity_error *cross_entropy_backward(parity_tape *tape, parity_node *node
     parity_error *error = parity_gradient_slot_open(&weight, record->weight);
     if (!error) {
         parity_cross_entropy_grads grads = {&record->loss->gradient, hidden.target, weight.target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     if (!error) error = parity_gradient_slot_close(&hidden);
     if (!error) error = parity_gradient_slot_close(&weight);
@@ -47,7 +47,7 @@ parity_error *parity_node_cross_entropy(parity_tape *tape, const parity_backend 
                                       .logits = logits ? &(*logits)->value : NULL, .valid_count = NULL},
                                      hidden, weight, *loss};
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     record->args.logits = NULL; // backward never needs them
     return parity_tape_record(tape, PARITY_OP_CROSS_ENTROPY, backend->name, name, error, &saved, record, cross_entropy_backward);
 }

@@ -20,7 +20,7 @@ static parity_error *embedding_backward(parity_tape *tape, parity_node *node) {
     parity_error *error = NULL;
     if (weight.target) {
         parity_embedding_grads grads = {&record->output->gradient, weight.target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     if (!error) error = parity_gradient_slot_close(&weight);
     parity_gradient_slot_abandon(&weight);
@@ -47,6 +47,6 @@ parity_error *parity_node_embedding(parity_tape *tape, const parity_backend *bac
     record->args.has_padding_idx = padding_idx >= 0;
     record->args.padding_idx = padding_idx;
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_EMBEDDING, backend->name, name, error, &saved, record, embedding_backward);
 }

@@ -22,7 +22,7 @@ static parity_error *gated_delta_rule_backward(parity_tape *tape, parity_node *n
     if (!error) {
         parity_gated_delta_rule_grads grads = {&record->output->gradient, slots[0].target, slots[1].target,
                                                slots[2].target, slots[3].target, slots[4].target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     for (int i = 0; i < opened; i++) {
         if (!error) error = parity_gradient_slot_close(&slots[i]);
@@ -59,6 +59,6 @@ parity_error *parity_node_gated_delta_rule(parity_tape *tape, const parity_backe
     record->beta = beta;
     record->output = *out;
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_GATED_DELTA_RULE, backend->name, name, error, &saved, record, gated_delta_rule_backward);
 }

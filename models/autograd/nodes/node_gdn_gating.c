@@ -37,7 +37,7 @@ static parity_error *gdn_gating_backward(parity_tape *tape, parity_node *node) {
     for (; opened < 4 && !error; opened++) error = parity_gradient_slot_open(&slots[opened], inputs[opened]);
     if (!error) {
         parity_gdn_gating_grads grads = {dg, dbeta, slots[0].target, slots[1].target, slots[2].target, slots[3].target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     for (int i = 0; i < opened; i++) {
         if (!error) error = parity_gradient_slot_close(&slots[i]);
@@ -67,6 +67,6 @@ parity_error *parity_node_gdn_gating(parity_tape *tape, const parity_backend *ba
                                   {&a->value, &b->value, &A_log->value, &dt_bias->value, &(*g)->value, &(*beta)->value},
                                   a, b, A_log, dt_bias, *g, *beta};
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_GDN_GATING, backend->name, name, error, &saved, record, gdn_gating_backward);
 }

@@ -18,7 +18,7 @@ static parity_error *l2_norm_backward(parity_tape *tape, parity_node *node) {
     parity_error *error = NULL;
     if (input.target) {
         parity_l2_norm_grads grads = {&record->output->gradient, input.target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     if (!error) error = parity_gradient_slot_close(&input);
     parity_gradient_slot_abandon(&input);
@@ -33,6 +33,6 @@ parity_error *parity_node_l2_norm(parity_tape *tape, const parity_backend *backe
     if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording l2_norm");
     *record = (l2_norm_record){backend->kernels, {&input->value, eps, &(*out)->value}, input, *out};
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_L2_NORM, backend->name, name, error, &saved, record, l2_norm_backward);
 }

@@ -21,7 +21,7 @@ static parity_error *linear_backward(parity_tape *tape, parity_node *node) {
     for (; opened < 3 && !error; opened++) error = parity_gradient_slot_open(&slots[opened], inputs[opened]);
     if (!error) {
         parity_linear_grads grads = {&record->output->gradient, slots[0].target, slots[1].target, slots[2].target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     for (int i = 0; i < opened; i++) {
         if (!error) error = parity_gradient_slot_close(&slots[i]);
@@ -46,6 +46,6 @@ parity_error *parity_node_linear(parity_tape *tape, const parity_backend *backen
                               {&input->value, &weight->value, bias ? &bias->value : NULL, &(*out)->value},
                               input, weight, bias, *out};
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_LINEAR, backend->name, name, error, &saved, record, linear_backward);
 }

@@ -19,7 +19,7 @@ static parity_error *matmul_backward(parity_tape *tape, parity_node *node) {
     parity_error *error = parity_gradient_slot_open(&b, record->b);
     if (!error) {
         parity_matmul_grads grads = {&record->output->gradient, a.target, b.target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     if (!error) error = parity_gradient_slot_close(&a);
     if (!error) error = parity_gradient_slot_close(&b);
@@ -45,6 +45,6 @@ parity_error *parity_node_matmul(parity_tape *tape, const parity_backend *backen
     if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording matmul");
     *record = (matmul_record){backend->kernels, {&a->value, &b->value, transpose_a, transpose_b, &(*out)->value}, a, b, *out};
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_MATMUL, backend->name, name, error, &saved, record, matmul_backward);
 }

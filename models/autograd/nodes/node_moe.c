@@ -18,7 +18,7 @@ static parity_error *router_backward(parity_tape *tape, parity_node *node) {
     parity_gradient_slot logits;
     PARITY_TRY(parity_gradient_slot_open(&logits, record->logits));
     parity_moe_router_grads grads = {&record->weights->gradient, logits.target};
-    parity_error *error = record->kernels->backward(&record->args, &node->saved, &grads);
+    parity_error *error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     if (!error) error = parity_gradient_slot_close(&logits);
     parity_gradient_slot_abandon(&logits);
     return error;
@@ -43,7 +43,7 @@ parity_error *parity_node_moe_router(parity_tape *tape, const parity_backend *ba
     record->logits = logits;
     record->weights = *weights;
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_MOE_ROUTER, backend->name, name, error, &saved, record, router_backward);
 }
 
@@ -64,7 +64,7 @@ static parity_error *experts_backward(parity_tape *tape, parity_node *node) {
     if (!error) {
         parity_moe_experts_grads grads = {&record->output->gradient, slots[0].target, slots[1].target, slots[2].target,
                                           slots[3].target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     for (int i = 0; i < 4; i++) {
         if (!error) error = parity_gradient_slot_close(&slots[i]);
@@ -84,7 +84,7 @@ parity_error *parity_node_moe_experts(parity_tape *tape, const parity_backend *b
                                 &routing_weights->value, &(*out)->value},
                                hidden, gate_up_proj, down_proj, routing_weights, *out};
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_MOE_EXPERTS, backend->name, name, error, &saved, record, experts_backward);
 }
 
@@ -101,7 +101,7 @@ static parity_error *balance_backward(parity_tape *tape, parity_node *node) {
     parity_gradient_slot logits;
     PARITY_TRY(parity_gradient_slot_open(&logits, record->logits));
     parity_load_balancing_loss_grads grads = {&record->loss->gradient, logits.target};
-    parity_error *error = record->kernels->backward(&record->args, &node->saved, &grads);
+    parity_error *error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     if (!error) error = parity_gradient_slot_close(&logits);
     parity_gradient_slot_abandon(&logits);
     return error;
@@ -116,6 +116,6 @@ parity_error *parity_node_load_balancing_loss(parity_tape *tape, const parity_ba
     if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording load_balancing_loss");
     *record = (balance_record){backend->kernels, {&router_logits->value, num_layers, top_k, &(*loss)->value}, router_logits, *loss};
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_LOAD_BALANCING_LOSS, backend->name, name, error, &saved, record, balance_backward);
 }

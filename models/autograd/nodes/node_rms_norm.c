@@ -18,7 +18,7 @@ static parity_error *rms_norm_backward(parity_tape *tape, parity_node *node) {
     parity_error *error = parity_gradient_slot_open(&weight, record->weight);
     if (!error) {
         parity_rms_norm_grads grads = {&record->output->gradient, input.target, weight.target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     if (!error) error = parity_gradient_slot_close(&input);
     if (!error) error = parity_gradient_slot_close(&weight);
@@ -35,6 +35,6 @@ parity_error *parity_node_rms_norm(parity_tape *tape, const parity_backend *back
     if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording rms_norm");
     *record = (rms_norm_record){backend->kernels, {&input->value, &weight->value, eps, variant, &(*out)->value}, input, weight, *out};
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_RMS_NORM, backend->name, name, error, &saved, record, rms_norm_backward);
 }

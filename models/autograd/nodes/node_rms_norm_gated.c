@@ -19,7 +19,7 @@ static parity_error *rms_norm_gated_backward(parity_tape *tape, parity_node *nod
     for (int i = 0; i < 3 && !error; i++) error = parity_gradient_slot_open(&slots[i], inputs[i]);
     if (!error) {
         parity_rms_norm_gated_grads grads = {&record->output->gradient, slots[0].target, slots[1].target, slots[2].target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     for (int i = 0; i < 3; i++) {
         if (!error) error = parity_gradient_slot_close(&slots[i]);
@@ -38,6 +38,6 @@ parity_error *parity_node_rms_norm_gated(parity_tape *tape, const parity_backend
     *record = (rms_norm_gated_record){backend->kernels, {&input->value, &gate->value, &weight->value, eps, &(*out)->value},
                                       input, gate, weight, *out};
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_RMS_NORM_GATED, backend->name, name, error, &saved, record, rms_norm_gated_backward);
 }

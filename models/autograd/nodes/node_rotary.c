@@ -29,7 +29,7 @@ static parity_error *rotary_backward(parity_tape *tape, parity_node *node) {
         parity_rotary_grads grads = {record->query_out->has_gradient ? &record->query_out->gradient : &zero_query,
                                      record->key_out->has_gradient ? &record->key_out->gradient : &zero_key, query.target,
                                      key.target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     if (!error) error = parity_gradient_slot_close(&query);
     if (!error) error = parity_gradient_slot_close(&key);
@@ -59,7 +59,7 @@ parity_error *parity_node_rotary(parity_tape *tape, const parity_backend *backen
     record->query_out = query_result;
     record->key_out = key_result;
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     *query_out = query_result;
     *key_out = key_result;
     return parity_tape_record(tape, PARITY_OP_ROTARY, backend->name, name, error, &saved, record, rotary_backward);

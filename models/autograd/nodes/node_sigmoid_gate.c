@@ -18,7 +18,7 @@ static parity_error *sigmoid_gate_backward(parity_tape *tape, parity_node *node)
     parity_error *error = parity_gradient_slot_open(&gate, record->gate);
     if (!error) {
         parity_sigmoid_gate_grads grads = {&record->output->gradient, input.target, gate.target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     if (!error) error = parity_gradient_slot_close(&input);
     if (!error) error = parity_gradient_slot_close(&gate);
@@ -35,6 +35,6 @@ parity_error *parity_node_sigmoid_gate(parity_tape *tape, const parity_backend *
     if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording sigmoid_gate");
     *record = (sigmoid_gate_record){backend->kernels, {&input->value, &gate->value, &(*out)->value}, input, gate, *out};
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_SIGMOID_GATE, backend->name, name, error, &saved, record, sigmoid_gate_backward);
 }

@@ -28,7 +28,7 @@ static parity_error *split_backward(parity_tape *tape, parity_node *node) {
     parity_error *error = NULL;
     if (input.target) {
         grads.dinput = input.target;
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     if (!error) error = parity_gradient_slot_close(&input);
     parity_gradient_slot_abandon(&input);
@@ -71,6 +71,6 @@ parity_error *parity_node_split(parity_tape *tape, const parity_backend *backend
         record->args.parts[i] = &parts[i]->value;
     }
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_SPLIT, backend->name, name, error, &saved, record, split_backward);
 }

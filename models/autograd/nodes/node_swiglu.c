@@ -18,7 +18,7 @@ static parity_error *swiglu_backward(parity_tape *tape, parity_node *node) {
     parity_error *error = parity_gradient_slot_open(&up, record->up);
     if (!error) {
         parity_swiglu_grads grads = {&record->output->gradient, gate.target, up.target};
-        error = record->kernels->backward(&record->args, &node->saved, &grads);
+        error = record->kernels->backward(tape->exec, &record->args, &node->saved, &grads);
     }
     if (!error) error = parity_gradient_slot_close(&gate);
     if (!error) error = parity_gradient_slot_close(&up);
@@ -35,6 +35,6 @@ parity_error *parity_node_swiglu(parity_tape *tape, const parity_backend *backen
     if (!record) return PARITY_ERROR(PARITY_ERROR_MEMORY, "recording swiglu");
     *record = (swiglu_record){backend->kernels, {&gate->value, &up->value, &(*out)->value}, gate, up, *out};
     parity_saved saved = {0};
-    parity_error *error = record->kernels->forward(&record->args, &saved);
+    parity_error *error = record->kernels->forward(tape->exec, &record->args, &saved);
     return parity_tape_record(tape, PARITY_OP_SWIGLU, backend->name, name, error, &saved, record, swiglu_backward);
 }
