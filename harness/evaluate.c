@@ -23,8 +23,8 @@ void parity_evaluation_release(parity_evaluation *evaluation) {
 }
 
 // Warm-up and timed steps after the measured one (options->timer); each result is discarded.
-static parity_error *timed_steps(const parity_evaluation_options *options, parity_model *model, const parity_batch *batch,
-                                 parity_evaluation *out) {
+static parity_error *timed_steps(const parity_evaluation_options *options, parity_model *model, const parity_exec *exec,
+                                 const parity_batch *batch, parity_evaluation *out) {
     if (!options->timer || options->timed_steps <= 0) return NULL;
     out->step_ms = calloc((size_t)options->timed_steps, sizeof *out->step_ms);
     if (!out->step_ms) return PARITY_ERROR(PARITY_ERROR_MEMORY, "timing samples");
@@ -33,7 +33,7 @@ static parity_error *timed_steps(const parity_evaluation_options *options, parit
         bool timed = i >= options->warmup_steps;
         parity_step_result step;
         if (timed) error = options->timer->begin(options->timer);
-        if (!error) error = parity_model_step(model, batch, false, &step);
+        if (!error) error = parity_model_step(model, exec, batch, false, &step);
         if (!error) parity_step_result_release(&step);
         if (!error && timed) error = options->timer->end(options->timer, &out->step_ms[out->step_ms_count++]);
     }
@@ -41,24 +41,25 @@ static parity_error *timed_steps(const parity_evaluation_options *options, parit
 }
 
 // Rounding-level noise on the embedding table, in the run's dtype (evaluate.h, jitter_seed).
-static parity_error *jitter_embedding(parity_model *model, uint64_t seed) {
+static parity_error *jitter_embedding(parity_model *model, const parity_exec *exec, uint64_t seed) {
     static const char suffix[] = "embed_tokens.weight";
     for (size_t i = 0; i < model->parameters.count; i++) {
         parity_parameter *parameter = &model->parameters.items[i];
         size_t length = strlen(parameter->name);
         if (length < sizeof suffix - 1 || strcmp(parameter->name + length - (sizeof suffix - 1), suffix) != 0) continue;
-        return parity_rng_nudge_ulps(&parameter->value, parity_rng_stream_named(seed, "parity.jitter.embedding"));
+        return parity_rng_nudge_ulps(exec, &parameter->value, parity_rng_stream_named(seed, "parity.jitter.embedding"));
     }
     return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "%s: no parameter named *%s to jitter", model->config.model_type, suffix);
 }
 
 // One more step with per-op times (options->profile_ops); its results are discarded.
-static parity_error *profiled_step(parity_model *model, const parity_batch *batch, parity_evaluation *out) {
+static parity_error *profiled_step(parity_model *model, const parity_exec *exec, const parity_batch *batch,
+                                   parity_evaluation *out) {
     parity_tape_profile_init(&out->op_profile, model->device);
     out->has_op_profile = true;
     model->profile = &out->op_profile;
     parity_step_result step;
-    parity_error *error = parity_model_step(model, batch, false, &step);
+    parity_error *error = parity_model_step(model, exec, batch, false, &step);
     if (!error) parity_step_result_release(&step);
     model->profile = NULL;
     return error;
@@ -160,15 +161,27 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
     parity_bindings bindings;
     if (!error) error = parity_model_bind(requirements, &names, options->device, options->dtype, &bindings);
     if (!error) error = parity_model_create(model_config, &parameters, options->device, options->dtype, &bindings, &model);
-    if (!error && options->jitter_seed) error = jitter_embedding(model, options->jitter_seed);
+    // Made here when the caller brings none, after the build (which reports an absent device).
+    parity_exec *own_exec = NULL;
+    const parity_exec *exec = options->exec;
+    char where[32], wanted[32];
+    if (!error && exec && !parity_device_equal(exec->device, options->device))
+        error = PARITY_ERROR(PARITY_ERROR_USAGE, "evaluation on %s with an execution context on %s",
+                             parity_device_format(options->device, wanted, sizeof wanted),
+                             parity_device_format(exec->device, where, sizeof where));
+    if (!error && !exec) {
+        error = parity_exec_create(options->device, &own_exec);
+        exec = own_exec;
+    }
+    if (!error && options->jitter_seed) error = jitter_embedding(model, exec, options->jitter_seed);
     if (!error) {
         out->token_count = batch->token_count;
         out->valid_target_count = batch->valid_target_count;
         out->document_count = batch->document_count;
         parity_memory_reset_peak(options->device);
-        error = parity_model_step(model, batch, options->want_logits, &out->step);
-        if (!error) error = timed_steps(options, model, batch, out);
-        if (!error && options->profile_ops) error = profiled_step(model, batch, out);
+        error = parity_model_step(model, exec, batch, options->want_logits, &out->step);
+        if (!error) error = timed_steps(options, model, exec, batch, out);
+        if (!error && options->profile_ops) error = profiled_step(model, exec, batch, out);
         out->peak_memory_bytes = (int64_t)parity_memory_get_stats(options->device).peak_bytes;
     }
     for (size_t i = 0; !error && options->keep_gradients && i < model->parameters.count; i++) {
@@ -179,6 +192,7 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         if (!error) error = parity_parameters_add(&out->gradients, parameter->name, &host);
         parity_tensor_release(&host);
     }
+    parity_exec_destroy(own_exec);
     parity_model_free(model);
     parity_parameters_release(&parameters);
     parity_batch_release(&loaded);

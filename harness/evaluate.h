@@ -23,6 +23,9 @@ typedef struct parity_evaluation_options {
     const parity_batch *batch;         // or a batch already in memory (batch_path == NULL)
     parity_dtype dtype;
     parity_device device;
+    // The context the steps run on, owned by the caller (the runner keeps one per device for a run);
+    // NULL: parity_evaluate makes one on `device` for this call once the model is built.
+    const parity_exec *exec;
     const parity_ops_settings *settings; // YAML + --ops, may be NULL
     bool eager_baseline;               // fields nobody set run "eager" instead of VeOmni's GPU defaults
     // Instead of settings: a backend name per op already checked against the vocabulary (a planned
@@ -41,7 +44,8 @@ typedef struct parity_evaluation_options {
     // at every node, its per-(op, backend) times in op_profile (models/autograd/tape_profile.h).
     bool profile_ops;
     // Timing (parity run): after the measured step, `warmup_steps` untimed and `timed_steps` timed
-    // steps of the same model on the same batch. NULL = the measured step only.
+    // steps of the same model on the same batch. NULL = the measured step only. The timer records on
+    // `exec`'s stream (parity_timer_create), so it comes with `exec`.
     parity_timer *timer;
     int warmup_steps, timed_steps;
 } parity_evaluation_options;

@@ -92,8 +92,9 @@ void parity_golden_path_of(const char *golden_dir, const char *suite, const char
 }
 
 parity_error *parity_case_evaluate(const parity_case *c, parity_dtype dtype, parity_device device,
-                                   const parity_op_names *names, bool want_logits, parity_timer *timer,
-                                   int warmup_steps, int timed_steps, uint64_t jitter_seed, parity_evaluation *out) {
+                                   const parity_exec *exec, const parity_op_names *names, bool want_logits,
+                                   parity_timer *timer, int warmup_steps, int timed_steps, uint64_t jitter_seed,
+                                   parity_evaluation *out) {
     parity_batch batch;
     PARITY_TRY(parity_case_batch_to_batch(&c->batch, c->config.vocab_size, &batch));
     parity_evaluation_options options = {
@@ -104,6 +105,7 @@ parity_error *parity_case_evaluate(const parity_case *c, parity_dtype dtype, par
         .batch = &batch,
         .dtype = dtype,
         .device = device,
+        .exec = exec,
         .eager_baseline = true,
         .names = names,
         .requirements = &c->requirements,
@@ -163,7 +165,7 @@ parity_error *parity_golden_compute(const parity_case *c, parity_device device, 
     const parity_dtype dtypes[3] = {PARITY_F64, PARITY_F32, PARITY_BF16};
     for (int d = 0; d < 3 && !error; d++) {
         parity_evaluation evaluation;
-        error = parity_case_evaluate(c, dtypes[d], device, NULL, want_logits, NULL, 0, 0, 0, &evaluation);
+        error = parity_case_evaluate(c, dtypes[d], device, NULL, NULL, want_logits, NULL, 0, 0, 0, &evaluation);
         if (!error && evaluation.step.first_non_finite[0])
             error = PARITY_ERROR(PARITY_ERROR_NUMERIC, "eager %s produced NaN/Inf, first in %s", parity_dtype_name(dtypes[d]),
                                  evaluation.step.first_non_finite);

@@ -23,9 +23,9 @@ parity_timer parity_timer_wall_clock(parity_device device) {
     return timer;
 }
 
-parity_error *parity_timer_create(parity_device device, parity_timer *out) {
-    if (device.type == PARITY_DEVICE_CUDA) return parity_timer_cuda_events(device, out);
-    *out = parity_timer_wall_clock(device);
+parity_error *parity_timer_create(const parity_exec *exec, parity_timer *out) {
+    if (exec->device.type == PARITY_DEVICE_CUDA) return parity_timer_cuda_events(exec, out);
+    *out = parity_timer_wall_clock(exec->device);
     return NULL;
 }
 

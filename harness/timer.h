@@ -1,13 +1,14 @@
 // timer.h: how `parity run` times one step, behind a small interface so a device brings its own
-// clock. The CPU uses the monotonic wall clock; a CUDA device uses CUDA events recorded on the
-// default stream (the stream every parity kernel runs on) around the step (harness/timer_cuda.cu;
-// harness/timer_cuda_without_cuda.c answers UNAVAILABLE in a CPU-only build).
+// clock. The CPU uses the monotonic wall clock; a CUDA device uses CUDA events recorded on the step's
+// stream (the execution context's, ops/core/exec.h, where every kernel of the step runs) around the
+// step (harness/timer_cuda.cu; harness/timer_cuda_without_cuda.c answers UNAVAILABLE in a CPU-only build).
 #ifndef PARITY_TIMER_H
 #define PARITY_TIMER_H
 
 #include "ops/core/clock.h" // parity_monotonic_seconds, for progress lines and elapsed times
 #include "ops/core/device.h"
 #include "ops/core/error.h"
+#include "ops/core/exec.h"
 
 typedef struct parity_timer parity_timer;
 
@@ -21,14 +22,14 @@ struct parity_timer {
     double started;                                              // wall clock: seconds at begin
 };
 
-// A timer for `device` (release it with parity_timer_release).
-parity_error *parity_timer_create(parity_device device, parity_timer *out);
+// A timer for the steps run on `exec` (release it with parity_timer_release).
+parity_error *parity_timer_create(const parity_exec *exec, parity_timer *out);
 void parity_timer_release(parity_timer *timer);
 
 // The CPU clock: CLOCK_MONOTONIC.
 parity_timer parity_timer_wall_clock(parity_device device);
 
-// CUDA events on `device`'s default stream (harness/timer_cuda.cu).
-parity_error *parity_timer_cuda_events(parity_device device, parity_timer *out);
+// CUDA events on `exec`'s stream (harness/timer_cuda.cu).
+parity_error *parity_timer_cuda_events(const parity_exec *exec, parity_timer *out);
 
 #endif

@@ -2,7 +2,7 @@
 // builds, which use timer_cuda.cu).
 #include "harness/timer.h"
 
-parity_error *parity_timer_cuda_events(parity_device device, parity_timer *out) {
-    *out = parity_timer_wall_clock(device);
+parity_error *parity_timer_cuda_events(const parity_exec *exec, parity_timer *out) {
+    *out = parity_timer_wall_clock(exec->device);
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "CUDA-event timing: parity was built without CUDA");
 }

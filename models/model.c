@@ -154,9 +154,14 @@ parity_error *parity_model_random_parameters_on(const parity_model_config *confi
         if (error) break;
         parity_rng_stream stream = parity_rng_stream_named(seed, specs[i].name);
         switch (specs[i].initializer) {
-        case PARITY_INIT_NORMAL: error = parity_rng_fill(&value, stream, PARITY_RNG_NORMAL, 0.0, initializer_range); break;
-        case PARITY_INIT_UNIFORM: error = parity_rng_fill(&value, stream, PARITY_RNG_UNIFORM, specs[i].low, specs[i].high); break;
-        case PARITY_INIT_ONES: error = parity_tensor_fill_value(&value, 1.0); break;
+        // Drawn before any step: no execution context, the legacy default stream (ops/core/exec.h).
+        case PARITY_INIT_NORMAL:
+            error = parity_rng_fill(NULL, &value, stream, PARITY_RNG_NORMAL, 0.0, initializer_range);
+            break;
+        case PARITY_INIT_UNIFORM:
+            error = parity_rng_fill(NULL, &value, stream, PARITY_RNG_UNIFORM, specs[i].low, specs[i].high);
+            break;
+        case PARITY_INIT_ONES: error = parity_tensor_fill_value(NULL, &value, 1.0); break;
         case PARITY_INIT_ZEROS: error = parity_tensor_fill_zero(&value); break;
         }
         if (!error) error = parity_parameters_add(out, specs[i].name, &value);
@@ -190,19 +195,25 @@ static double scalar_of(const parity_variable *variable) {
 }
 
 // L2 norm of a tensor in f64 (a device tensor is reduced on its device).
-static parity_error *norm_of(const parity_tensor *tensor, double *out) {
+static parity_error *norm_of(const parity_exec *exec, const parity_tensor *tensor, double *out) {
     double sum = 0;
-    PARITY_TRY(parity_tensor_sum_of_squares(tensor, &sum));
+    PARITY_TRY(parity_tensor_sum_of_squares(exec, tensor, &sum));
     *out = sqrt(sum);
     return NULL;
 }
 
-parity_error *parity_model_step(parity_model *model, const parity_batch *batch, bool want_logits, parity_step_result *result) {
+parity_error *parity_model_step(parity_model *model, const parity_exec *exec, const parity_batch *batch,
+                                bool want_logits, parity_step_result *result) {
     memset(result, 0, sizeof *result);
     result->aux_loss = NAN;
     result->logits_sum = NAN;
+    char a[32], b[32];
+    if (!parity_device_equal(exec->device, model->device))
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "%s step on %s with an execution context on %s",
+                            model->config.model_type, parity_device_format(model->device, a, sizeof a),
+                            parity_device_format(exec->device, b, sizeof b));
     parity_tape tape;
-    parity_tape_init(&tape, model->device, model->dtype, true);
+    parity_tape_init(&tape, exec, model->dtype, true);
     tape.profile = model->profile;
     memset(model->parameter_variables, 0, model->parameters.count * sizeof *model->parameter_variables);
     parity_forward_outputs outputs = {.want_logits = want_logits};
@@ -241,7 +252,7 @@ parity_error *parity_model_step(parity_model *model, const parity_batch *batch, 
         memset(&variable->gradient, 0, sizeof variable->gradient);
         variable->has_gradient = false;
         double norm = 0;
-        if (!error) error = norm_of(&parameter->gradient, &norm);
+        if (!error) error = norm_of(exec, &parameter->gradient, &norm);
         if (!error && !isfinite(norm) && !result->first_non_finite[0])
             snprintf(result->first_non_finite, sizeof result->first_non_finite, "gradient of %s", parameter->name);
         result->parameter_grad_norms[reported] = norm;

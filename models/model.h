@@ -114,8 +114,9 @@ void parity_model_free(parity_model *model);
 // A parameter as a borrowed tape variable ("model.layers.0.self_attn.q_proj.weight").
 parity_error *parity_model_parameter(parity_model *model, parity_tape *tape, const char *name, parity_variable **out);
 
-// One forward + backward; fills `result` (free with parity_step_result_release). Gradients stay in
-// model->parameters[i].gradient.
-parity_error *parity_model_step(parity_model *model, const parity_batch *batch, bool want_logits, parity_step_result *result);
+// One forward + backward on `exec` (a context on the model's device, owned by whoever runs the step);
+// fills `result` (free with parity_step_result_release). Gradients stay in model->parameters[i].gradient.
+parity_error *parity_model_step(parity_model *model, const parity_exec *exec, const parity_batch *batch,
+                                bool want_logits, parity_step_result *result);
 
 #endif

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 
@@ -73,10 +74,11 @@ typedef struct parity_op_descriptor {
     size_t attributes_field;        // PARITY_ATTRIBUTES_POINTED: offset of the pointer in args
     bool needs_every_output_gradient; // the backward reads every output's gradient: a caller gives zeros
                                       // for an output that received none
-    parity_error *(*forward)(const void *kernels, const void *attributes, parity_tensor *const *tensors,
-                             parity_saved *saved);
-    parity_error *(*backward)(const void *kernels, const void *attributes, parity_tensor *const *tensors,
-                              parity_tensor *const *gradients, const parity_saved *saved);
+    // The one call of a backend's kernel table, on `exec` (ops/core/exec.h).
+    parity_error *(*forward)(const parity_exec *exec, const void *kernels, const void *attributes,
+                             parity_tensor *const *tensors, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const void *kernels, const void *attributes,
+                              parity_tensor *const *tensors, parity_tensor *const *gradients, const parity_saved *saved);
     const parity_op_work_model *work; // NULL: `parity bench` does not time this op
 } parity_op_descriptor;
 
@@ -117,19 +119,20 @@ const parity_op_descriptor *parity_builtin_op_find(const char *name);
 // Defines parity_<op>_op from the file's `slots` and the one call of a backend's kernel table
 // (kernel_forward, kernel_backward); the other fields (attributes, work model, ...) follow.
 #define PARITY_OP_DESCRIPTOR(op, op_name, ...)                                                               \
-    static parity_error *kernel_forward(const void *kernels, const void *attributes, parity_tensor *const *tensors, \
-                                        parity_saved *saved) {                                               \
+    static parity_error *kernel_forward(const parity_exec *exec, const void *kernels, const void *attributes,   \
+                                        parity_tensor *const *tensors, parity_saved *saved) {                \
         parity_##op##_args args;                                                                             \
         parity_op_build_args(&parity_##op##_op, attributes, tensors, false, &args);                          \
-        return ((const parity_##op##_kernels *)kernels)->forward(&args, saved);                              \
+        return ((const parity_##op##_kernels *)kernels)->forward(exec, &args, saved);                        \
     }                                                                                                        \
-    static parity_error *kernel_backward(const void *kernels, const void *attributes, parity_tensor *const *tensors, \
-                                         parity_tensor *const *gradients, const parity_saved *saved) {       \
+    static parity_error *kernel_backward(const parity_exec *exec, const void *kernels, const void *attributes,  \
+                                         parity_tensor *const *tensors, parity_tensor *const *gradients,     \
+                                         const parity_saved *saved) {                                        \
         parity_##op##_args args;                                                                             \
         parity_##op##_grads grads;                                                                           \
         parity_op_build_args(&parity_##op##_op, attributes, tensors, true, &args);                           \
         parity_op_build_grads(&parity_##op##_op, gradients, &grads);                                         \
-        return ((const parity_##op##_kernels *)kernels)->backward(&args, saved, &grads);                     \
+        return ((const parity_##op##_kernels *)kernels)->backward(exec, &args, saved, &grads);               \
     }                                                                                                        \
     const parity_op_descriptor parity_##op##_op = {.name = op_name,                                          \
                                                    .slots = slots,                                           \

@@ -2,7 +2,8 @@
 // on one GPU, in one process, the way `parity bench` does (CUDA events, a 256 MiB write before each
 // run so nothing is cached, >= 200 ms of warm-up, median of 30), and checks that variants meant to
 // give the same bits do. Why: a device call is scarce; one binary answers every question of a
-// tuning round. It includes the kernels' .cu files to reach their templates.
+// tuning round. It includes the kernels' .cu files to reach their templates, and calls them with no
+// execution context (nullptr): they then queue on the legacy default stream, where its events are.
 //
 // Build (from the repository root, after `make BUILD=build-perf`):
 //   nvcc -std=c++17 -O2 -arch=sm_90 -I. tools/bench_fused_rows.cu build-perf/libparity.a \
@@ -302,7 +303,7 @@ int main() {
         auto old_forward = [&] {
             rms_norm_forward_kernel<PARITY_BF16, 8, 2, false><<<(unsigned)rows, 256>>>(x, w, y, inv, rows, hidden, 256, 1e-6f, true);
         };
-        auto ops_forward = [&] { TRY(launch_forward<PARITY_BF16>(&args2, inv2, rows, hidden, forward_layout)); };
+        auto ops_forward = [&] { TRY(launch_forward<PARITY_BF16>(nullptr, &args2, inv2, rows, hidden, forward_layout)); };
         old_forward();
         ops_forward();
         CHECK(cudaDeviceSynchronize());
@@ -331,13 +332,13 @@ int main() {
         old_forward();
         for (auto policy : {PARITY_RMS_NORM_CUDA_PERSISTENT, PARITY_RMS_NORM_CUDA_FIXED_TILES}) {
             const char *p = policy == PARITY_RMS_NORM_CUDA_PERSISTENT ? "persistent" : "fixed tiles";
-            auto old_backward = [&] { TRY(launch_backward<PARITY_BF16>(&args, inv, &grads, rows, hidden, layout, policy, false)); };
+            auto old_backward = [&] { TRY(launch_backward<PARITY_BF16>(nullptr, &args, inv, &grads, rows, hidden, layout, policy, false)); };
             old_backward();
             snprintf(name, sizeof name, "rms bwd old (%s)", p);
             report(name, t.measure(old_backward), bytes_bwd);
 #define BWD_PIPE(ST, MB)                                                                                               \
     do {                                                                                                               \
-        auto step = [&] { TRY(launch_backward<PARITY_BF16, ST, MB>(&args, inv, &grads2, rows, hidden, layout, policy, true)); }; \
+        auto step = [&] { TRY(launch_backward<PARITY_BF16, ST, MB>(nullptr, &args, inv, &grads2, rows, hidden, layout, policy, true)); }; \
         step();                                                                                                        \
         CHECK(cudaDeviceSynchronize());                                                                                \
         snprintf(name, sizeof name, "rms bwd pipelined stages %d (%s): dx", ST, p);                                   \
@@ -352,12 +353,12 @@ int main() {
         // fwd + bwd in one step, the bench's 5 x 128 MiB
         auto pair_old = [&] {
             old_forward();
-            TRY(launch_backward<PARITY_BF16>(&args, inv, &grads, rows, hidden, layout, PARITY_RMS_NORM_CUDA_PERSISTENT,
+            TRY(launch_backward<PARITY_BF16>(nullptr, &args, inv, &grads, rows, hidden, layout, PARITY_RMS_NORM_CUDA_PERSISTENT,
                                              false));
         };
         auto pair_ops = [&] {
             ops_forward();
-            TRY(launch_backward<PARITY_BF16>(&args2, inv2, &grads2, rows, hidden, layout,
+            TRY(launch_backward<PARITY_BF16>(nullptr, &args2, inv2, &grads2, rows, hidden, layout,
                                              PARITY_RMS_NORM_CUDA_PERSISTENT));
         };
         report("rms fwd+bwd previous (persistent)", t.measure(pair_old), bytes_fwd + bytes_bwd);

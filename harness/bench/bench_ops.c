@@ -35,7 +35,8 @@ static parity_error *bench_tensor(parity_bench_inputs *in, parity_tensor **out, 
     parity_tensor *tensor = &in->storage[in->count];
     PARITY_TRY(parity_tensor_alloc(tensor, dtype, device, ndim, shape));
     in->count++;
-    if (name) PARITY_TRY(parity_rng_fill(tensor, parity_rng_stream_named(2024, name), distribution, a, b));
+    // Drawn before any timing, on the legacy default stream (no execution context, ops/core/exec.h).
+    if (name) PARITY_TRY(parity_rng_fill(NULL, tensor, parity_rng_stream_named(2024, name), distribution, a, b));
     *out = tensor;
     return NULL;
 }
@@ -238,14 +239,16 @@ parity_error *parity_bench_setup(const parity_bench_op *op, const parity_bench_s
     return op->setup(shape, dtype, device, in);
 }
 
-parity_error *parity_bench_forward(const parity_bench_op *op, parity_bench_inputs *inputs, const void *kernels,
+parity_error *parity_bench_forward(const parity_exec *exec, const parity_bench_op *op, parity_bench_inputs *inputs,
+                                   const void *kernels,
                                    parity_saved *saved) {
-    return op->descriptor->forward(kernels, inputs->attributes, inputs->tensors, saved);
+    return op->descriptor->forward(exec, kernels, inputs->attributes, inputs->tensors, saved);
 }
 
-parity_error *parity_bench_backward(const parity_bench_op *op, parity_bench_inputs *inputs, const void *kernels,
+parity_error *parity_bench_backward(const parity_exec *exec, const parity_bench_op *op, parity_bench_inputs *inputs,
+                                    const void *kernels,
                                     const parity_saved *saved) {
-    return op->descriptor->backward(kernels, inputs->attributes, inputs->tensors, inputs->gradients, saved);
+    return op->descriptor->backward(exec, kernels, inputs->attributes, inputs->tensors, inputs->gradients, saved);
 }
 
 void parity_bench_teardown(parity_bench_inputs *inputs) {

@@ -48,11 +48,12 @@ const parity_bench_op *parity_bench_op_at(size_t index);
 // Makes `op`'s inputs for `shape` (*out is set even on error; release it with parity_bench_teardown).
 parity_error *parity_bench_setup(const parity_bench_op *op, const parity_bench_shape *shape, parity_dtype dtype,
                                  parity_device device, parity_bench_inputs **out);
-// A backend's forward and backward on the inputs, through the op's descriptor.
-parity_error *parity_bench_forward(const parity_bench_op *op, parity_bench_inputs *inputs, const void *kernels,
-                                   parity_saved *saved);
-parity_error *parity_bench_backward(const parity_bench_op *op, parity_bench_inputs *inputs, const void *kernels,
-                                    const parity_saved *saved);
+// A backend's forward and backward on the inputs, through the op's descriptor, on `exec` (the bench's
+// context on the device).
+parity_error *parity_bench_forward(const parity_exec *exec, const parity_bench_op *op, parity_bench_inputs *inputs,
+                                   const void *kernels, parity_saved *saved);
+parity_error *parity_bench_backward(const parity_exec *exec, const parity_bench_op *op, parity_bench_inputs *inputs,
+                                    const void *kernels, const parity_saved *saved);
 void parity_bench_teardown(parity_bench_inputs *inputs); // NULL is a no-op
 
 // Parses "16384x4096" into `shape` for `op`; SHAPE error naming the op's format otherwise.

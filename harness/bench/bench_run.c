@@ -44,6 +44,7 @@ bool parity_bench_report_has_errors(const parity_bench_report *report) {
 // ---- one pass of one backend ----
 
 typedef struct pass_context {
+    const parity_exec *exec;
     const parity_bench_op *op;
     parity_bench_inputs *inputs;
     const void *kernels;
@@ -53,9 +54,9 @@ typedef struct pass_context {
 
 static parity_error *pass_step(void *raw) {
     pass_context *context = raw;
-    PARITY_TRY(parity_bench_forward(context->op, context->inputs, context->kernels, &context->saved));
+    PARITY_TRY(parity_bench_forward(context->exec, context->op, context->inputs, context->kernels, &context->saved));
     if (context->backward)
-        PARITY_TRY(parity_bench_backward(context->op, context->inputs, context->kernels, &context->saved));
+        PARITY_TRY(parity_bench_backward(context->exec, context->op, context->inputs, context->kernels, &context->saved));
     return NULL;
 }
 
@@ -85,11 +86,12 @@ static void set_status(parity_bench_result *result, const char *prefix, parity_e
     parity_error_free(error);
 }
 
-static void time_pass(const parity_bench_options *options, const parity_bench_context *context, parity_bench_timer *timer,
+static void time_pass(const parity_bench_options *options, const parity_bench_context *context, const parity_exec *exec,
+                      parity_bench_timer *timer,
                       const parity_bench_op *op, const parity_bench_shape *shape, parity_bench_inputs *inputs,
                       const parity_backend *backend, bool backward, parity_bench_result *result) {
     const parity_op_work_model *work = op->descriptor->work;
-    pass_context pass = {.op = op, .inputs = inputs, .kernels = backend->kernels, .backward = backward};
+    pass_context pass = {.exec = exec, .op = op, .inputs = inputs, .kernels = backend->kernels, .backward = backward};
     int runs = work->flop_bound ? options->flop_bound_runs : options->runs;
     int warmup = work->flop_bound ? (options->warmup < 3 ? options->warmup : 3) : options->warmup;
     parity_error *error = parity_bench_timer_measure(timer, pass_step, pass_after, &pass, warmup, runs, &result->timing);
@@ -136,7 +138,7 @@ static size_t backends_for(const parity_bench_options *options, const char *op, 
 }
 
 static parity_error *bench_shape(const parity_bench_options *options, const parity_bench_context *context,
-                                 parity_bench_timer *timer, const parity_bench_op *op, const parity_bench_shape *shape,
+                                 const parity_exec *exec, parity_bench_timer *timer, const parity_bench_op *op, const parity_bench_shape *shape,
                                  parity_bench_report *report) {
     const char *names[32];
     const char *op_name = op->descriptor->name;
@@ -165,7 +167,7 @@ static parity_error *bench_shape(const parity_bench_options *options, const pari
             } else if (!(backend->dtypes & PARITY_DTYPE_BIT(options->dtype))) {
                 snprintf(result.status, sizeof result.status, "not supported: no %s", parity_dtype_name(options->dtype));
             } else {
-                time_pass(options, context, timer, op, shape, inputs, backend, pass == 1, &result);
+                time_pass(options, context, exec, timer, op, shape, inputs, backend, pass == 1, &result);
             }
             fprintf(stderr, "parity bench: %s %s %s %s: %s%s\n", result.op, result.shape, result.pass, result.backend,
                     result.ok ? "" : result.status, result.ok ? "timed" : "");
@@ -212,9 +214,15 @@ parity_error *parity_bench_run(const parity_bench_options *options, parity_bench
                  "parity bench: runs must be >= 1 and warm-up >= 0");
     parity_device_info info;
     PARITY_TRY(parity_device_query(options->device, &info)); // a clear "no CUDA device" before anything else
+    parity_exec *exec; // the one context every timed call runs on
+    PARITY_TRY(parity_exec_create(options->device, &exec));
     parity_bench_timer *timer;
-    PARITY_TRY(parity_bench_timer_open(options->device.index, &timer));
-    parity_error *error = measure_context(options, timer, &report->context);
+    parity_error *error = parity_bench_timer_open(exec, &timer);
+    if (error) {
+        parity_exec_destroy(exec);
+        return error;
+    }
+    error = measure_context(options, timer, &report->context);
     for (size_t o = 0; !error && o < options->op_count; o++) {
         const parity_bench_op *op = options->ops[o];
         size_t shape_count = 0;
@@ -223,9 +231,10 @@ parity_error *parity_bench_run(const parity_bench_options *options, parity_bench
         for (size_t s = 0; !error && s < shape_count; s++) {
             parity_bench_shape shape;
             error = parity_bench_parse_shape(op, options->shapes ? options->shapes[s] : op->default_shapes[s], &shape);
-            if (!error) error = bench_shape(options, &report->context, timer, op, &shape, report);
+            if (!error) error = bench_shape(options, &report->context, exec, timer, op, &shape, report);
         }
     }
     parity_bench_timer_close(timer);
+    parity_exec_destroy(exec);
     return error;
 }

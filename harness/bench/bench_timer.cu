@@ -1,8 +1,10 @@
-// bench_timer.cu: CUDA events, the L2 flush and the two ceilings of bench_timer.h.
+// bench_timer.cu: CUDA events, the L2 flush and the two ceilings of bench_timer.h, on the stream of the
+// bench's execution context.
 #include <algorithm>
 #include <vector>
 
 #include "ops/core/cuda/cuda_check.h"
+#include "ops/core/cuda/exec_stream.cuh"
 
 extern "C" {
 #include "harness/bench/bench_timer.h"
@@ -16,18 +18,25 @@ static const int max_warmup_calls = 20000;
 static const int busy_writes = 400; // 400 back-to-back writes of the flush buffer: some 30 ms of device time
 
 struct parity_bench_timer {
+    const parity_exec *exec;
+    cudaStream_t stream; // exec's
     int device;
     void *flush;
     size_t flush_bytes;
     cudaEvent_t start, stop;
 };
 
-extern "C" parity_error *parity_bench_timer_open(int device_index, parity_bench_timer **out) {
+extern "C" parity_error *parity_bench_timer_open(const parity_exec *exec, parity_bench_timer **out) {
     *out = nullptr;
+    if (exec->device.type != PARITY_DEVICE_CUDA)
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "parity bench: the timer needs a CUDA execution context");
+    int device_index = exec->device.index;
     PARITY_CUDA_TRY(cudaSetDevice(device_index));
     int l2_bytes = 0;
     PARITY_CUDA_TRY(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device_index));
     parity_bench_timer *timer = new parity_bench_timer();
+    timer->exec = exec;
+    timer->stream = parity_cuda_stream(exec);
     timer->device = device_index;
     timer->flush_bytes = std::max<size_t>((size_t)4 * (size_t)l2_bytes, (size_t)256 << 20);
     cudaError_t status = cudaMalloc(&timer->flush, timer->flush_bytes);
@@ -62,17 +71,18 @@ extern "C" parity_error *parity_bench_timer_measure(parity_bench_timer *timer, p
     // have ramped up whatever ran before (a few calls of a 0.1 ms kernel are not enough).
     // First keep the device busy for a moment with back-to-back writes of the flush buffer (no host
     // round trips), then warm up the call itself.
-    PARITY_CUDA_TRY(cudaEventRecord(timer->start, 0));
-    for (int i = 0; i < busy_writes; i++) PARITY_CUDA_TRY(cudaMemsetAsync(timer->flush, i & 0xff, timer->flush_bytes, 0));
-    PARITY_CUDA_TRY(cudaEventRecord(timer->stop, 0));
+    PARITY_CUDA_TRY(cudaEventRecord(timer->start, timer->stream));
+    for (int i = 0; i < busy_writes; i++)
+        PARITY_CUDA_TRY(cudaMemsetAsync(timer->flush, i & 0xff, timer->flush_bytes, timer->stream));
+    PARITY_CUDA_TRY(cudaEventRecord(timer->stop, timer->stream));
     PARITY_CUDA_TRY(cudaEventSynchronize(timer->stop));
     double warm_ms = 0;
     int warm_calls = 0;
     for (int i = 0; warm_calls < warmup || (warmup > 0 && warm_ms < min_warmup_ms && warm_calls < max_warmup_calls);
          i++, warm_calls++) {
-        PARITY_CUDA_TRY(cudaEventRecord(timer->start, 0));
+        PARITY_CUDA_TRY(cudaEventRecord(timer->start, timer->stream));
         parity_error *error = step(context);
-        PARITY_CUDA_TRY(cudaEventRecord(timer->stop, 0));
+        PARITY_CUDA_TRY(cudaEventRecord(timer->stop, timer->stream));
         if (!error && after) error = after(context);
         cudaError_t status = cudaEventSynchronize(timer->stop);
         if (error) return error;
@@ -85,10 +95,10 @@ extern "C" parity_error *parity_bench_timer_measure(parity_bench_timer *timer, p
     }
     for (int i = 0; i < runs; i++) {
         // The flush writes every byte of a buffer >= 4x the L2: nothing of the inputs stays cached.
-        PARITY_CUDA_TRY(cudaMemsetAsync(timer->flush, i & 0xff, timer->flush_bytes, 0));
-        PARITY_CUDA_TRY(cudaEventRecord(timer->start, 0));
+        PARITY_CUDA_TRY(cudaMemsetAsync(timer->flush, i & 0xff, timer->flush_bytes, timer->stream));
+        PARITY_CUDA_TRY(cudaEventRecord(timer->start, timer->stream));
         parity_error *error = step(context);
-        PARITY_CUDA_TRY(cudaEventRecord(timer->stop, 0));
+        PARITY_CUDA_TRY(cudaEventRecord(timer->stop, timer->stream));
         if (!error && after) error = after(context);
         cudaError_t status = cudaEventSynchronize(timer->stop);
         if (error) return error;
@@ -110,22 +120,24 @@ struct copy_context {
     void *destination;
     const void *source;
     size_t bytes;
+    cudaStream_t stream;
 };
 
 parity_error *copy_step(void *raw) {
     copy_context *context = (copy_context *)raw;
-    PARITY_CUDA_TRY(cudaMemcpyAsync(context->destination, context->source, context->bytes, cudaMemcpyDeviceToDevice, 0));
+    PARITY_CUDA_TRY(cudaMemcpyAsync(context->destination, context->source, context->bytes, cudaMemcpyDeviceToDevice,
+                                    context->stream));
     return NULL;
 }
 
 struct gemm_context {
-    int device;
+    const parity_exec *exec;
     parity_cuda_gemm_desc desc;
 };
 
 parity_error *gemm_step(void *raw) {
     gemm_context *context = (gemm_context *)raw;
-    return parity_cuda_gemm(context->device, &context->desc);
+    return parity_cuda_gemm(context->exec, &context->desc);
 }
 
 } // namespace
@@ -136,11 +148,11 @@ extern "C" parity_error *parity_bench_copy_ceiling(parity_bench_timer *timer, si
     void *source = nullptr, *destination = nullptr;
     PARITY_CUDA_TRY(cudaMalloc(&source, bytes));
     cudaError_t status = cudaMalloc(&destination, bytes);
-    if (status == cudaSuccess) status = cudaMemsetAsync(source, 0x5a, bytes, 0);
+    if (status == cudaSuccess) status = cudaMemsetAsync(source, 0x5a, bytes, timer->stream);
     parity_error *error = status == cudaSuccess ? NULL
                                                 : PARITY_ERROR(PARITY_ERROR_DEVICE, "parity bench: copy buffers of %zu bytes: %s",
                                                                bytes, cudaGetErrorString(status));
-    copy_context context = {destination, source, bytes};
+    copy_context context = {destination, source, bytes, timer->stream};
     if (!error) error = parity_bench_timer_measure(timer, copy_step, NULL, &context, 3, runs, timing);
     if (!error) *gigabytes_per_second = 2.0 * (double)bytes / (timing->median_ms * 1e-3) / 1e9;
     cudaFree(source);
@@ -156,10 +168,12 @@ extern "C" parity_error *parity_bench_gemm_ceiling(parity_bench_timer *timer, in
     parity_error *error = parity_tensor_alloc(&a, PARITY_BF16, device, 2, shape);
     if (!error) error = parity_tensor_alloc(&b, PARITY_BF16, device, 2, shape);
     if (!error) error = parity_tensor_alloc(&c, PARITY_BF16, device, 2, shape);
-    if (!error) error = parity_rng_fill(&a, parity_rng_stream_named(1, "bench gemm a"), PARITY_RNG_NORMAL, 0, 1);
-    if (!error) error = parity_rng_fill(&b, parity_rng_stream_named(1, "bench gemm b"), PARITY_RNG_NORMAL, 0, 1);
+    if (!error)
+        error = parity_rng_fill(timer->exec, &a, parity_rng_stream_named(1, "bench gemm a"), PARITY_RNG_NORMAL, 0, 1);
+    if (!error)
+        error = parity_rng_fill(timer->exec, &b, parity_rng_stream_named(1, "bench gemm b"), PARITY_RNG_NORMAL, 0, 1);
     if (!error) {
-        gemm_context context = {timer->device,
+        gemm_context context = {timer->exec,
                                 parity_cuda_gemm_packed(PARITY_BF16, 1, n, n, n, false, false, a.data, b.data, c.data)};
         error = parity_bench_timer_measure(timer, gemm_step, NULL, &context, 3, runs, timing);
     }

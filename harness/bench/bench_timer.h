@@ -1,7 +1,7 @@
 // bench_timer.h: GPU timing for `parity bench` (implemented in bench_timer.cu; bench_timer_without_cuda.c
 // answers UNAVAILABLE in a CPU-only build). Each measured call is preceded by an L2 flush (a write of
 // a buffer at least 4x the L2, so no input is still cached) and timed with CUDA events around the call
-// alone; warm-up calls come first. Also the two ceilings every result is compared with, measured in
+// alone, all on the bench's execution context's stream; warm-up calls come first. Also the two ceilings every result is compared with, measured in
 // the same process: device-to-device copy bandwidth (bytes read + written) and the cuBLAS bf16 GEMM
 // rate (parity_cuda_gemm, 2 n^3 flops, random inputs).
 #ifndef PARITY_BENCH_TIMER_H
@@ -12,6 +12,7 @@
 
 #include "harness/bench/bench_stats.h"
 #include "ops/core/error.h"
+#include "ops/core/exec.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,7 +23,9 @@ typedef struct parity_bench_timer parity_bench_timer;
 // A step of a benchmark: the timed call, or the untimed clean-up after it. NULL error = success.
 typedef parity_error *(*parity_bench_step)(void *context);
 
-parity_error *parity_bench_timer_open(int device_index, parity_bench_timer **out);
+// A timer on `exec` (a CUDA context the caller keeps until parity_bench_timer_close): the flush, the
+// events and the ceilings' work go on its stream, as do the timed calls.
+parity_error *parity_bench_timer_open(const parity_exec *exec, parity_bench_timer **out);
 void parity_bench_timer_close(parity_bench_timer *timer);
 size_t parity_bench_timer_flush_bytes(const parity_bench_timer *timer);
 

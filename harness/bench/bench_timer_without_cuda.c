@@ -6,7 +6,7 @@ static parity_error *without_cuda(void) {
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "parity bench: parity was built without CUDA");
 }
 
-parity_error *parity_bench_timer_open(int device_index, parity_bench_timer **out) {
+parity_error *parity_bench_timer_open(const parity_exec *exec, parity_bench_timer **out) {
     *out = NULL;
     return without_cuda();
 }

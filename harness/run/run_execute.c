@@ -42,15 +42,16 @@ static bool golden_on_device_type(const parity_golden *golden, parity_device dev
 }
 
 // Runs one combo (plan->status PASS) and fills its record (when `record` is not NULL).
-static parity_error *run_combo(const parity_suite *suite, const parity_combo_plan *plan, const parity_case *c,
+static parity_error *run_combo(const parity_suite *suite, const parity_combo_plan *plan, const parity_exec *exec,
+                               const parity_case *c,
                                const parity_golden *golden, parity_run_group *group, parity_combo_result *record) {
     parity_op_names names; // the plan's choices, checked when it was planned
     parity_combo_op_names(plan, &names);
     parity_timer timer;
-    parity_error *error = parity_timer_create(plan->device, &timer);
+    parity_error *error = parity_timer_create(exec, &timer);
     if (error) return error;
     parity_evaluation evaluation;
-    parity_error *run_error = parity_case_evaluate(c, plan->dtype, plan->device, &names, false, &timer, suite->warmup,
+    parity_error *run_error = parity_case_evaluate(c, plan->dtype, plan->device, exec, &names, false, &timer, suite->warmup,
                                                    suite->repeats, 0, &evaluation);
     parity_timer_release(&timer);
 
@@ -65,7 +66,7 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
                                value->first_non_finite);
         if (group->baseline_ok) error = parity_step_result_copy(value, &group->eager);
         if (group->baseline_ok && !error && suite->tolerance == PARITY_RULE_PARITY && plan->dtype != PARITY_F64)
-            error = parity_run_jitter_spread(plan, c, group);
+            error = parity_run_jitter_spread(plan, exec, c, group);
     }
     if (record && !error) {
         if (run_error) {
@@ -97,7 +98,8 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
     return error;
 }
 
-static void fill_context(const parity_suite *suite, const parity_run_plan *plan, const parity_run_options *options,
+static void fill_context(const parity_suite *suite, const parity_run_plan *plan, const parity_exec *exec,
+                         const parity_run_options *options,
                          parity_results *results) {
     parity_results_context *context = &results->context;
     context->schema_version = PARITY_RESULTS_SCHEMA_VERSION;
@@ -120,7 +122,8 @@ static void fill_context(const parity_suite *suite, const parity_run_plan *plan,
     parity_text_format(context->tolerance_rule, sizeof context->tolerance_rule, "%s",
                        parity_tolerance_rule_description(suite->tolerance));
     parity_timer timer;
-    parity_error *timer_error = parity_timer_create(plan->device_count ? plan->devices[0] : PARITY_CPU, &timer);
+    parity_error *timer_error =
+        exec ? parity_timer_create(exec, &timer) : PARITY_ERROR(PARITY_ERROR_USAGE, "no device planned");
     if (timer_error) {
         parity_error_free(timer_error);
         timer = parity_timer_wall_clock(plan->devices[0]);
@@ -153,14 +156,38 @@ static parity_error *load_goldens(const parity_suite *suite, const parity_run_pl
     return NULL;
 }
 
+// The run's execution context of each planned device (the run owns them; every combo's steps and
+// timer on that device use it).
+static parity_error *create_execs(const parity_run_plan *plan, parity_exec **execs) {
+    for (size_t d = 0; d < plan->device_count; d++) PARITY_TRY(parity_exec_create(plan->devices[d], &execs[d]));
+    return NULL;
+}
+
+static const parity_exec *exec_of(const parity_run_plan *plan, parity_exec *const *execs, parity_device device) {
+    for (size_t d = 0; d < plan->device_count; d++)
+        if (parity_device_equal(plan->devices[d], device)) return execs[d];
+    return NULL; // not planned: parity_evaluate makes one
+}
+
+static void destroy_execs(const parity_run_plan *plan, parity_exec **execs) {
+    for (size_t d = 0; d < plan->device_count; d++) parity_exec_destroy(execs[d]);
+}
+
 parity_error *parity_run_execute(const parity_suite *suite, const parity_run_plan *plan, const parity_run_options *options,
                                  parity_results *results) {
-    fill_context(suite, plan, options, results);
+    parity_exec *execs[PARITY_SUITE_MAX_DEVICES] = {0};
+    parity_error *exec_error = create_execs(plan, execs);
+    if (exec_error) {
+        destroy_execs(plan, execs);
+        return exec_error;
+    }
+    fill_context(suite, plan, execs[0], options, results);
     parity_golden *goldens = calloc(plan->case_count ? plan->case_count : 1, sizeof *goldens);
     bool *loaded = calloc(plan->case_count ? plan->case_count : 1, sizeof *loaded);
     if (!goldens || !loaded) {
         free(goldens);
         free(loaded);
+        destroy_execs(plan, execs);
         return PARITY_ERROR(PARITY_ERROR_MEMORY, "running the suite");
     }
     parity_error *error = load_goldens(suite, plan, options, goldens, loaded);
@@ -212,7 +239,8 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
             continue;
         }
         parity_progress_begin(&progress, combo->model->name, combo->id);
-        error = run_combo(suite, combo, c, &goldens[plan->case_index[i]], &group, record);
+        error = run_combo(suite, combo, exec_of(plan, execs, combo->device), c, &goldens[plan->case_index[i]], &group,
+                          record);
         if (error) break;
         char note[1100] = "";
         const char *status = record ? parity_combo_status_name(record->status) : "baseline";
@@ -239,5 +267,6 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
     free(goldens);
     free(loaded);
     free(runs);
+    destroy_execs(plan, execs);
     return error;
 }

@@ -36,6 +36,7 @@ typedef struct parity_run_group {
 // embedding table nudged by rounding-level noise (seeds 1, 2, ...); per metric the largest distance
 // from the unjittered eager. A jittered run that fails takes the baseline down with it (the combos
 // of the group then report "no tolerance" with the reason), as a failed baseline does.
-parity_error *parity_run_jitter_spread(const parity_combo_plan *plan, const parity_case *c, parity_run_group *group);
+parity_error *parity_run_jitter_spread(const parity_combo_plan *plan, const parity_exec *exec, const parity_case *c,
+                                       parity_run_group *group);
 
 #endif

@@ -5,7 +5,8 @@
 
 #include "harness/text.h"
 
-parity_error *parity_run_jitter_spread(const parity_combo_plan *plan, const parity_case *c, parity_run_group *group) {
+parity_error *parity_run_jitter_spread(const parity_combo_plan *plan, const parity_exec *exec, const parity_case *c,
+                                       parity_run_group *group) {
     parity_step_result *spread = &group->spread;
     const parity_step_result *eager = &group->eager;
     PARITY_TRY(parity_step_result_copy(eager, spread)); // the names; every distance starts at 0
@@ -14,8 +15,8 @@ parity_error *parity_run_jitter_spread(const parity_combo_plan *plan, const pari
     group->has_spread = true;
     for (int run = 1; run <= PARITY_JITTER_RUNS; run++) {
         parity_evaluation evaluation;
-        parity_error *run_error = parity_case_evaluate(c, plan->dtype, plan->device, NULL, false, NULL, 0, 0, (uint64_t)run,
-                                                       &evaluation);
+        parity_error *run_error = parity_case_evaluate(c, plan->dtype, plan->device, exec, NULL, false, NULL, 0, 0,
+                                                       (uint64_t)run, &evaluation);
         if (run_error) {
             parity_evaluation_release(&evaluation); // filled even when the run failed (as run_combo's)
             char message[800];

@@ -50,7 +50,7 @@ static parity_error *op_backward(parity_tape *tape, parity_node *node) {
         gradients[i] = slots[i].target;
         wanted = wanted || slots[i].target;
     }
-    if (!error && wanted) error = op->backward(record->kernels, record->attributes, record->tensors, gradients, &node->saved);
+    if (!error && wanted) error = op->backward(tape->exec, record->kernels, record->attributes, record->tensors, gradients, &node->saved);
     for (int i = 0; i < op->slot_count; i++) {
         if (op->slots[i].kind != PARITY_SLOT_INPUT) continue;
         if (!error) error = parity_gradient_slot_close(&slots[i]);
@@ -93,7 +93,7 @@ parity_error *parity_node_op(parity_tape *tape, const parity_op_descriptor *op, 
         return error;
     }
     parity_saved saved = {0};
-    error = op->forward(record->kernels, record->attributes, record->tensors, &saved);
+    error = op->forward(tape->exec, record->kernels, record->attributes, record->tensors, &saved);
     return parity_tape_record(tape, op->name, backend->name, name, error, &saved, record, op_backward);
 }
 

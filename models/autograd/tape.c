@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void parity_tape_init(parity_tape *tape, parity_device device, parity_dtype dtype, bool recording) {
+void parity_tape_init(parity_tape *tape, const parity_exec *exec, parity_dtype dtype, bool recording) {
     memset(tape, 0, sizeof *tape);
-    tape->device = device;
+    tape->exec = exec;
+    tape->device = exec->device;
     tape->dtype = dtype;
     tape->recording = recording;
 }
@@ -41,6 +42,7 @@ static parity_error *add_variable(parity_tape *tape, const char *name, bool requ
     parity_variable *variable = calloc(1, sizeof *variable);
     if (!variable) return PARITY_ERROR(PARITY_ERROR_MEMORY, "allocating variable %s", name);
     snprintf(variable->name, sizeof variable->name, "%s", name);
+    variable->exec = tape->exec;
     variable->requires_gradient = requires_gradient;
     tape->variables[tape->variable_count++] = variable;
     *out = variable;
@@ -155,8 +157,8 @@ parity_error *parity_variable_accumulate(parity_variable *variable, const parity
         variable->has_gradient = true;
         return NULL;
     }
-    PARITY_TRY_CONTEXT(parity_tensor_add_into(&variable->gradient, contribution), "accumulating the gradient of %s",
-                       variable->name);
+    PARITY_TRY_CONTEXT(parity_tensor_add_into(variable->exec, &variable->gradient, contribution),
+                       "accumulating the gradient of %s", variable->name);
     return NULL;
 }
 

@@ -1,7 +1,8 @@
 // tape.h: reverse-mode differentiation for models written once, as their forward. Every op call
 // a model makes goes through a node function (models/autograd/nodes.h, node_op.h) that runs the
-// chosen backend's forward, records a node (which backend, which variables, the saved tensors), and
-// returns output variables. parity_tape_backward then replays the nodes in reverse, calling each
+// chosen backend's forward on the tape's execution context, records a node (which backend, which
+// variables, the saved tensors), and returns output variables. parity_tape_backward then replays the
+// nodes in reverse, calling each
 // backend's backward and accumulating gradients into the input variables.
 //
 // Variables are owned by the tape (activations) or borrow a model parameter's storage. Gradients
@@ -13,6 +14,7 @@
 #include <stdbool.h>
 
 #include "models/autograd/tape_profile.h"
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 
@@ -20,6 +22,7 @@ typedef struct parity_variable {
     char name[96];              // for NaN reports: "model.layers.3.mlp (output)", "model.norm.weight"
     parity_tensor value;
     parity_tensor gradient;     // empty until a gradient arrives
+    const parity_exec *exec;    // its tape's context: where gradients are accumulated
     bool requires_gradient;
     bool has_gradient;
 } parity_variable;
@@ -39,7 +42,8 @@ struct parity_node {
 };
 
 struct parity_tape {
-    parity_device device;
+    const parity_exec *exec;    // the step's execution context (its owner runs the step); every node runs on it
+    parity_device device;       // exec->device
     parity_dtype dtype;         // activation dtype of the run
     bool recording;             // false: forward only (no nodes kept, saved tensors dropped)
     parity_variable **variables;
@@ -49,7 +53,7 @@ struct parity_tape {
     parity_tape_profile *profile; // NULL, or per-op times of this tape's nodes (tape_profile.h)
 };
 
-void parity_tape_init(parity_tape *tape, parity_device device, parity_dtype dtype, bool recording);
+void parity_tape_init(parity_tape *tape, const parity_exec *exec, parity_dtype dtype, bool recording);
 void parity_tape_release(parity_tape *tape);
 
 // A new activation variable with a fresh (uninitialized) value tensor.
@@ -77,7 +81,8 @@ parity_error *parity_tape_record(parity_tape *tape, const char *op, const char *
                                  parity_error *forward_error, parity_saved *saved, void *record,
                                  parity_node_backward backward);
 
-// Adds `contribution` into variable->gradient (allocating and copying on first use).
+// Adds `contribution` into variable->gradient (allocating and copying on first use), on the
+// variable's execution context.
 parity_error *parity_variable_accumulate(parity_variable *variable, const parity_tensor *contribution);
 // A zeroed gradient buffer shaped like the variable, for a backward that writes into it directly;
 // when the variable already has a gradient, returns a scratch tensor the caller must accumulate

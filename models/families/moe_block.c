@@ -45,7 +45,7 @@ parity_error *block_moe(family_context *context, int64_t layer, parity_variable 
         PARITY_TRY(parity_parameters_require(&context->model->parameters, name, config->path, &parameter));
         bias = &parameter->value;
         if (parameter->value.dtype != router_dtype) { // kept in f32 as HF does (a buffer, not trained)
-            PARITY_TRY(parity_tensor_to(&bias_in_router_dtype, &parameter->value, parameter->value.device, router_dtype));
+            PARITY_TRY(parity_tensor_convert(tape->exec, &bias_in_router_dtype, &parameter->value, router_dtype));
             parity_variable *holder; // the tape owns the converted copy
             PARITY_TRY(parity_tape_adopt(tape, name, &bias_in_router_dtype, false, &holder));
             bias = &holder->value;

@@ -3,6 +3,7 @@
 #ifndef PARITY_ADD_H
 #define PARITY_ADD_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -26,8 +27,9 @@ typedef struct parity_add_grads {
 } parity_add_grads;
 
 typedef struct parity_add_kernels {
-    parity_error *(*forward)(const parity_add_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_add_args *args, const parity_saved *saved, const parity_add_grads *grads);
+    parity_error *(*forward)(const parity_exec *exec, const parity_add_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_add_args *args, const parity_saved *saved,
+                              const parity_add_grads *grads);
 } parity_add_kernels;
 
 // The op's descriptor (descriptor.c): slots, args builder, kernel call.

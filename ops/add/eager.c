@@ -6,7 +6,7 @@
 #include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
-static parity_error *add_eager_forward(const parity_add_args *args, parity_saved *saved) {
+static parity_error *add_eager_forward(const parity_exec *exec, const parity_add_args *args, parity_saved *saved) {
     PARITY_TRY(parity_add_check(args));
     PARITY_TRY(parity_check_cpu("add", "a", args->a));
     parity_dtype dtype = args->a->dtype;
@@ -25,7 +25,7 @@ static parity_error *add_eager_forward(const parity_add_args *args, parity_saved
     return error;
 }
 
-static parity_error *add_eager_backward(const parity_add_args *args, const parity_saved *saved,
+static parity_error *add_eager_backward(const parity_exec *exec, const parity_add_args *args, const parity_saved *saved,
                                         const parity_add_grads *grads) {
     PARITY_TRY(parity_add_check(args));
     PARITY_TRY(parity_add_check_grads(args, grads));

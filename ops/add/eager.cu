@@ -1,6 +1,7 @@
 // eager.cu: the residual add on the GPU (value "eager" on cuda), the CPU eager's math:
 //   y = a + b          in the compute precision (f32 for bf16), rounded once to the storage dtype
-// Backward (saves nothing): da = db = dy, device copies.
+// Backward (saves nothing): da = db = dy, device copies. All on the execution context's stream.
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
@@ -28,7 +29,7 @@ static parity_error *check_devices(const parity_add_args *args) {
     return use_device(device);
 }
 
-static parity_error *add_cuda_forward(const parity_add_args *args, parity_saved *saved) {
+static parity_error *add_cuda_forward(const parity_exec *exec, const parity_add_args *args, parity_saved *saved) {
     PARITY_TRY(parity_add_check(args));
     PARITY_TRY(check_devices(args));
     int64_t count = args->a->numel;
@@ -36,14 +37,14 @@ static parity_error *add_cuda_forward(const parity_add_args *args, parity_saved 
     return dispatch_float(args->a->dtype, "add", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using T = typename scalar<D>::storage;
-        add_forward_kernel<D><<<grid_for(count), 256>>>((const T *)args->a->data, (const T *)args->b->data,
-                                                        (T *)args->output->data, count);
+        add_forward_kernel<D><<<grid_for(count), 256, 0, parity_cuda_stream(exec)>>>(
+            (const T *)args->a->data, (const T *)args->b->data, (T *)args->output->data, count);
         PARITY_CUDA_TRY_LAUNCH("add_forward_kernel");
         return NULL;
     });
 }
 
-static parity_error *add_cuda_backward(const parity_add_args *args, const parity_saved *saved,
+static parity_error *add_cuda_backward(const parity_exec *exec, const parity_add_args *args, const parity_saved *saved,
                                        const parity_add_grads *grads) {
     PARITY_TRY(parity_add_check(args));
     PARITY_TRY(parity_add_check_grads(args, grads));
@@ -52,8 +53,8 @@ static parity_error *add_cuda_backward(const parity_add_args *args, const parity
     PARITY_TRY(parity_cuda_check_tensor("add", "doutput", grads->doutput, device));
     PARITY_TRY(parity_cuda_check_tensor("add", "da", grads->da, device));
     PARITY_TRY(parity_cuda_check_tensor("add", "db", grads->db, device));
-    if (grads->da) PARITY_TRY(parity_tensor_copy(grads->da, grads->doutput));
-    if (grads->db) PARITY_TRY(parity_tensor_copy(grads->db, grads->doutput));
+    if (grads->da) PARITY_TRY(parity_cuda_copy_on(exec, grads->da, grads->doutput));
+    if (grads->db) PARITY_TRY(parity_cuda_copy_on(exec, grads->db, grads->doutput));
     return NULL;
 }
 

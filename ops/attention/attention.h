@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -44,8 +45,8 @@ typedef struct parity_attention_grads {
 } parity_attention_grads;
 
 typedef struct parity_attention_kernels {
-    parity_error *(*forward)(const parity_attention_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_attention_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_attention_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_attention_args *args, const parity_saved *saved,
                               const parity_attention_grads *grads);
 } parity_attention_kernels;
 

@@ -81,7 +81,8 @@ static parity_error *eager_forward_document(const parity_attention_args *args, c
     return NULL;
 }
 
-static parity_error *attention_eager_forward(const parity_attention_args *args, parity_saved *saved) {
+static parity_error *attention_eager_forward(const parity_exec *exec, const parity_attention_args *args,
+                                             parity_saved *saved) {
     parity_attention_dims dims;
     PARITY_TRY(parity_attention_check(args, &dims));
     PARITY_TRY(parity_check_cpu("attention", "query", args->query));
@@ -198,8 +199,8 @@ static parity_error *eager_backward_document(const parity_attention_args *args, 
     return NULL;
 }
 
-static parity_error *attention_eager_backward(const parity_attention_args *args, const parity_saved *saved,
-                                              const parity_attention_grads *grads) {
+static parity_error *attention_eager_backward(const parity_exec *exec, const parity_attention_args *args,
+                                              const parity_saved *saved, const parity_attention_grads *grads) {
     parity_attention_dims dims;
     PARITY_TRY(parity_attention_check(args, &dims));
     PARITY_TRY(parity_attention_check_grads(args, grads));

@@ -15,6 +15,7 @@
 
 #include "ops/core/cuda/blas.h"
 #include "ops/core/cuda/eager_support.cuh"
+#include "ops/core/cuda/exec_stream.cuh"
 
 extern "C" {
 #include "ops/attention/attention.h"
@@ -124,7 +125,7 @@ struct head_operand {
 
 // C_h = op(A_h) op(B_h) (m x n, inner size k) for every query head h (C per query head): for each
 // member of a group, one strided-batched GEMM over the kv heads.
-parity_error *gemm_over_heads(int device_index, parity_dtype dtype, const parity_attention_dims &dims, int64_t m,
+parity_error *gemm_over_heads(const parity_exec *exec, parity_dtype dtype, const parity_attention_dims &dims, int64_t m,
                               int64_t n, int64_t k, head_operand a, head_operand b, head_operand c) {
     int64_t group = dims.query_heads / dims.kv_heads;
     size_t element = parity_dtype_size(dtype);
@@ -152,7 +153,7 @@ parity_error *gemm_over_heads(int device_index, parity_dtype dtype, const parity
         desc.stride_c = batch_stride(c);
         desc.alpha = 1.0;
         desc.beta = 0.0;
-        PARITY_TRY(parity_cuda_gemm(device_index, &desc));
+        PARITY_TRY(parity_cuda_gemm(exec, &desc));
     }
     return NULL;
 }
@@ -189,12 +190,13 @@ void probability_offsets(const parity_documents &documents, int64_t query_heads,
 }
 
 template <parity_dtype D>
-parity_error *forward_typed(const parity_attention_args *args, const parity_attention_dims &dims,
-                            const parity_documents &documents, const int64_t *offsets, parity_tensor *probabilities) {
+parity_error *forward_typed(const parity_exec *exec, const parity_attention_args *args,
+                            const parity_attention_dims &dims, const parity_documents &documents,
+                            const int64_t *offsets, parity_tensor *probabilities) {
     using S = scalar<D>;
     using storage = typename S::storage;
     using C = typename S::compute;
-    int device_index = args->query->device.index;
+    cudaStream_t stream = parity_cuda_stream(exec);
     int64_t hq = dims.query_heads, hk = dims.kv_heads, d = dims.head_dim, dv = dims.value_dim;
     int64_t longest = 0;
     for (int64_t s = 0; s < documents.count; s++)
@@ -209,19 +211,22 @@ parity_error *forward_typed(const parity_attention_args *args, const parity_atte
         const storage *v = static_cast<const storage *>(args->value->data) + start * hk * dv;
         storage *y = static_cast<storage *>(args->output->data) + start * hq * dv;
         C *p = static_cast<C *>(probabilities->data) + offsets[s];
-        PARITY_TRY(gemm_over_heads(device_index, D, dims, length, length, d, {q, hq * d, d, true, false},
-                                   {k, hk * d, d, false, true}, {scores.tensor.data, length, length * length, true, false}));
+        PARITY_TRY(gemm_over_heads(exec, D, dims, length, length, d, {q, hq * d, d, true, false},
+                                   {k, hk * d, d, false, true},
+                                   {scores.tensor.data, length, length * length, true, false}));
         attention_mask mask = {length, args->causal, args->sliding_window};
-        attention_softmax_rows<D><<<grid_for(hq * length), 256>>>(mask, hq * length, scale, scores.data<storage>(), p);
+        attention_softmax_rows<D>
+            <<<grid_for(hq * length), 256, 0, stream>>>(mask, hq * length, scale, scores.data<storage>(), p);
         PARITY_CUDA_TRY_LAUNCH("attention_softmax_rows");
-        PARITY_TRY(gemm_over_heads(device_index, D, dims, length, dv, length,
-                                   {scores.tensor.data, length, length * length, true, false}, {v, hk * dv, dv, false, false},
-                                   {y, hq * dv, dv, true, false}));
+        PARITY_TRY(gemm_over_heads(exec, D, dims, length, dv, length,
+                                   {scores.tensor.data, length, length * length, true, false},
+                                   {v, hk * dv, dv, false, false}, {y, hq * dv, dv, true, false}));
     }
     return NULL;
 }
 
-parity_error *attention_cuda_eager_forward(const parity_attention_args *args, parity_saved *saved) {
+parity_error *attention_cuda_eager_forward(const parity_exec *exec, const parity_attention_args *args,
+                                           parity_saved *saved) {
     parity_attention_dims dims;
     scoped_documents documents;
     PARITY_TRY(prepare_call(args, &dims, &documents));
@@ -235,20 +240,21 @@ parity_error *attention_cuda_eager_forward(const parity_attention_args *args, pa
     parity_error *error = parity_saved_alloc(saved, &probabilities, compute, args->query->device, 1, shape);
     if (!error)
         error = dispatch_float(args->query->dtype, "attention", [&](auto tag) {
-            return forward_typed<decltype(tag)::value>(args, dims, documents.documents, offsets, probabilities);
+            return forward_typed<decltype(tag)::value>(exec, args, dims, documents.documents, offsets, probabilities);
         });
     free(offsets);
     return error;
 }
 
 template <parity_dtype D>
-parity_error *backward_typed(const parity_attention_args *args, const parity_attention_grads *grads,
-                             const parity_attention_dims &dims, const parity_documents &documents, const int64_t *offsets,
+parity_error *backward_typed(const parity_exec *exec, const parity_attention_args *args,
+                             const parity_attention_grads *grads, const parity_attention_dims &dims,
+                             const parity_documents &documents, const int64_t *offsets,
                              const parity_tensor *probabilities) {
     using S = scalar<D>;
     using storage = typename S::storage;
     using C = typename S::compute;
-    int device_index = args->query->device.index;
+    cudaStream_t stream = parity_cuda_stream(exec);
     parity_device device = args->query->device;
     int64_t hq = dims.query_heads, hk = dims.kv_heads, d = dims.head_dim, dv = dims.value_dim, group = hq / hk;
     int64_t longest = 0;
@@ -269,42 +275,44 @@ parity_error *backward_typed(const parity_attention_args *args, const parity_att
         const storage *dy = static_cast<const storage *>(grads->doutput->data) + start * hq * dv;
         const C *p = static_cast<const C *>(probabilities->data) + offsets[s];
         if (grads->dvalue) {
-            attention_round_probabilities<D><<<grid_for(hq * square), 256>>>(hq * square, p, rounded.data<storage>());
+            attention_round_probabilities<D>
+                <<<grid_for(hq * square), 256, 0, stream>>>(hq * square, p, rounded.data<storage>());
             PARITY_CUDA_TRY_LAUNCH("attention_round_probabilities");
-            PARITY_TRY(gemm_over_heads(device_index, D, dims, length, dv, length,
-                                       {rounded.tensor.data, length, square, true, true}, {dy, hq * dv, dv, true, false},
-                                       {per_head_value.tensor.data, dv, length * dv, true, false}));
+            PARITY_TRY(gemm_over_heads(
+                exec, D, dims, length, dv, length, {rounded.tensor.data, length, square, true, true},
+                {dy, hq * dv, dv, true, false}, {per_head_value.tensor.data, dv, length * dv, true, false}));
             storage *out = static_cast<storage *>(grads->dvalue->data) + start * hk * dv;
-            attention_sum_groups<D><<<grid_for(length * hk * dv), 256>>>(length, hk, group, dv,
-                                                                          per_head_value.data<storage>(), out);
+            attention_sum_groups<D><<<grid_for(length * hk * dv), 256, 0, stream>>>(
+                length, hk, group, dv, per_head_value.data<storage>(), out);
             PARITY_CUDA_TRY_LAUNCH("attention_sum_groups");
         }
         if (!through_scores) continue;
-        PARITY_TRY(gemm_over_heads(device_index, D, dims, length, length, dv, {dy, hq * dv, dv, true, false},
+        PARITY_TRY(gemm_over_heads(exec, D, dims, length, length, dv, {dy, hq * dv, dv, true, false},
                                    {v, hk * dv, dv, false, true}, {dprobs.tensor.data, length, square, true, false}));
-        attention_softmax_backward_rows<D><<<grid_for(hq * length), 256>>>(length, hq * length, scale, p,
-                                                                           dprobs.data<storage>());
+        attention_softmax_backward_rows<D>
+            <<<grid_for(hq * length), 256, 0, stream>>>(length, hq * length, scale, p, dprobs.data<storage>());
         PARITY_CUDA_TRY_LAUNCH("attention_softmax_backward_rows");
         if (grads->dquery) {
             storage *dq = static_cast<storage *>(grads->dquery->data) + start * hq * d;
-            PARITY_TRY(gemm_over_heads(device_index, D, dims, length, d, length,
+            PARITY_TRY(gemm_over_heads(exec, D, dims, length, d, length,
                                        {dprobs.tensor.data, length, square, true, false}, {k, hk * d, d, false, false},
                                        {dq, hq * d, d, true, false}));
         }
         if (grads->dkey) {
-            PARITY_TRY(gemm_over_heads(device_index, D, dims, length, d, length,
+            PARITY_TRY(gemm_over_heads(exec, D, dims, length, d, length,
                                        {dprobs.tensor.data, length, square, true, true}, {q, hq * d, d, true, false},
                                        {per_head_key.tensor.data, d, length * d, true, false}));
             storage *out = static_cast<storage *>(grads->dkey->data) + start * hk * d;
-            attention_sum_groups<D><<<grid_for(length * hk * d), 256>>>(length, hk, group, d, per_head_key.data<storage>(), out);
+            attention_sum_groups<D><<<grid_for(length * hk * d), 256, 0, stream>>>(length, hk, group, d,
+                                                                                   per_head_key.data<storage>(), out);
             PARITY_CUDA_TRY_LAUNCH("attention_sum_groups");
         }
     }
     return NULL;
 }
 
-parity_error *attention_cuda_eager_backward(const parity_attention_args *args, const parity_saved *saved,
-                                            const parity_attention_grads *grads) {
+parity_error *attention_cuda_eager_backward(const parity_exec *exec, const parity_attention_args *args,
+                                            const parity_saved *saved, const parity_attention_grads *grads) {
     parity_attention_dims dims;
     scoped_documents documents;
     PARITY_TRY(prepare_call(args, &dims, &documents));
@@ -324,7 +332,8 @@ parity_error *attention_cuda_eager_backward(const parity_attention_args *args, c
         error = PARITY_ERROR(PARITY_ERROR_INTERNAL, "attention: saved probabilities do not match cu_seqlens and the device");
     if (!error)
         error = dispatch_float(args->query->dtype, "attention", [&](auto tag) {
-            return backward_typed<decltype(tag)::value>(args, grads, dims, documents.documents, offsets, probabilities);
+            return backward_typed<decltype(tag)::value>(exec, args, grads, dims, documents.documents, offsets,
+                                                        probabilities);
         });
     free(offsets);
     return error;

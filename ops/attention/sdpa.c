@@ -129,7 +129,8 @@ static parity_error *sdpa_prepare(const parity_attention_args *args, sdpa_proble
     return parity_attention_load_boundaries(args, problem->dims.tokens, cu_seqlens);
 }
 
-static parity_error *attention_sdpa_forward(const parity_attention_args *args, parity_saved *saved) {
+static parity_error *attention_sdpa_forward(const parity_exec *exec, const parity_attention_args *args,
+                                            parity_saved *saved) {
     sdpa_problem problem;
     int64_t *cu_seqlens;
     PARITY_TRY(sdpa_prepare(args, &problem, &cu_seqlens));
@@ -236,8 +237,8 @@ static parity_error *backward_head(const sdpa_problem *problem, int64_t start, i
     return NULL;
 }
 
-static parity_error *attention_sdpa_backward(const parity_attention_args *args, const parity_saved *saved,
-                                             const parity_attention_grads *grads) {
+static parity_error *attention_sdpa_backward(const parity_exec *exec, const parity_attention_args *args,
+                                             const parity_saved *saved, const parity_attention_grads *grads) {
     sdpa_problem problem;
     PARITY_TRY(parity_attention_check(args, &problem.dims));
     PARITY_TRY(parity_attention_check_grads(args, grads));

@@ -4,6 +4,7 @@
 #ifndef PARITY_BROADCAST_HEADS_H
 #define PARITY_BROADCAST_HEADS_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -25,9 +26,9 @@ typedef struct parity_broadcast_heads_grads {
 } parity_broadcast_heads_grads;
 
 typedef struct parity_broadcast_heads_kernels {
-    parity_error *(*forward)(const parity_broadcast_heads_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_broadcast_heads_args *args, const parity_saved *saved,
-                              const parity_broadcast_heads_grads *grads);
+    parity_error *(*forward)(const parity_exec *exec, const parity_broadcast_heads_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_broadcast_heads_args *args,
+                              const parity_saved *saved, const parity_broadcast_heads_grads *grads);
 } parity_broadcast_heads_kernels;
 
 // The op's descriptor (descriptor.c): slots, args builder, kernel call.

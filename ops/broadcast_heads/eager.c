@@ -7,7 +7,8 @@
 #include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
-static parity_error *broadcast_heads_eager_forward(const parity_broadcast_heads_args *args, parity_saved *saved) {
+static parity_error *broadcast_heads_eager_forward(const parity_exec *exec, const parity_broadcast_heads_args *args,
+                                                   parity_saved *saved) {
     int64_t rows, heads, head_dim;
     PARITY_TRY(parity_broadcast_heads_check(args, &rows, &heads, &head_dim));
     PARITY_TRY(parity_check_cpu("broadcast_heads", "input", args->input));
@@ -27,7 +28,8 @@ static parity_error *broadcast_heads_eager_forward(const parity_broadcast_heads_
     return error;
 }
 
-static parity_error *broadcast_heads_eager_backward(const parity_broadcast_heads_args *args, const parity_saved *saved,
+static parity_error *broadcast_heads_eager_backward(const parity_exec *exec, const parity_broadcast_heads_args *args,
+                                                    const parity_saved *saved,
                                                     const parity_broadcast_heads_grads *grads) {
     int64_t rows, heads, head_dim;
     PARITY_TRY(parity_broadcast_heads_check(args, &rows, &heads, &head_dim));

@@ -1,6 +1,7 @@
 // eager.cu: one head broadcast to H heads on the GPU (value "eager" on cuda), as torch expand +
 // contiguous: y[n, h, :] = x[n, 0, :], exact copies. Backward sums the heads' gradients in head
 // order in the compute precision (f32 for bf16) and rounds once, one thread per (n, i).
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
@@ -41,7 +42,8 @@ static parity_error *check_devices(const parity_broadcast_heads_args *args) {
     return use_device(device);
 }
 
-static parity_error *broadcast_heads_cuda_forward(const parity_broadcast_heads_args *args, parity_saved *saved) {
+static parity_error *broadcast_heads_cuda_forward(const parity_exec *exec, const parity_broadcast_heads_args *args,
+                                                  parity_saved *saved) {
     int64_t rows, heads, head_dim;
     PARITY_TRY(parity_broadcast_heads_check(args, &rows, &heads, &head_dim));
     PARITY_TRY(check_devices(args));
@@ -49,14 +51,15 @@ static parity_error *broadcast_heads_cuda_forward(const parity_broadcast_heads_a
     if (count == 0) return NULL;
     return dispatch_float(args->input->dtype, "broadcast_heads", [&](auto tag) -> parity_error * {
         using T = typename scalar<decltype(tag)::value>::storage;
-        broadcast_heads_forward_kernel<T><<<grid_for(count), 256>>>((const T *)args->input->data, (T *)args->output->data,
-                                                                    rows, heads, head_dim);
+        broadcast_heads_forward_kernel<T><<<grid_for(count), 256, 0, parity_cuda_stream(exec)>>>(
+            (const T *)args->input->data, (T *)args->output->data, rows, heads, head_dim);
         PARITY_CUDA_TRY_LAUNCH("broadcast_heads_forward_kernel");
         return NULL;
     });
 }
 
-static parity_error *broadcast_heads_cuda_backward(const parity_broadcast_heads_args *args, const parity_saved *saved,
+static parity_error *broadcast_heads_cuda_backward(const parity_exec *exec, const parity_broadcast_heads_args *args,
+                                                   const parity_saved *saved,
                                                    const parity_broadcast_heads_grads *grads) {
     int64_t rows, heads, head_dim;
     PARITY_TRY(parity_broadcast_heads_check(args, &rows, &heads, &head_dim));
@@ -71,8 +74,8 @@ static parity_error *broadcast_heads_cuda_backward(const parity_broadcast_heads_
     return dispatch_float(args->input->dtype, "broadcast_heads", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using T = typename scalar<D>::storage;
-        broadcast_heads_backward_kernel<D><<<grid_for(count), 256>>>((const T *)grads->doutput->data,
-                                                                     (T *)grads->dinput->data, rows, heads, head_dim);
+        broadcast_heads_backward_kernel<D><<<grid_for(count), 256, 0, parity_cuda_stream(exec)>>>(
+            (const T *)grads->doutput->data, (T *)grads->dinput->data, rows, heads, head_dim);
         PARITY_CUDA_TRY_LAUNCH("broadcast_heads_backward_kernel");
         return NULL;
     });

@@ -7,6 +7,7 @@
 #ifndef PARITY_CAUSAL_CONV1D_H
 #define PARITY_CAUSAL_CONV1D_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -35,8 +36,8 @@ typedef struct parity_causal_conv1d_grads {
 } parity_causal_conv1d_grads;
 
 typedef struct parity_causal_conv1d_kernels {
-    parity_error *(*forward)(const parity_causal_conv1d_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_causal_conv1d_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_causal_conv1d_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_causal_conv1d_args *args, const parity_saved *saved,
                               const parity_causal_conv1d_grads *grads);
 } parity_causal_conv1d_kernels;
 

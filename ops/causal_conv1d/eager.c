@@ -29,7 +29,8 @@ static double silu_backward(double dy, double z, parity_dtype dtype) {
     return parity_round_compute(parity_round_compute(dy * s, dtype) * inner, dtype);
 }
 
-static parity_error *causal_conv1d_eager_forward(const parity_causal_conv1d_args *args, parity_saved *saved) {
+static parity_error *causal_conv1d_eager_forward(const parity_exec *exec, const parity_causal_conv1d_args *args,
+                                                 parity_saved *saved) {
     int64_t tokens, channels, kernel_size;
     PARITY_TRY(parity_causal_conv1d_check(args, &tokens, &channels, &kernel_size));
     PARITY_TRY(parity_check_cpu("causal_conv1d", "input", args->input));
@@ -77,8 +78,8 @@ static parity_error *causal_conv1d_eager_forward(const parity_causal_conv1d_args
     return error;
 }
 
-static parity_error *causal_conv1d_eager_backward(const parity_causal_conv1d_args *args, const parity_saved *saved,
-                                                  const parity_causal_conv1d_grads *grads) {
+static parity_error *causal_conv1d_eager_backward(const parity_exec *exec, const parity_causal_conv1d_args *args,
+                                                  const parity_saved *saved, const parity_causal_conv1d_grads *grads) {
     int64_t tokens, channels, kernel_size;
     PARITY_TRY(parity_causal_conv1d_check(args, &tokens, &channels, &kernel_size));
     PARITY_TRY(parity_causal_conv1d_check_grads(args, grads));

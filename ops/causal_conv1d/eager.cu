@@ -6,6 +6,7 @@
 // Backward: dz = dy * silu'(z) (stored in the input dtype), then one thread per input element for
 // dx (taps inside the document) and one per weight for dweight (documents and tokens in order).
 #include "ops/core/cuda/eager_support.cuh"
+#include "ops/core/cuda/exec_stream.cuh"
 
 extern "C" {
 #include "ops/causal_conv1d/causal_conv1d.h"
@@ -122,7 +123,8 @@ parity_error *prepare_call(const parity_causal_conv1d_args *args, conv_shape *sh
     return NULL;
 }
 
-parity_error *causal_conv1d_cuda_eager_forward(const parity_causal_conv1d_args *args, parity_saved *saved) {
+parity_error *causal_conv1d_cuda_eager_forward(const parity_exec *exec, const parity_causal_conv1d_args *args,
+                                               parity_saved *saved) {
     conv_shape shape;
     scoped_tensor offsets;
     PARITY_TRY(prepare_call(args, &shape, &offsets));
@@ -134,16 +136,17 @@ parity_error *causal_conv1d_cuda_eager_forward(const parity_causal_conv1d_args *
     return dispatch_float(args->input->dtype, "causal_conv1d", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using storage = typename scalar<D>::storage;
-        conv_forward<D><<<grid_for(shape.tokens * shape.channels), 256>>>(
+        conv_forward<D><<<grid_for(shape.tokens * shape.channels), 256, 0, parity_cuda_stream(exec)>>>(
             shape, static_cast<const storage *>(args->input->data), static_cast<const storage *>(args->weight->data),
-            preactivation ? static_cast<storage *>(preactivation->data) : nullptr, static_cast<storage *>(args->output->data));
+            preactivation ? static_cast<storage *>(preactivation->data) : nullptr,
+            static_cast<storage *>(args->output->data));
         PARITY_CUDA_TRY_LAUNCH("conv_forward");
         return NULL;
     });
 }
 
-parity_error *causal_conv1d_cuda_eager_backward(const parity_causal_conv1d_args *args, const parity_saved *saved,
-                                                const parity_causal_conv1d_grads *grads) {
+parity_error *causal_conv1d_cuda_eager_backward(const parity_exec *exec, const parity_causal_conv1d_args *args,
+                                                const parity_saved *saved, const parity_causal_conv1d_grads *grads) {
     conv_shape shape;
     scoped_tensor offsets;
     PARITY_TRY(prepare_call(args, &shape, &offsets));
@@ -162,18 +165,20 @@ parity_error *causal_conv1d_cuda_eager_backward(const parity_causal_conv1d_args 
         using storage = typename scalar<D>::storage;
         using C = typename scalar<D>::compute;
         int64_t count = shape.tokens * shape.channels;
-        conv_dpreactivation<D><<<grid_for(count), 256>>>(count, shape.silu, static_cast<const storage *>(grads->doutput->data),
-                                                         preactivation ? static_cast<const storage *>(preactivation->data) : nullptr,
-                                                         dz.data<C>());
+        conv_dpreactivation<D><<<grid_for(count), 256, 0, parity_cuda_stream(exec)>>>(
+            count, shape.silu, static_cast<const storage *>(grads->doutput->data),
+            preactivation ? static_cast<const storage *>(preactivation->data) : nullptr, dz.data<C>());
         PARITY_CUDA_TRY_LAUNCH("conv_dpreactivation");
         if (grads->dinput) {
-            conv_dinput<D><<<grid_for(count), 256>>>(shape, static_cast<const storage *>(args->weight->data), dz.data<C>(),
-                                                     static_cast<storage *>(grads->dinput->data));
+            conv_dinput<D><<<grid_for(count), 256, 0, parity_cuda_stream(exec)>>>(
+                shape, static_cast<const storage *>(args->weight->data), dz.data<C>(),
+                static_cast<storage *>(grads->dinput->data));
             PARITY_CUDA_TRY_LAUNCH("conv_dinput");
         }
         if (grads->dweight) {
-            conv_dweight<D><<<grid_for(shape.channels * shape.kernel_size, 128), 128>>>(
-                shape, static_cast<const storage *>(args->input->data), dz.data<C>(), static_cast<storage *>(grads->dweight->data));
+            conv_dweight<D><<<grid_for(shape.channels * shape.kernel_size, 128), 128, 0, parity_cuda_stream(exec)>>>(
+                shape, static_cast<const storage *>(args->input->data), dz.data<C>(),
+                static_cast<storage *>(grads->dweight->data));
             PARITY_CUDA_TRY_LAUNCH("conv_dweight");
         }
         return NULL;

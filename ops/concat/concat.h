@@ -4,6 +4,7 @@
 #ifndef PARITY_CONCAT_H
 #define PARITY_CONCAT_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -27,8 +28,8 @@ typedef struct parity_concat_grads {
 } parity_concat_grads;
 
 typedef struct parity_concat_kernels {
-    parity_error *(*forward)(const parity_concat_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_concat_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_concat_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_concat_args *args, const parity_saved *saved,
                               const parity_concat_grads *grads);
 } parity_concat_kernels;
 

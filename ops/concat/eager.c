@@ -6,7 +6,8 @@
 #include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
-static parity_error *concat_eager_forward(const parity_concat_args *args, parity_saved *saved) {
+static parity_error *concat_eager_forward(const parity_exec *exec, const parity_concat_args *args,
+                                          parity_saved *saved) {
     int64_t rows;
     PARITY_TRY(parity_concat_check(args, &rows));
     PARITY_TRY(parity_check_cpu("concat", "output", args->output));
@@ -30,8 +31,8 @@ static parity_error *concat_eager_forward(const parity_concat_args *args, parity
     return error;
 }
 
-static parity_error *concat_eager_backward(const parity_concat_args *args, const parity_saved *saved,
-                                           const parity_concat_grads *grads) {
+static parity_error *concat_eager_backward(const parity_exec *exec, const parity_concat_args *args,
+                                           const parity_saved *saved, const parity_concat_grads *grads) {
     int64_t rows;
     PARITY_TRY(parity_concat_check(args, &rows));
     PARITY_TRY(parity_concat_check_grads(args, grads));

@@ -34,6 +34,18 @@ parity_error *parity_cuda_memcpy(int device_index, void *destination, const void
                                  parity_copy_direction direction);
 parity_error *parity_cuda_synchronize(int device_index);
 
+// Page-locked host memory (cudaMallocHost), for copies that are really asynchronous.
+parity_error *parity_cuda_host_alloc(size_t bytes, void **out);
+void parity_cuda_host_free(void *pointer);
+
+// Streams (cudaStream_t as void *) behind ops/core/exec.h. parity_cuda_stream_create makes a blocking
+// stream (cudaStreamCreate: ordered with the legacy default stream).
+parity_error *parity_cuda_stream_create(int device_index, void **out);
+void parity_cuda_stream_destroy(int device_index, void *stream);
+parity_error *parity_cuda_stream_synchronize(int device_index, void *stream);
+// Work queued on `waiter` after this call waits for the work queued on `producer` before it (an event).
+parity_error *parity_cuda_stream_wait(int device_index, void *waiter, void *producer);
+
 // Runtime/driver versions as "13.0" strings (empty when not built with CUDA).
 void parity_cuda_versions(char *runtime, size_t runtime_size, char *driver, size_t driver_size);
 

@@ -53,6 +53,38 @@ parity_error *parity_cuda_synchronize(int device_index) {
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
 }
 
+parity_error *parity_cuda_host_alloc(size_t bytes, void **out) {
+    (void)bytes;
+    *out = NULL;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+void parity_cuda_host_free(void *pointer) { (void)pointer; }
+
+parity_error *parity_cuda_stream_create(int device_index, void **out) {
+    (void)device_index;
+    *out = NULL;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+void parity_cuda_stream_destroy(int device_index, void *stream) {
+    (void)device_index;
+    (void)stream;
+}
+
+parity_error *parity_cuda_stream_synchronize(int device_index, void *stream) {
+    (void)device_index;
+    (void)stream;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+parity_error *parity_cuda_stream_wait(int device_index, void *waiter, void *producer) {
+    (void)device_index;
+    (void)waiter;
+    (void)producer;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
 void parity_cuda_versions(char *runtime, size_t runtime_size, char *driver, size_t driver_size) {
     if (runtime && runtime_size) runtime[0] = '\0';
     if (driver && driver_size) driver[0] = '\0';
@@ -61,8 +93,9 @@ void parity_cuda_versions(char *runtime, size_t runtime_size, char *driver, size
 // The GPU side of rng.h.
 #include "ops/core/rng.h"
 
-parity_error *parity_rng_fill_cuda(parity_tensor *tensor, parity_rng_stream stream, parity_rng_distribution distribution,
-                                   double parameter_a, double parameter_b) {
+parity_error *parity_rng_fill_cuda(const parity_exec *exec, parity_tensor *tensor, parity_rng_stream stream,
+                                   parity_rng_distribution distribution, double parameter_a, double parameter_b) {
+    (void)exec;
     (void)tensor;
     (void)stream;
     (void)distribution;
@@ -71,15 +104,16 @@ parity_error *parity_rng_fill_cuda(parity_tensor *tensor, parity_rng_stream stre
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
 }
 
-parity_error *parity_rng_nudge_ulps_cuda(parity_tensor *tensor, parity_rng_stream stream) {
+parity_error *parity_rng_nudge_ulps_cuda(const parity_exec *exec, parity_tensor *tensor, parity_rng_stream stream) {
+    (void)exec;
     (void)tensor;
     (void)stream;
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
 }
 
-parity_error *parity_rng_words_cuda(int device_index, parity_rng_stream stream, uint64_t offset, uint32_t *device_out,
-                                    int64_t count) {
-    (void)device_index;
+parity_error *parity_rng_words_cuda(const parity_exec *exec, parity_rng_stream stream, uint64_t offset,
+                                    uint32_t *device_out, int64_t count) {
+    (void)exec;
     (void)stream;
     (void)offset;
     (void)device_out;
@@ -91,25 +125,29 @@ parity_error *parity_rng_words_cuda(int device_index, parity_rng_stream stream, 
 #include "ops/core/cuda/blas.h"
 #include "ops/core/cuda/elementwise.h"
 
-parity_error *parity_cuda_add_into(parity_tensor *destination, const parity_tensor *source) {
+parity_error *parity_cuda_add_into(const parity_exec *exec, parity_tensor *destination, const parity_tensor *source) {
+    (void)exec;
     (void)destination;
     (void)source;
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
 }
 
-parity_error *parity_cuda_convert(parity_tensor *destination, const parity_tensor *source) {
+parity_error *parity_cuda_convert(const parity_exec *exec, parity_tensor *destination, const parity_tensor *source) {
+    (void)exec;
     (void)destination;
     (void)source;
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
 }
 
-parity_error *parity_cuda_fill(parity_tensor *tensor, double value) {
+parity_error *parity_cuda_fill(const parity_exec *exec, parity_tensor *tensor, double value) {
+    (void)exec;
     (void)tensor;
     (void)value;
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
 }
 
-parity_error *parity_cuda_sum_of_squares(const parity_tensor *tensor, double *out) {
+parity_error *parity_cuda_sum_of_squares(const parity_exec *exec, const parity_tensor *tensor, double *out) {
+    (void)exec;
     (void)tensor;
     *out = 0;
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
@@ -124,8 +162,20 @@ parity_cuda_gemm_desc parity_cuda_gemm_packed(parity_dtype dtype, int64_t batch,
     return desc;
 }
 
-parity_error *parity_cuda_gemm(int device_index, const parity_cuda_gemm_desc *desc) {
-    (void)device_index;
+parity_error *parity_cuda_gemm(const parity_exec *exec, const parity_cuda_gemm_desc *desc) {
+    (void)exec;
     (void)desc;
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+parity_error *parity_cuda_blas_create(int device_index, void *stream, void **out) {
+    (void)device_index;
+    (void)stream;
+    *out = NULL;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
+void parity_cuda_blas_destroy(int device_index, void *handle) {
+    (void)device_index;
+    (void)handle;
 }

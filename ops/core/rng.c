@@ -53,24 +53,24 @@ void parity_rng_words(parity_rng_stream stream, uint64_t offset, uint32_t *out, 
     for (int64_t i = 0; i < count; i++) out[i] = parity_philox_word(stream.seed, stream.name_hash, offset + (uint64_t)i);
 }
 
-parity_error *parity_rng_fill(parity_tensor *tensor, parity_rng_stream stream, parity_rng_distribution distribution,
-                              double parameter_a, double parameter_b) {
+parity_error *parity_rng_fill(const parity_exec *exec, parity_tensor *tensor, parity_rng_stream stream,
+                              parity_rng_distribution distribution, double parameter_a, double parameter_b) {
     if (!parity_dtype_is_float(tensor->dtype))
         return PARITY_ERROR(PARITY_ERROR_USAGE, "random fill of a %s tensor: use parity_rng_fill_integers",
                             parity_dtype_name(tensor->dtype));
     if (!parity_tensor_is_contiguous(tensor)) return PARITY_ERROR(PARITY_ERROR_SHAPE, "random fill needs a contiguous tensor");
     if (tensor->device.type == PARITY_DEVICE_CUDA)
-        return parity_rng_fill_cuda(tensor, stream, distribution, parameter_a, parameter_b);
+        return parity_rng_fill_cuda(exec, tensor, stream, distribution, parameter_a, parameter_b);
     if (tensor->device.type != PARITY_DEVICE_CPU) return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "needs an Ascend NPU build");
     fill_cpu(tensor, stream, distribution, parameter_a, parameter_b);
     return NULL;
 }
 
-parity_error *parity_rng_nudge_ulps(parity_tensor *tensor, parity_rng_stream stream) {
+parity_error *parity_rng_nudge_ulps(const parity_exec *exec, parity_tensor *tensor, parity_rng_stream stream) {
     if (!parity_dtype_is_float(tensor->dtype))
         return PARITY_ERROR(PARITY_ERROR_USAGE, "ulp nudge of a %s tensor: float dtypes only", parity_dtype_name(tensor->dtype));
     if (!parity_tensor_is_contiguous(tensor)) return PARITY_ERROR(PARITY_ERROR_SHAPE, "ulp nudge needs a contiguous tensor");
-    if (tensor->device.type == PARITY_DEVICE_CUDA) return parity_rng_nudge_ulps_cuda(tensor, stream);
+    if (tensor->device.type == PARITY_DEVICE_CUDA) return parity_rng_nudge_ulps_cuda(exec, tensor, stream);
     if (tensor->device.type != PARITY_DEVICE_CPU) return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "needs an Ascend NPU build");
     for (int64_t i = 0; i < tensor->numel; i++) {
         int direction = parity_rng_nudge_direction(stream, (uint64_t)i);

@@ -27,23 +27,26 @@ parity_rng_stream parity_rng_stream_named(uint64_t seed, const char *name);
 // Raw 32-bit words [offset, offset + count) of the stream.
 void parity_rng_words(parity_rng_stream stream, uint64_t offset, uint32_t *out, int64_t count);
 // Fills a contiguous float tensor (CPU or CUDA): element i takes the i-th value of the stream, computed
-// in f64 and rounded once to the tensor's dtype.
-parity_error *parity_rng_fill(parity_tensor *tensor, parity_rng_stream stream, parity_rng_distribution distribution,
-                              double parameter_a, double parameter_b);
+// in f64 and rounded once to the tensor's dtype. A CUDA fill runs on exec's stream and returns once it
+// is done (exec NULL outside a step: the legacy default stream, ops/core/exec.h).
+parity_error *parity_rng_fill(const parity_exec *exec, parity_tensor *tensor, parity_rng_stream stream,
+                              parity_rng_distribution distribution, double parameter_a, double parameter_b);
 // Rounding-level noise: moves each element of a contiguous float tensor (CPU or CUDA) by one unit in
 // the last place of its own dtype, toward or away from zero, or leaves it, with probabilities 1/4,
 // 1/4, 1/2 drawn from the stream (the same elements move on every device). `parity run` uses it to
-// measure how far eager itself moves under rounding-size changes (harness/tolerance.h).
-parity_error *parity_rng_nudge_ulps(parity_tensor *tensor, parity_rng_stream stream);
+// measure how far eager itself moves under rounding-size changes (harness/tolerance.h). A CUDA tensor is
+// nudged on exec's stream.
+parity_error *parity_rng_nudge_ulps(const parity_exec *exec, parity_tensor *tensor, parity_rng_stream stream);
 // Fills an int64/int32 tensor with integers uniform in [0, bound) (token ids, routing tests).
 parity_error *parity_rng_fill_integers(parity_tensor *tensor, parity_rng_stream stream, int64_t bound);
 
-// The GPU side (ops/core/cuda/rng_fill.cu); declared here for rng.c.
-parity_error *parity_rng_fill_cuda(parity_tensor *tensor, parity_rng_stream stream, parity_rng_distribution distribution,
-                                   double parameter_a, double parameter_b);
-parity_error *parity_rng_nudge_ulps_cuda(parity_tensor *tensor, parity_rng_stream stream);
-parity_error *parity_rng_words_cuda(int device_index, parity_rng_stream stream, uint64_t offset, uint32_t *device_out,
-                                    int64_t count);
+// The GPU side (ops/core/cuda/rng_fill.cu); declared here for rng.c. parity_rng_words_cuda writes the
+// words into device memory on exec's device and stream and returns once they are there.
+parity_error *parity_rng_fill_cuda(const parity_exec *exec, parity_tensor *tensor, parity_rng_stream stream,
+                                   parity_rng_distribution distribution, double parameter_a, double parameter_b);
+parity_error *parity_rng_nudge_ulps_cuda(const parity_exec *exec, parity_tensor *tensor, parity_rng_stream stream);
+parity_error *parity_rng_words_cuda(const parity_exec *exec, parity_rng_stream stream, uint64_t offset,
+                                    uint32_t *device_out, int64_t count);
 
 #ifdef __cplusplus
 }

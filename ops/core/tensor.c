@@ -201,13 +201,13 @@ parity_error *parity_tensor_fill_zero(parity_tensor *tensor) {
     return NULL;
 }
 
-parity_error *parity_tensor_fill_value(parity_tensor *tensor, double value) {
+parity_error *parity_tensor_fill_value(const parity_exec *exec, parity_tensor *tensor, double value) {
     if (!parity_dtype_is_float(tensor->dtype))
         return PARITY_ERROR(PARITY_ERROR_USAGE, "fill of a %s tensor with %g: float dtypes only", parity_dtype_name(tensor->dtype),
                             value);
     if (tensor->device.type == PARITY_DEVICE_CUDA) {
         if (!parity_tensor_is_contiguous(tensor)) return PARITY_ERROR(PARITY_ERROR_SHAPE, "fill of a non-contiguous CUDA tensor");
-        return parity_cuda_fill(tensor, value);
+        return parity_cuda_fill(exec, tensor, value);
     }
     if (tensor->device.type != PARITY_DEVICE_CPU) return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "fill: needs an Ascend NPU build");
     for (int64_t i = 0; i < tensor->numel; i++) parity_tensor_set(tensor, i, value);
@@ -283,7 +283,9 @@ parity_error *parity_tensor_to(parity_tensor *out, const parity_tensor *source, 
             error = parity_tensor_to(&moved, source, device, source->dtype);
             device_source = &moved;
         }
-        if (!error) error = parity_cuda_convert(out, device_source);
+        // No step context here (exec.h): the kernel goes on the legacy default stream, ordered with
+        // every context's stream.
+        if (!error) error = parity_cuda_convert(NULL, out, device_source);
         parity_tensor_release(&moved);
     } else {
         // Convert on the host: stage the source there if needed, convert, then upload.
@@ -307,6 +309,19 @@ parity_error *parity_tensor_to(parity_tensor *out, const parity_tensor *source, 
         parity_tensor_release(&host_source);
         parity_tensor_release(&host_result);
     }
+    if (error) parity_tensor_release(out);
+    return error;
+}
+
+parity_error *parity_tensor_convert(const parity_exec *exec, parity_tensor *out, const parity_tensor *source,
+                                    parity_dtype dtype) {
+    if (source->device.type != PARITY_DEVICE_CUDA || source->dtype == dtype)
+        return parity_tensor_to(out, source, source->device, dtype);
+    if (parity_dtype_is_float(source->dtype) && !parity_dtype_is_float(dtype))
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "conversion from %s to %s would truncate",
+                            parity_dtype_name(source->dtype), parity_dtype_name(dtype));
+    PARITY_TRY(parity_tensor_alloc(out, dtype, source->device, source->ndim, source->shape));
+    parity_error *error = parity_cuda_convert(exec, out, source);
     if (error) parity_tensor_release(out);
     return error;
 }
@@ -335,7 +350,7 @@ parity_error *parity_tensor_check_finite(const parity_tensor *tensor, const char
     return error;
 }
 
-parity_error *parity_tensor_sum_of_squares(const parity_tensor *tensor, double *out) {
+parity_error *parity_tensor_sum_of_squares(const parity_exec *exec, const parity_tensor *tensor, double *out) {
     *out = 0;
     char a[200];
     if (!parity_dtype_is_float(tensor->dtype))
@@ -345,7 +360,7 @@ parity_error *parity_tensor_sum_of_squares(const parity_tensor *tensor, double *
         if (!parity_tensor_is_contiguous(tensor))
             return PARITY_ERROR(PARITY_ERROR_SHAPE, "sum of squares of %s: a CUDA tensor must be contiguous",
                                 parity_tensor_describe(tensor, a, sizeof a));
-        return parity_cuda_sum_of_squares(tensor, out);
+        return parity_cuda_sum_of_squares(exec, tensor, out);
     }
     if (tensor->device.type != PARITY_DEVICE_CPU)
         return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "sum of squares of %s: needs an Ascend NPU build",
@@ -359,13 +374,13 @@ parity_error *parity_tensor_sum_of_squares(const parity_tensor *tensor, double *
     return NULL;
 }
 
-parity_error *parity_tensor_add_into(parity_tensor *destination, const parity_tensor *source) {
+parity_error *parity_tensor_add_into(const parity_exec *exec, parity_tensor *destination, const parity_tensor *source) {
     char a[200], b[200];
     if (!parity_tensor_same_shape(destination, source) || destination->dtype != source->dtype)
         return PARITY_ERROR(PARITY_ERROR_SHAPE, "adding %s into %s: dtype and shape must match",
                             parity_tensor_describe(source, a, sizeof a), parity_tensor_describe(destination, b, sizeof b));
     if (destination->device.type == PARITY_DEVICE_CUDA && parity_device_equal(destination->device, source->device))
-        return parity_cuda_add_into(destination, source);
+        return parity_cuda_add_into(exec, destination, source);
     if (destination->device.type != PARITY_DEVICE_CPU || source->device.type != PARITY_DEVICE_CPU)
         return PARITY_ERROR(PARITY_ERROR_USAGE, "adding %s into %s: both tensors must be on one device (cpu or cuda)",
                             parity_tensor_describe(source, a, sizeof a), parity_tensor_describe(destination, b, sizeof b));

@@ -11,6 +11,7 @@
 #include "ops/core/device.h"
 #include "ops/core/dtype.h"
 #include "ops/core/error.h"
+#include "ops/core/exec.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,18 +64,25 @@ parity_error *parity_tensor_copy(parity_tensor *destination, const parity_tensor
 // Allocates `out` on `device` with `dtype` and fills it from `source`, converting the dtype with exact
 // round-to-nearest-even (float <-> float, int <-> int, int -> float). The result is contiguous.
 // GPU to GPU conversions run on the device; conversions from or to the CPU convert on the host.
+// The move of loading and setup: its copies are synchronous, and a GPU conversion goes on the legacy
+// default stream (exec.h); a step converts with parity_tensor_convert on its context.
 parity_error *parity_tensor_to(parity_tensor *out, const parity_tensor *source, parity_device device, parity_dtype dtype);
+// Allocates `out` on source's device with `dtype` and fills it from `source`, rounding as
+// parity_tensor_to does; on a GPU the conversion kernel is queued on exec's stream.
+parity_error *parity_tensor_convert(const parity_exec *exec, parity_tensor *out, const parity_tensor *source,
+                                    parity_dtype dtype);
 parity_error *parity_tensor_fill_zero(parity_tensor *tensor);
-// Every element of a float tensor set to `value` rounded once to its dtype (CPU or CUDA).
-parity_error *parity_tensor_fill_value(parity_tensor *tensor, double value);
+// Every element of a float tensor set to `value` rounded once to its dtype (CPU, or CUDA on exec's stream).
+parity_error *parity_tensor_fill_value(const parity_exec *exec, parity_tensor *tensor, double value);
 // destination += source, element by element, each sum rounded once to the destination's dtype
 // (PyTorch's in-place add for f32/bf16 gives the same correctly rounded sums). Both tensors on the CPU,
-// or both on one CUDA device (a device kernel, contiguous tensors, bitwise the CPU's sums).
-parity_error *parity_tensor_add_into(parity_tensor *destination, const parity_tensor *source);
+// or both on one CUDA device (a device kernel on exec's stream, contiguous tensors, bitwise the CPU's sums).
+parity_error *parity_tensor_add_into(const parity_exec *exec, parity_tensor *destination, const parity_tensor *source);
 
 // *out = sum of the squares of a float tensor's elements in f64: CPU in index order; CUDA on the device
-// in a fixed block order (bitwise repeatable, not bitwise the CPU's order).
-parity_error *parity_tensor_sum_of_squares(const parity_tensor *tensor, double *out);
+// in a fixed block order (bitwise repeatable, not bitwise the CPU's order), on exec's stream and with its
+// scratch (a CUDA tensor needs a context; the call waits for the stream).
+parity_error *parity_tensor_sum_of_squares(const parity_exec *exec, const parity_tensor *tensor, double *out);
 
 // CPU element access by logical flat index (row-major over the shape, honoring strides), as f64.
 double parity_tensor_get(const parity_tensor *tensor, int64_t flat_index);

@@ -85,7 +85,8 @@ static parity_error *chunk_step(const parity_cross_entropy_args *args, const int
     return NULL;
 }
 
-static parity_error *chunk_loss_forward(const parity_cross_entropy_args *args, parity_saved *saved) {
+static parity_error *chunk_loss_forward(const parity_exec *exec, const parity_cross_entropy_args *args,
+                                        parity_saved *saved) {
     int64_t tokens, hidden, vocab, valid_count;
     PARITY_TRY(parity_cross_entropy_check(args, &tokens, &hidden, &vocab));
     PARITY_CHECK(!args->logits, PARITY_ERROR_UNSUPPORTED,
@@ -126,8 +127,8 @@ static void rescale_into(parity_tensor *destination, const parity_tensor *saved_
         parity_tensor_set(destination, i, parity_round_compute(parity_tensor_get(saved_gradient, i) * dloss, dtype));
 }
 
-static parity_error *chunk_loss_backward(const parity_cross_entropy_args *args, const parity_saved *saved,
-                                         const parity_cross_entropy_grads *grads) {
+static parity_error *chunk_loss_backward(const parity_exec *exec, const parity_cross_entropy_args *args,
+                                         const parity_saved *saved, const parity_cross_entropy_grads *grads) {
     int64_t tokens, hidden, vocab;
     PARITY_TRY(parity_cross_entropy_check(args, &tokens, &hidden, &vocab));
     PARITY_TRY(parity_cross_entropy_check_grads(args, grads));

@@ -13,14 +13,14 @@ namespace {
 
 const char backend_name[] = "chunk_loss";
 
-parity_error *forward(const parity_cross_entropy_args *args, parity_saved *saved) {
+parity_error *forward(const parity_exec *exec, const parity_cross_entropy_args *args, parity_saved *saved) {
     int64_t chunk = args->chunk_size > 0 ? args->chunk_size : PARITY_CROSS_ENTROPY_DEFAULT_CHUNK;
-    return parity_cross_entropy_cuda_fused_forward(args, saved, chunk, true, backend_name);
+    return parity_cross_entropy_cuda_fused_forward(exec, args, saved, chunk, true, backend_name);
 }
 
-parity_error *backward(const parity_cross_entropy_args *args, const parity_saved *saved,
+parity_error *backward(const parity_exec *exec, const parity_cross_entropy_args *args, const parity_saved *saved,
                        const parity_cross_entropy_grads *grads) {
-    return parity_cross_entropy_cuda_fused_backward(args, saved, grads, backend_name);
+    return parity_cross_entropy_cuda_fused_backward(exec, args, saved, grads, backend_name);
 }
 
 const parity_cross_entropy_kernels kernels = {forward, backward};

@@ -19,6 +19,7 @@
 #ifndef PARITY_CROSS_ENTROPY_H
 #define PARITY_CROSS_ENTROPY_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -50,8 +51,8 @@ typedef struct parity_cross_entropy_grads {
 } parity_cross_entropy_grads;
 
 typedef struct parity_cross_entropy_kernels {
-    parity_error *(*forward)(const parity_cross_entropy_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_cross_entropy_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_cross_entropy_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_cross_entropy_args *args, const parity_saved *saved,
                               const parity_cross_entropy_grads *grads);
 } parity_cross_entropy_kernels;
 

@@ -16,7 +16,8 @@
 #include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
-static parity_error *cross_entropy_eager_forward(const parity_cross_entropy_args *args, parity_saved *saved) {
+static parity_error *cross_entropy_eager_forward(const parity_exec *exec, const parity_cross_entropy_args *args,
+                                                 parity_saved *saved) {
     int64_t tokens, hidden, vocab, valid_count;
     PARITY_TRY(parity_cross_entropy_check(args, &tokens, &hidden, &vocab));
     PARITY_TRY(parity_check_cpu("cross_entropy", "hidden", args->hidden));
@@ -55,8 +56,8 @@ static parity_error *cross_entropy_eager_forward(const parity_cross_entropy_args
     return error;
 }
 
-static parity_error *cross_entropy_eager_backward(const parity_cross_entropy_args *args, const parity_saved *saved,
-                                                  const parity_cross_entropy_grads *grads) {
+static parity_error *cross_entropy_eager_backward(const parity_exec *exec, const parity_cross_entropy_args *args,
+                                                  const parity_saved *saved, const parity_cross_entropy_grads *grads) {
     int64_t tokens, hidden, vocab, valid_count;
     PARITY_TRY(parity_cross_entropy_check(args, &tokens, &hidden, &vocab));
     PARITY_TRY(parity_cross_entropy_check_grads(args, grads));

@@ -11,6 +11,7 @@
 //   ignored rows);  dhidden = dlogits @ W,  dweight = dlogits^T @ hidden  (two cuBLAS GEMMs)
 #include <stdlib.h>
 
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
@@ -104,7 +105,8 @@ static parity_error *count_valid_targets(const parity_cross_entropy_args *args, 
 
 static unsigned row_grid(int64_t rows) { return (unsigned)(rows < 65535 * 4 ? rows : 65535 * 4); }
 
-static parity_error *cross_entropy_cuda_forward(const parity_cross_entropy_args *args, parity_saved *saved) {
+static parity_error *cross_entropy_cuda_forward(const parity_exec *exec, const parity_cross_entropy_args *args,
+                                                parity_saved *saved) {
     int64_t tokens, hidden, vocab, valid_count;
     PARITY_TRY(parity_cross_entropy_check(args, &tokens, &hidden, &vocab));
     PARITY_TRY(check_devices(args));
@@ -121,7 +123,7 @@ static parity_error *cross_entropy_cuda_forward(const parity_cross_entropy_args 
     }
     parity_cuda_gemm_desc gemm = parity_cuda_gemm_packed(dtype, 1, tokens, vocab, hidden, false, true, args->hidden->data,
                                                          args->weight->data, logits->data);
-    parity_error *error = parity_cuda_gemm(device.index, &gemm);
+    parity_error *error = parity_cuda_gemm(exec, &gemm);
     double divisor = parity_round_compute((double)(args->num_items_in_batch > 0 ? args->num_items_in_batch : valid_count),
                                           dtype);
     if (!error)
@@ -129,11 +131,12 @@ static parity_error *cross_entropy_cuda_forward(const parity_cross_entropy_args 
             constexpr parity_dtype D = decltype(tag)::value;
             using T = typename scalar<D>::storage;
             using C = typename scalar<D>::compute;
-            cross_entropy_log_softmax_kernel<D><<<row_grid(tokens), log_softmax_threads>>>((const T *)logits->data,
-                                                                                           (C *)log_probs->data, tokens, vocab);
+            cross_entropy_log_softmax_kernel<D><<<row_grid(tokens), log_softmax_threads, 0, parity_cuda_stream(exec)>>>(
+                (const T *)logits->data, (C *)log_probs->data, tokens, vocab);
             PARITY_CUDA_TRY_LAUNCH("cross_entropy_log_softmax_kernel");
-            cross_entropy_loss_kernel<C><<<1, 1>>>((const C *)log_probs->data, (const int64_t *)args->targets->data,
-                                                   (C *)args->loss->data, tokens, vocab, args->ignore_index, (C)divisor);
+            cross_entropy_loss_kernel<C><<<1, 1, 0, parity_cuda_stream(exec)>>>(
+                (const C *)log_probs->data, (const int64_t *)args->targets->data, (C *)args->loss->data, tokens, vocab,
+                args->ignore_index, (C)divisor);
             PARITY_CUDA_TRY_LAUNCH("cross_entropy_loss_kernel");
             return NULL;
         });
@@ -143,8 +146,8 @@ static parity_error *cross_entropy_cuda_forward(const parity_cross_entropy_args 
     return error;
 }
 
-static parity_error *cross_entropy_cuda_backward(const parity_cross_entropy_args *args, const parity_saved *saved,
-                                                 const parity_cross_entropy_grads *grads) {
+static parity_error *cross_entropy_cuda_backward(const parity_exec *exec, const parity_cross_entropy_args *args,
+                                                 const parity_saved *saved, const parity_cross_entropy_grads *grads) {
     int64_t tokens, hidden, vocab, valid_count;
     PARITY_TRY(parity_cross_entropy_check(args, &tokens, &hidden, &vocab));
     PARITY_TRY(parity_cross_entropy_check_grads(args, grads));
@@ -173,7 +176,7 @@ static parity_error *cross_entropy_cuda_backward(const parity_cross_entropy_args
         constexpr parity_dtype D = decltype(tag)::value;
         using T = typename scalar<D>::storage;
         using C = typename scalar<D>::compute;
-        cross_entropy_dlogits_kernel<D><<<grid_for(tokens * vocab), 256>>>(
+        cross_entropy_dlogits_kernel<D><<<grid_for(tokens * vocab), 256, 0, parity_cuda_stream(exec)>>>(
             (const C *)log_probs->data, (const int64_t *)args->targets->data, (T *)dlogits.data, tokens, vocab,
             args->ignore_index, (C)g);
         PARITY_CUDA_TRY_LAUNCH("cross_entropy_dlogits_kernel");
@@ -182,12 +185,12 @@ static parity_error *cross_entropy_cuda_backward(const parity_cross_entropy_args
     if (!error && grads->dhidden) {
         parity_cuda_gemm_desc gemm = parity_cuda_gemm_packed(dtype, 1, tokens, hidden, vocab, false, false, dlogits.data,
                                                              args->weight->data, grads->dhidden->data);
-        error = parity_cuda_gemm(device.index, &gemm);
+        error = parity_cuda_gemm(exec, &gemm);
     }
     if (!error && grads->dweight) {
         parity_cuda_gemm_desc gemm = parity_cuda_gemm_packed(dtype, 1, vocab, hidden, tokens, true, false, dlogits.data,
                                                              args->hidden->data, grads->dweight->data);
-        error = parity_cuda_gemm(device.index, &gemm);
+        error = parity_cuda_gemm(exec, &gemm);
     }
     if (!error) error = parity_cuda_synchronize(device.index); // before freeing dlogits
     parity_tensor_release(&dlogits);

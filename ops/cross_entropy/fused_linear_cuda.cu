@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <math.h>
 
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/fused_rows.cuh"
 
 extern "C" {
@@ -157,22 +158,27 @@ parity_error *check_devices(const parity_cross_entropy_args *args, const parity_
 }
 
 // The valid-target count, or a SHAPE error naming the first target outside the vocabulary.
-parity_error *count_targets(const parity_cross_entropy_args *args, int64_t tokens, int64_t vocab, int64_t *valid_count) {
+parity_error *count_targets(const parity_exec *exec, const parity_cross_entropy_args *args, int64_t tokens,
+                            int64_t vocab, int64_t *valid_count) {
     const parity_device device = args->hidden->device;
+    const cudaStream_t stream = parity_cuda_stream(exec);
     pool_scratch counters;
-    PARITY_TRY(counters.alloc(device, 2 * sizeof(long long)));
+    PARITY_TRY(counters.alloc(device, 2 * sizeof(long long), stream));
     const long long initial[2] = {0, (long long)tokens}; // valid count, first bad position (tokens = none)
-    PARITY_CUDA_TRY(cudaMemcpyAsync(counters.data, initial, sizeof initial, cudaMemcpyHostToDevice, 0));
+    PARITY_CUDA_TRY(cudaMemcpyAsync(counters.data, initial, sizeof initial, cudaMemcpyHostToDevice, stream));
     const unsigned grid = (unsigned)std::min<int64_t>(1024, std::max<int64_t>(1, (tokens + 255) / 256));
-    count_targets_kernel<<<grid, 256>>>((const int64_t *)args->targets->data, tokens, vocab, args->ignore_index,
-                                        counters.as<unsigned long long>(), counters.as<long long>(sizeof(long long)));
+    count_targets_kernel<<<grid, 256, 0, parity_cuda_stream(exec)>>>(
+        (const int64_t *)args->targets->data, tokens, vocab, args->ignore_index, counters.as<unsigned long long>(),
+        counters.as<long long>(sizeof(long long)));
     PARITY_CUDA_TRY_LAUNCH("count_targets_kernel");
     long long result[2];
-    PARITY_CUDA_TRY(cudaMemcpy(result, counters.data, sizeof result, cudaMemcpyDeviceToHost));
+    PARITY_CUDA_TRY(cudaMemcpyAsync(result, counters.data, sizeof result, cudaMemcpyDeviceToHost, stream));
+    PARITY_CUDA_TRY(cudaStreamSynchronize(stream)); // the host reads the counts
     if (result[1] < tokens) {
         int64_t target = 0;
-        PARITY_CUDA_TRY(cudaMemcpy(&target, (const int64_t *)args->targets->data + result[1], sizeof target,
-                                   cudaMemcpyDeviceToHost));
+        PARITY_CUDA_TRY(cudaMemcpyAsync(&target, (const int64_t *)args->targets->data + result[1], sizeof target,
+                                        cudaMemcpyDeviceToHost, stream));
+        PARITY_CUDA_TRY(cudaStreamSynchronize(stream));
         return PARITY_ERROR(PARITY_ERROR_SHAPE,
                             "cross_entropy: target at position %lld is %lld, outside the vocabulary [0, %lld) and not "
                             "ignore_index %lld",
@@ -183,16 +189,15 @@ parity_error *count_targets(const parity_cross_entropy_args *args, int64_t token
 }
 
 template <parity_dtype D>
-parity_error *run_chunks(const parity_cross_entropy_args *args, int64_t tokens, int64_t hidden, int64_t vocab,
-                         int64_t chunk, bool per_chunk_loss, double divisor, parity_tensor *saved_dhidden,
-                         parity_tensor *saved_dweight) {
+parity_error *run_chunks(const parity_exec *exec, const parity_cross_entropy_args *args, int64_t tokens, int64_t hidden,
+                         int64_t vocab, int64_t chunk, bool per_chunk_loss, double divisor,
+                         parity_tensor *saved_dhidden, parity_tensor *saved_dweight) {
     using S = typename element<D>::storage;
     using C = typename element<D>::compute;
     const parity_device device = args->hidden->device;
-    const int device_index = device.index;
     pool_scratch chunk_logits, row_loss;
-    PARITY_TRY(chunk_logits.alloc(device, (size_t)(chunk * vocab) * sizeof(S)));
-    PARITY_TRY(row_loss.alloc(device, (size_t)tokens * sizeof(C)));
+    PARITY_TRY(chunk_logits.alloc(device, (size_t)(chunk * vocab) * sizeof(S), parity_cuda_stream(exec)));
+    PARITY_TRY(row_loss.alloc(device, (size_t)tokens * sizeof(C), parity_cuda_stream(exec)));
     constexpr int FULL = full_vector<D>();
     const bool vector_rows = vocab % FULL == 0;
     const int threads = (int)std::min<int64_t>(512, std::max<int64_t>(32, ((vector_rows ? vocab / FULL : vocab) + 31) / 32 * 32));
@@ -207,34 +212,36 @@ parity_error *run_chunks(const parity_cross_entropy_args *args, int64_t tokens, 
         // logits (rows, V) = hidden_rows (rows, H) @ weight^T
         parity_cuda_gemm_desc logits_gemm =
             parity_cuda_gemm_packed(D, 1, rows, vocab, hidden, false, true, hidden_rows, weight, logits);
-        PARITY_TRY_CONTEXT(parity_cuda_gemm(device_index, &logits_gemm), "cross_entropy: logits of tokens %lld..%lld",
+        PARITY_TRY_CONTEXT(parity_cuda_gemm(exec, &logits_gemm), "cross_entropy: logits of tokens %lld..%lld",
                            (long long)start, (long long)(start + rows));
         if (vector_rows)
-            logits_gradient_kernel<D, FULL><<<(unsigned)rows, threads>>>(logits, targets + start, vocab, args->ignore_index,
-                                                                         scale, row_loss.as<C>() + start, true);
+            logits_gradient_kernel<D, FULL><<<(unsigned)rows, threads, 0, parity_cuda_stream(exec)>>>(
+                logits, targets + start, vocab, args->ignore_index, scale, row_loss.as<C>() + start, true);
         else
-            logits_gradient_kernel<D, 1><<<(unsigned)rows, threads>>>(logits, targets + start, vocab, args->ignore_index,
-                                                                      scale, row_loss.as<C>() + start, false);
+            logits_gradient_kernel<D, 1><<<(unsigned)rows, threads, 0, parity_cuda_stream(exec)>>>(
+                logits, targets + start, vocab, args->ignore_index, scale, row_loss.as<C>() + start, false);
         PARITY_CUDA_TRY_LAUNCH("logits_gradient_kernel");
         // dhidden rows (rows, H) = dlogits (rows, V) @ weight (V, H)
         parity_cuda_gemm_desc dhidden_gemm = parity_cuda_gemm_packed(D, 1, rows, hidden, vocab, false, false, logits,
                                                                       weight, (S *)saved_dhidden->data + start * hidden);
-        PARITY_TRY_CONTEXT(parity_cuda_gemm(device_index, &dhidden_gemm), "cross_entropy: dhidden of tokens %lld..%lld",
+        PARITY_TRY_CONTEXT(parity_cuda_gemm(exec, &dhidden_gemm), "cross_entropy: dhidden of tokens %lld..%lld",
                            (long long)start, (long long)(start + rows));
         // dweight (V, H) (+)= dlogits^T (V, rows) @ hidden_rows (rows, H)
         parity_cuda_gemm_desc dweight_gemm = parity_cuda_gemm_packed(D, 1, vocab, hidden, rows, true, false, logits,
                                                                       hidden_rows, saved_dweight->data);
         dweight_gemm.beta = start == 0 ? 0.0 : 1.0;
-        PARITY_TRY_CONTEXT(parity_cuda_gemm(device_index, &dweight_gemm), "cross_entropy: dweight of tokens %lld..%lld",
+        PARITY_TRY_CONTEXT(parity_cuda_gemm(exec, &dweight_gemm), "cross_entropy: dweight of tokens %lld..%lld",
                            (long long)start, (long long)(start + rows));
     }
-    loss_kernel<C><<<1, 1024>>>(row_loss.as<const C>(), tokens, per_chunk_loss ? chunk : tokens, divisor_c,
-                                (C *)args->loss->data);
+    loss_kernel<C><<<1, 1024, 0, parity_cuda_stream(exec)>>>(
+        row_loss.as<const C>(), tokens, per_chunk_loss ? chunk : tokens, divisor_c, (C *)args->loss->data);
     PARITY_CUDA_TRY_LAUNCH("loss_kernel");
     return NULL;
 }
 
-template <parity_dtype D> parity_error *rescale(const parity_tensor *source, const parity_tensor *dloss, parity_tensor *destination) {
+template <parity_dtype D>
+parity_error *rescale(const parity_exec *exec, const parity_tensor *source, const parity_tensor *dloss,
+                      parity_tensor *destination) {
     using S = typename element<D>::storage;
     using C = typename element<D>::compute;
     constexpr int FULL = full_vector<D>();
@@ -246,11 +253,11 @@ template <parity_dtype D> parity_error *rescale(const parity_tensor *source, con
     PARITY_TRY(multiprocessor_count(source->device.index, &multiprocessors));
     const unsigned grid = (unsigned)std::max<int64_t>(1, std::min<int64_t>((vectors + 255) / 256, (int64_t)multiprocessors * 8));
     if (vectorized)
-        rescale_kernel<D, FULL><<<grid, 256>>>((const S *)source->data, (const C *)dloss->data, (S *)destination->data,
-                                               vectors, tail, true);
+        rescale_kernel<D, FULL><<<grid, 256, 0, parity_cuda_stream(exec)>>>(
+            (const S *)source->data, (const C *)dloss->data, (S *)destination->data, vectors, tail, true);
     else
-        rescale_kernel<D, 1><<<grid, 256>>>((const S *)source->data, (const C *)dloss->data, (S *)destination->data,
-                                            vectors, 0, false);
+        rescale_kernel<D, 1><<<grid, 256, 0, parity_cuda_stream(exec)>>>(
+            (const S *)source->data, (const C *)dloss->data, (S *)destination->data, vectors, 0, false);
     PARITY_CUDA_TRY_LAUNCH("rescale_kernel");
     return NULL;
 }
@@ -263,9 +270,10 @@ extern "C" int64_t parity_cross_entropy_liger_chunk_tokens(int64_t tokens, int64
     return std::max<int64_t>(1, std::min(chunk, tokens));
 }
 
-extern "C" parity_error *parity_cross_entropy_cuda_fused_forward(const parity_cross_entropy_args *args, parity_saved *saved,
-                                                                 int64_t chunk_tokens, bool per_chunk_loss,
-                                                                 const char *backend) {
+extern "C" parity_error *parity_cross_entropy_cuda_fused_forward(const parity_exec *exec,
+                                                                 const parity_cross_entropy_args *args,
+                                                                 parity_saved *saved, int64_t chunk_tokens,
+                                                                 bool per_chunk_loss, const char *backend) {
     int64_t tokens, hidden, vocab;
     PARITY_TRY(parity_cross_entropy_check(args, &tokens, &hidden, &vocab));
     PARITY_CHECK(!args->logits, PARITY_ERROR_UNSUPPORTED,
@@ -275,7 +283,7 @@ extern "C" parity_error *parity_cross_entropy_cuda_fused_forward(const parity_cr
     const parity_dtype dtype = args->hidden->dtype;
     PARITY_CUDA_TRY(cudaSetDevice(device.index));
     int64_t valid_count;
-    PARITY_TRY(count_targets(args, tokens, vocab, &valid_count));
+    PARITY_TRY(count_targets(exec, args, tokens, vocab, &valid_count));
     const double divisor = (double)(args->num_items_in_batch > 0 ? args->num_items_in_batch : valid_count);
     const int64_t chunk = std::max<int64_t>(1, std::min(chunk_tokens, tokens));
 
@@ -284,14 +292,15 @@ extern "C" parity_error *parity_cross_entropy_cuda_fused_forward(const parity_cr
     PARITY_TRY(parity_saved_alloc(saved, &saved_dhidden, dtype, device, 2, dhidden_shape));
     PARITY_TRY(parity_saved_alloc(saved, &saved_dweight, dtype, device, 2, dweight_shape));
     PARITY_TRY(dispatch_float(dtype, "cross_entropy", [&](auto tag) -> parity_error * {
-        return run_chunks<decltype(tag)::value>(args, tokens, hidden, vocab, chunk, per_chunk_loss, divisor, saved_dhidden,
-                                                saved_dweight);
+        return run_chunks<decltype(tag)::value>(exec, args, tokens, hidden, vocab, chunk, per_chunk_loss, divisor,
+                                                saved_dhidden, saved_dweight);
     }));
     if (args->valid_count) *args->valid_count = valid_count;
     return NULL;
 }
 
-extern "C" parity_error *parity_cross_entropy_cuda_fused_backward(const parity_cross_entropy_args *args,
+extern "C" parity_error *parity_cross_entropy_cuda_fused_backward(const parity_exec *exec,
+                                                                  const parity_cross_entropy_args *args,
                                                                   const parity_saved *saved,
                                                                   const parity_cross_entropy_grads *grads,
                                                                   const char *backend) {
@@ -305,8 +314,8 @@ extern "C" parity_error *parity_cross_entropy_cuda_fused_backward(const parity_c
     PARITY_CUDA_TRY(cudaSetDevice(args->hidden->device.index));
     return dispatch_float(args->hidden->dtype, "cross_entropy", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
-        if (grads->dhidden) PARITY_TRY(rescale<D>(saved_dhidden, grads->dloss, grads->dhidden));
-        if (grads->dweight) PARITY_TRY(rescale<D>(saved_dweight, grads->dloss, grads->dweight));
+        if (grads->dhidden) PARITY_TRY(rescale<D>(exec, saved_dhidden, grads->dloss, grads->dhidden));
+        if (grads->dweight) PARITY_TRY(rescale<D>(exec, saved_dweight, grads->dloss, grads->dweight));
         return NULL;
     });
 }

@@ -34,9 +34,11 @@ extern "C" {
 int64_t parity_cross_entropy_liger_chunk_tokens(int64_t tokens, int64_t vocab, size_t element_size);
 
 // A logits output is UNSUPPORTED (never materialized). `backend` names the caller in errors.
-parity_error *parity_cross_entropy_cuda_fused_forward(const parity_cross_entropy_args *args, parity_saved *saved,
-                                                      int64_t chunk_tokens, bool per_chunk_loss, const char *backend);
-parity_error *parity_cross_entropy_cuda_fused_backward(const parity_cross_entropy_args *args, const parity_saved *saved,
+parity_error *parity_cross_entropy_cuda_fused_forward(const parity_exec *exec, const parity_cross_entropy_args *args,
+                                                      parity_saved *saved, int64_t chunk_tokens, bool per_chunk_loss,
+                                                      const char *backend);
+parity_error *parity_cross_entropy_cuda_fused_backward(const parity_exec *exec, const parity_cross_entropy_args *args,
+                                                       const parity_saved *saved,
                                                        const parity_cross_entropy_grads *grads, const char *backend);
 
 #ifdef __cplusplus

@@ -15,17 +15,17 @@ namespace {
 
 const char backend_name[] = "liger_kernel";
 
-parity_error *forward(const parity_cross_entropy_args *args, parity_saved *saved) {
+parity_error *forward(const parity_exec *exec, const parity_cross_entropy_args *args, parity_saved *saved) {
     int64_t tokens = args->hidden && args->hidden->ndim == 2 ? args->hidden->shape[0] : 1;
     int64_t vocab = args->weight && args->weight->ndim == 2 ? args->weight->shape[0] : 1;
     size_t element = args->hidden ? parity_dtype_size(args->hidden->dtype) : 2;
     int64_t chunk = parity_cross_entropy_liger_chunk_tokens(tokens, vocab > 0 ? vocab : 1, element ? element : 2);
-    return parity_cross_entropy_cuda_fused_forward(args, saved, chunk, false, backend_name);
+    return parity_cross_entropy_cuda_fused_forward(exec, args, saved, chunk, false, backend_name);
 }
 
-parity_error *backward(const parity_cross_entropy_args *args, const parity_saved *saved,
+parity_error *backward(const parity_exec *exec, const parity_cross_entropy_args *args, const parity_saved *saved,
                        const parity_cross_entropy_grads *grads) {
-    return parity_cross_entropy_cuda_fused_backward(args, saved, grads, backend_name);
+    return parity_cross_entropy_cuda_fused_backward(exec, args, saved, grads, backend_name);
 }
 
 const parity_cross_entropy_kernels kernels = {forward, backward};

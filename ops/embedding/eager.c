@@ -10,7 +10,8 @@
 #include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
-static parity_error *embedding_eager_forward(const parity_embedding_args *args, parity_saved *saved) {
+static parity_error *embedding_eager_forward(const parity_exec *exec, const parity_embedding_args *args,
+                                             parity_saved *saved) {
     int64_t positions, vocab, hidden;
     PARITY_TRY(parity_embedding_check(args, &positions, &vocab, &hidden));
     PARITY_TRY(parity_check_cpu("embedding", "weight", args->weight));
@@ -32,8 +33,8 @@ static parity_error *embedding_eager_forward(const parity_embedding_args *args, 
     return error;
 }
 
-static parity_error *embedding_eager_backward(const parity_embedding_args *args, const parity_saved *saved,
-                                              const parity_embedding_grads *grads) {
+static parity_error *embedding_eager_backward(const parity_exec *exec, const parity_embedding_args *args,
+                                              const parity_saved *saved, const parity_embedding_grads *grads) {
     int64_t positions, vocab, hidden;
     PARITY_TRY(parity_embedding_check(args, &positions, &vocab, &hidden));
     PARITY_TRY(parity_embedding_check_grads(args, grads));

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
@@ -65,7 +66,8 @@ static parity_error *load_ids(const parity_embedding_args *args, int64_t positio
     return error;
 }
 
-static parity_error *embedding_cuda_forward(const parity_embedding_args *args, parity_saved *saved) {
+static parity_error *embedding_cuda_forward(const parity_exec *exec, const parity_embedding_args *args,
+                                            parity_saved *saved) {
     int64_t positions, vocab, hidden;
     PARITY_TRY(parity_embedding_check(args, &positions, &vocab, &hidden));
     PARITY_TRY(check_devices(args));
@@ -75,8 +77,9 @@ static parity_error *embedding_cuda_forward(const parity_embedding_args *args, p
     if (positions == 0) return NULL;
     return dispatch_float(args->weight->dtype, "embedding", [&](auto tag) -> parity_error * {
         using T = typename scalar<decltype(tag)::value>::storage;
-        embedding_forward_kernel<T><<<grid_for(positions * hidden), 256>>>(
-            (const int64_t *)args->ids->data, (const T *)args->weight->data, (T *)args->output->data, positions, hidden);
+        embedding_forward_kernel<T><<<grid_for(positions * hidden), 256, 0, parity_cuda_stream(exec)>>>(
+            (const int64_t *)args->ids->data, (const T *)args->weight->data, (T *)args->output->data, positions,
+            hidden);
         PARITY_CUDA_TRY_LAUNCH("embedding_forward_kernel");
         return NULL;
     });
@@ -121,8 +124,8 @@ static parity_error *group_positions(const parity_embedding_args *args, const in
     return NULL;
 }
 
-static parity_error *embedding_cuda_backward(const parity_embedding_args *args, const parity_saved *saved,
-                                             const parity_embedding_grads *grads) {
+static parity_error *embedding_cuda_backward(const parity_exec *exec, const parity_embedding_args *args,
+                                             const parity_saved *saved, const parity_embedding_grads *grads) {
     int64_t positions, vocab, hidden;
     PARITY_TRY(parity_embedding_check(args, &positions, &vocab, &hidden));
     PARITY_TRY(parity_embedding_check_grads(args, grads));
@@ -140,15 +143,16 @@ static parity_error *embedding_cuda_backward(const parity_embedding_args *args, 
     parity_tensor device_plan = {};
     error = parity_tensor_to(&device_plan, &host_plan, device, PARITY_I64);
     free(plan);
-    if (!error) error = parity_tensor_fill_zero(grads->dweight);
+    if (!error) error = parity_cuda_zero_on(exec, grads->dweight);
     if (!error && segments > 0) {
         const int64_t *segment_ids = (const int64_t *)device_plan.data, *starts = segment_ids + segments,
                       *sorted = starts + segments + 1;
         error = dispatch_float(args->weight->dtype, "embedding", [&](auto tag) -> parity_error * {
             constexpr parity_dtype D = decltype(tag)::value;
             using T = typename scalar<D>::storage;
-            embedding_backward_kernel<D><<<grid_for(segments * hidden), 256>>>(
-                segment_ids, starts, sorted, (const T *)grads->doutput->data, (T *)grads->dweight->data, segments, hidden);
+            embedding_backward_kernel<D><<<grid_for(segments * hidden), 256, 0, parity_cuda_stream(exec)>>>(
+                segment_ids, starts, sorted, (const T *)grads->doutput->data, (T *)grads->dweight->data, segments,
+                hidden);
             PARITY_CUDA_TRY_LAUNCH("embedding_backward_kernel");
             return NULL;
         });

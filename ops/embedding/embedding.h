@@ -3,6 +3,7 @@
 #ifndef PARITY_EMBEDDING_H
 #define PARITY_EMBEDDING_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -27,8 +28,8 @@ typedef struct parity_embedding_grads {
 } parity_embedding_grads;
 
 typedef struct parity_embedding_kernels {
-    parity_error *(*forward)(const parity_embedding_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_embedding_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_embedding_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_embedding_args *args, const parity_saved *saved,
                               const parity_embedding_grads *grads);
 } parity_embedding_kernels;
 

@@ -207,7 +207,8 @@ static int64_t longest_document(const parity_gated_delta_rule_cpu_call *call) {
     return longest;
 }
 
-static parity_error *gated_delta_rule_chunked_forward(const parity_gated_delta_rule_args *args, parity_saved *saved) {
+static parity_error *gated_delta_rule_chunked_forward(const parity_exec *exec, const parity_gated_delta_rule_args *args,
+                                                      parity_saved *saved) {
     parity_gated_delta_rule_cpu_call call;
     PARITY_TRY(parity_gated_delta_rule_cpu_load(args, &call));
     const parity_gated_delta_rule_sizes *sizes = &call.sizes;
@@ -379,7 +380,9 @@ static void reverse_chunk(chunk_work *work, const double *state, double *dstate)
     }
 }
 
-static parity_error *gated_delta_rule_chunked_backward(const parity_gated_delta_rule_args *args, const parity_saved *saved,
+static parity_error *gated_delta_rule_chunked_backward(const parity_exec *exec,
+                                                       const parity_gated_delta_rule_args *args,
+                                                       const parity_saved *saved,
                                                        const parity_gated_delta_rule_grads *grads) {
     parity_gated_delta_rule_cpu_call call;
     PARITY_TRY(parity_gated_delta_rule_cpu_load(args, &call));

@@ -71,7 +71,8 @@ static void read_state(const parity_gated_delta_rule_cpu_call *call, const doubl
     }
 }
 
-static parity_error *gated_delta_rule_eager_forward(const parity_gated_delta_rule_args *args, parity_saved *saved) {
+static parity_error *gated_delta_rule_eager_forward(const parity_exec *exec, const parity_gated_delta_rule_args *args,
+                                                    parity_saved *saved) {
     parity_gated_delta_rule_cpu_call call;
     PARITY_TRY(parity_gated_delta_rule_cpu_load(args, &call));
     const parity_gated_delta_rule_sizes *sizes = &call.sizes;
@@ -213,7 +214,8 @@ static void reverse_step(const parity_gated_delta_rule_cpu_call *call, const tok
     *out->dg = parity_round_compute(ddecay * token->decay, compute);
 }
 
-static parity_error *gated_delta_rule_eager_backward(const parity_gated_delta_rule_args *args, const parity_saved *saved,
+static parity_error *gated_delta_rule_eager_backward(const parity_exec *exec, const parity_gated_delta_rule_args *args,
+                                                     const parity_saved *saved,
                                                      const parity_gated_delta_rule_grads *grads) {
     parity_gated_delta_rule_cpu_call call;
     PARITY_TRY(parity_gated_delta_rule_cpu_load(args, &call));

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ops/core/cuda/eager_support.cuh"
+#include "ops/core/cuda/exec_stream.cuh"
 
 extern "C" {
 #include "ops/gated_delta_rule/gated_delta_rule.h"
@@ -349,7 +350,8 @@ struct prepared_qk {
 };
 
 template <parity_dtype D>
-parity_error *prepare_qk(const parity_gated_delta_rule_args *args, const delta_call &call, prepared_qk *out) {
+parity_error *prepare_qk(const parity_exec *exec, const parity_gated_delta_rule_args *args, const delta_call &call,
+                         prepared_qk *out) {
     using storage = typename scalar<D>::storage;
     using C = typename scalar<D>::compute;
     parity_device device = args->query->device;
@@ -360,18 +362,19 @@ parity_error *prepare_qk(const parity_gated_delta_rule_args *args, const delta_c
     PARITY_TRY(out->key.alloc_1d(compute, device, rows * shape.key_dim));
     PARITY_TRY(out->query_inverse_norm.alloc_1d(compute, device, rows));
     PARITY_TRY(out->key_inverse_norm.alloc_1d(compute, device, rows));
-    delta_prepare<D><<<grid_for(rows, 128), 128>>>(rows, shape.key_dim, args->use_qk_l2norm, true, (C)call.sizes.scale,
-                                                    static_cast<const storage *>(args->query->data), out->query.data<C>(),
-                                                    out->query_inverse_norm.data<C>());
+    delta_prepare<D><<<grid_for(rows, 128), 128, 0, parity_cuda_stream(exec)>>>(
+        rows, shape.key_dim, args->use_qk_l2norm, true, (C)call.sizes.scale,
+        static_cast<const storage *>(args->query->data), out->query.data<C>(), out->query_inverse_norm.data<C>());
     PARITY_CUDA_TRY_LAUNCH("delta_prepare");
-    delta_prepare<D><<<grid_for(rows, 128), 128>>>(rows, shape.key_dim, args->use_qk_l2norm, false, C(1),
-                                                    static_cast<const storage *>(args->key->data), out->key.data<C>(),
-                                                    out->key_inverse_norm.data<C>());
+    delta_prepare<D><<<grid_for(rows, 128), 128, 0, parity_cuda_stream(exec)>>>(
+        rows, shape.key_dim, args->use_qk_l2norm, false, C(1), static_cast<const storage *>(args->key->data),
+        out->key.data<C>(), out->key_inverse_norm.data<C>());
     PARITY_CUDA_TRY_LAUNCH("delta_prepare");
     return NULL;
 }
 
-parity_error *gated_delta_rule_cuda_eager_forward(const parity_gated_delta_rule_args *args, parity_saved *saved) {
+parity_error *gated_delta_rule_cuda_eager_forward(const parity_exec *exec, const parity_gated_delta_rule_args *args,
+                                                  parity_saved *saved) {
     delta_call call;
     PARITY_TRY(prepare_call(args, &call));
     return dispatch_float(args->query->dtype, "gated_delta_rule", [&](auto tag) -> parity_error * {
@@ -380,11 +383,12 @@ parity_error *gated_delta_rule_cuda_eager_forward(const parity_gated_delta_rule_
         using C = typename scalar<D>::compute;
         const delta_shape &shape = call.shape;
         prepared_qk prepared;
-        PARITY_TRY(prepare_qk<D>(args, call, &prepared));
+        PARITY_TRY(prepare_qk<D>(exec, args, call, &prepared));
         if (shape.documents * shape.value_heads == 0) return (parity_error *)NULL;
         size_t shared = (size_t)(shape.key_dim * shape.value_dim) * sizeof(C);
         PARITY_TRY(allow_shared(delta_forward<D>, shared, call.sizes, args->query->device.index));
-        delta_forward<D><<<(unsigned)(shape.documents * shape.value_heads), threads_for(shape.value_dim), shared>>>(
+        delta_forward<D><<<(unsigned)(shape.documents * shape.value_heads), threads_for(shape.value_dim), shared,
+                           parity_cuda_stream(exec)>>>(
             shape, prepared.query.data<C>(), prepared.key.data<C>(), static_cast<const storage *>(args->value->data),
             args->g->data, static_cast<const storage *>(args->beta->data), static_cast<storage *>(args->output->data));
         PARITY_CUDA_TRY_LAUNCH("delta_forward");
@@ -392,7 +396,8 @@ parity_error *gated_delta_rule_cuda_eager_forward(const parity_gated_delta_rule_
     });
 }
 
-parity_error *gated_delta_rule_cuda_eager_backward(const parity_gated_delta_rule_args *args, const parity_saved *saved,
+parity_error *gated_delta_rule_cuda_eager_backward(const parity_exec *exec, const parity_gated_delta_rule_args *args,
+                                                   const parity_saved *saved,
                                                    const parity_gated_delta_rule_grads *grads) {
     delta_call call;
     PARITY_TRY(prepare_call(args, &call));
@@ -431,7 +436,7 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_gated_delta_rule
         using storage = typename scalar<D>::storage;
         using C = typename scalar<D>::compute;
         prepared_qk prepared;
-        PARITY_TRY(prepare_qk<D>(args, call, &prepared));
+        PARITY_TRY(prepare_qk<D>(exec, args, call, &prepared));
         if (shape.documents * shape.value_heads > 0) {
             size_t shared = (size_t)(state_size + 2 * shape.value_dim + 2 * shape.key_dim) * sizeof(C);
             PARITY_TRY(allow_shared(delta_backward<D>, shared, call.sizes, device.index));
@@ -441,10 +446,12 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_gated_delta_rule
                                       grads->dbeta ? static_cast<storage *>(grads->dbeta->data) : nullptr};
             delta_plan plan = {block_bases.data<int64_t>(), chunk_lengths.data<int64_t>()};
             int64_t width = shape.key_dim > shape.value_dim ? shape.key_dim : shape.value_dim;
-            delta_backward<D><<<(unsigned)(shape.documents * shape.value_heads), threads_for(width), shared>>>(
-                shape, plan, prepared.query.data<C>(), prepared.key.data<C>(), static_cast<const storage *>(args->value->data),
-                args->g->data, static_cast<const storage *>(args->beta->data),
-                static_cast<const storage *>(grads->doutput->data), scratch.data<C>(), out);
+            delta_backward<D><<<(unsigned)(shape.documents * shape.value_heads), threads_for(width), shared,
+                                parity_cuda_stream(exec)>>>(
+                shape, plan, prepared.query.data<C>(), prepared.key.data<C>(),
+                static_cast<const storage *>(args->value->data), args->g->data,
+                static_cast<const storage *>(args->beta->data), static_cast<const storage *>(grads->doutput->data),
+                scratch.data<C>(), out);
             PARITY_CUDA_TRY_LAUNCH("delta_backward");
         }
         C scale = (C)call.sizes.scale;
@@ -455,16 +462,15 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_gated_delta_rule
             if (!finish.destination) continue;
             const storage *x = static_cast<const storage *>(finish.input->data);
             if (args->use_qk_l2norm) {
-                delta_norm_reduction<D><<<grid_for(value_rows, 128), 128>>>(shape, finish.scaled, scale, x,
-                                                                             finish.dprepared->template data<C>(),
-                                                                             dinverse.data<C>());
+                delta_norm_reduction<D><<<grid_for(value_rows, 128), 128, 0, parity_cuda_stream(exec)>>>(
+                    shape, finish.scaled, scale, x, finish.dprepared->template data<C>(), dinverse.data<C>());
                 PARITY_CUDA_TRY_LAUNCH("delta_norm_reduction");
             }
             int64_t count = shape.tokens * shape.key_heads * shape.key_dim;
-            delta_finish_qk<D><<<grid_for(count), 256>>>(shape, args->use_qk_l2norm, finish.scaled, scale, x,
-                                                         finish.inverse_norms->template data<C>(), dinverse.data<C>(),
-                                                         finish.dprepared->template data<C>(),
-                                                         static_cast<storage *>(finish.destination->data));
+            delta_finish_qk<D><<<grid_for(count), 256, 0, parity_cuda_stream(exec)>>>(
+                shape, args->use_qk_l2norm, finish.scaled, scale, x, finish.inverse_norms->template data<C>(),
+                dinverse.data<C>(), finish.dprepared->template data<C>(),
+                static_cast<storage *>(finish.destination->data));
             PARITY_CUDA_TRY_LAUNCH("delta_finish_qk");
         }
         return (parity_error *)NULL;

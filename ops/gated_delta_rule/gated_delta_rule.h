@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -48,9 +49,9 @@ typedef struct parity_gated_delta_rule_grads {
 } parity_gated_delta_rule_grads;
 
 typedef struct parity_gated_delta_rule_kernels {
-    parity_error *(*forward)(const parity_gated_delta_rule_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_gated_delta_rule_args *args, const parity_saved *saved,
-                              const parity_gated_delta_rule_grads *grads);
+    parity_error *(*forward)(const parity_exec *exec, const parity_gated_delta_rule_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_gated_delta_rule_args *args,
+                              const parity_saved *saved, const parity_gated_delta_rule_grads *grads);
 } parity_gated_delta_rule_kernels;
 
 // The op's descriptor (descriptor.c): slots, args builder, kernel call.

@@ -32,7 +32,8 @@ static double sigmoid(double x, parity_dtype dtype) {
     return parity_round_compute(1.0 / parity_round_compute(1.0 + parity_round_compute(exp(-x), dtype), dtype), dtype);
 }
 
-static parity_error *gdn_gating_eager_forward(const parity_gdn_gating_args *args, parity_saved *saved) {
+static parity_error *gdn_gating_eager_forward(const parity_exec *exec, const parity_gdn_gating_args *args,
+                                              parity_saved *saved) {
     int64_t tokens, heads;
     PARITY_TRY(parity_gdn_gating_check(args, &tokens, &heads));
     const parity_tensor *cpu_tensors[] = {args->a, args->b, args->A_log, args->dt_bias, args->g, args->beta};
@@ -52,8 +53,8 @@ static parity_error *gdn_gating_eager_forward(const parity_gdn_gating_args *args
     return NULL;
 }
 
-static parity_error *gdn_gating_eager_backward(const parity_gdn_gating_args *args, const parity_saved *saved,
-                                               const parity_gdn_gating_grads *grads) {
+static parity_error *gdn_gating_eager_backward(const parity_exec *exec, const parity_gdn_gating_args *args,
+                                               const parity_saved *saved, const parity_gdn_gating_grads *grads) {
     int64_t tokens, heads;
     PARITY_TRY(parity_gdn_gating_check(args, &tokens, &heads));
     PARITY_TRY(parity_gdn_gating_check_grads(args, grads));

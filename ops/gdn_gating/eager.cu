@@ -5,6 +5,7 @@
 // Backward: da and db per element; dA_log and ddt_bias by one thread per head summing over the
 // tokens in order (eager.c's order), so the sums are the CPU's.
 #include "ops/core/cuda/eager_support.cuh"
+#include "ops/core/cuda/exec_stream.cuh"
 
 extern "C" {
 #include "ops/gdn_gating/gdn_gating.h"
@@ -108,7 +109,8 @@ parity_error *check_devices(const parity_gdn_gating_args *args) {
 
 template <typename T> T *data_of(const parity_tensor *tensor) { return tensor ? static_cast<T *>(tensor->data) : nullptr; }
 
-parity_error *gdn_gating_cuda_eager_forward(const parity_gdn_gating_args *args, parity_saved *saved) {
+parity_error *gdn_gating_cuda_eager_forward(const parity_exec *exec, const parity_gdn_gating_args *args,
+                                            parity_saved *saved) {
     gating_shape shape;
     PARITY_TRY(parity_gdn_gating_check(args, &shape.tokens, &shape.heads));
     PARITY_TRY(check_devices(args));
@@ -116,16 +118,17 @@ parity_error *gdn_gating_cuda_eager_forward(const parity_gdn_gating_args *args, 
         constexpr parity_dtype D = decltype(tag)::value;
         using storage = typename scalar<D>::storage;
         using C = typename scalar<D>::compute;
-        gating_forward<D><<<grid_for(shape.tokens * shape.heads), 256>>>(
-            shape, data_of<const storage>(args->a), data_of<const storage>(args->b), data_of<const storage>(args->A_log),
-            data_of<const storage>(args->dt_bias), data_of<C>(args->g), data_of<storage>(args->beta));
+        gating_forward<D><<<grid_for(shape.tokens * shape.heads), 256, 0, parity_cuda_stream(exec)>>>(
+            shape, data_of<const storage>(args->a), data_of<const storage>(args->b),
+            data_of<const storage>(args->A_log), data_of<const storage>(args->dt_bias), data_of<C>(args->g),
+            data_of<storage>(args->beta));
         PARITY_CUDA_TRY_LAUNCH("gating_forward");
         return NULL;
     });
 }
 
-parity_error *gdn_gating_cuda_eager_backward(const parity_gdn_gating_args *args, const parity_saved *saved,
-                                             const parity_gdn_gating_grads *grads) {
+parity_error *gdn_gating_cuda_eager_backward(const parity_exec *exec, const parity_gdn_gating_args *args,
+                                             const parity_saved *saved, const parity_gdn_gating_grads *grads) {
     gating_shape shape;
     PARITY_TRY(parity_gdn_gating_check(args, &shape.tokens, &shape.heads));
     PARITY_TRY(parity_gdn_gating_check_grads(args, grads));
@@ -139,14 +142,14 @@ parity_error *gdn_gating_cuda_eager_backward(const parity_gdn_gating_args *args,
         using storage = typename scalar<D>::storage;
         using C = typename scalar<D>::compute;
         if (grads->da || grads->db) {
-            gating_backward_elements<D><<<grid_for(shape.tokens * shape.heads), 256>>>(
+            gating_backward_elements<D><<<grid_for(shape.tokens * shape.heads), 256, 0, parity_cuda_stream(exec)>>>(
                 shape, data_of<const storage>(args->a), data_of<const storage>(args->A_log),
                 data_of<const storage>(args->dt_bias), data_of<const storage>(args->beta), data_of<const C>(grads->dg),
                 data_of<const storage>(grads->dbeta), data_of<storage>(grads->da), data_of<storage>(grads->db));
             PARITY_CUDA_TRY_LAUNCH("gating_backward_elements");
         }
         if (grads->dA_log || grads->ddt_bias) {
-            gating_backward_heads<D><<<grid_for(shape.heads, 64), 64>>>(
+            gating_backward_heads<D><<<grid_for(shape.heads, 64), 64, 0, parity_cuda_stream(exec)>>>(
                 shape, data_of<const storage>(args->a), data_of<const storage>(args->A_log),
                 data_of<const storage>(args->dt_bias), data_of<const C>(grads->dg), data_of<storage>(grads->dA_log),
                 data_of<storage>(grads->ddt_bias));

@@ -8,6 +8,7 @@
 #ifndef PARITY_GDN_GATING_H
 #define PARITY_GDN_GATING_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -37,8 +38,8 @@ typedef struct parity_gdn_gating_grads {
 } parity_gdn_gating_grads;
 
 typedef struct parity_gdn_gating_kernels {
-    parity_error *(*forward)(const parity_gdn_gating_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_gdn_gating_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_gdn_gating_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_gdn_gating_args *args, const parity_saved *saved,
                               const parity_gdn_gating_grads *grads);
 } parity_gdn_gating_kernels;
 

@@ -9,7 +9,8 @@
 #include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
-static parity_error *l2_norm_eager_forward(const parity_l2_norm_args *args, parity_saved *saved) {
+static parity_error *l2_norm_eager_forward(const parity_exec *exec, const parity_l2_norm_args *args,
+                                           parity_saved *saved) {
     int64_t rows, dim;
     PARITY_TRY(parity_l2_norm_check(args, &rows, &dim));
     PARITY_TRY(parity_check_cpu("l2_norm", "input", args->input));
@@ -33,8 +34,8 @@ static parity_error *l2_norm_eager_forward(const parity_l2_norm_args *args, pari
     return error;
 }
 
-static parity_error *l2_norm_eager_backward(const parity_l2_norm_args *args, const parity_saved *saved,
-                                            const parity_l2_norm_grads *grads) {
+static parity_error *l2_norm_eager_backward(const parity_exec *exec, const parity_l2_norm_args *args,
+                                            const parity_saved *saved, const parity_l2_norm_grads *grads) {
     int64_t rows, dim;
     PARITY_TRY(parity_l2_norm_check(args, &rows, &dim));
     PARITY_TRY(parity_l2_norm_check_grads(args, grads));

@@ -5,6 +5,7 @@
 // Saves r (N) in the call's dtype. Backward (autograd's graph):
 //   dr = sum(dy * x);  dt = (-0.5 * dr) * r^3;  dx = dy * r + 2 * (dt * x)
 // Row sums run in a fixed tree order (deterministic, independent of the other rows).
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
@@ -76,7 +77,8 @@ static parity_error *check_devices(const parity_l2_norm_args *args) {
     return use_device(device);
 }
 
-static parity_error *l2_norm_cuda_forward(const parity_l2_norm_args *args, parity_saved *saved) {
+static parity_error *l2_norm_cuda_forward(const parity_exec *exec, const parity_l2_norm_args *args,
+                                          parity_saved *saved) {
     int64_t rows, dim;
     PARITY_TRY(parity_l2_norm_check(args, &rows, &dim));
     PARITY_TRY(check_devices(args));
@@ -87,15 +89,15 @@ static parity_error *l2_norm_cuda_forward(const parity_l2_norm_args *args, parit
     return dispatch_float(dtype, "l2_norm", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using T = typename scalar<D>::storage;
-        l2_norm_forward_kernel<D><<<row_grid(rows), l2_threads>>>((const T *)args->input->data, (T *)args->output->data,
-                                                                  (T *)inverse->data, rows, dim, args->eps);
+        l2_norm_forward_kernel<D><<<row_grid(rows), l2_threads, 0, parity_cuda_stream(exec)>>>(
+            (const T *)args->input->data, (T *)args->output->data, (T *)inverse->data, rows, dim, args->eps);
         PARITY_CUDA_TRY_LAUNCH("l2_norm_forward_kernel");
         return NULL;
     });
 }
 
-static parity_error *l2_norm_cuda_backward(const parity_l2_norm_args *args, const parity_saved *saved,
-                                           const parity_l2_norm_grads *grads) {
+static parity_error *l2_norm_cuda_backward(const parity_exec *exec, const parity_l2_norm_args *args,
+                                           const parity_saved *saved, const parity_l2_norm_grads *grads) {
     int64_t rows, dim;
     PARITY_TRY(parity_l2_norm_check(args, &rows, &dim));
     PARITY_TRY(parity_l2_norm_check_grads(args, grads));
@@ -110,10 +112,9 @@ static parity_error *l2_norm_cuda_backward(const parity_l2_norm_args *args, cons
     return dispatch_float(args->input->dtype, "l2_norm", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using T = typename scalar<D>::storage;
-        l2_norm_backward_kernel<D><<<row_grid(rows), l2_threads>>>((const T *)args->input->data,
-                                                                   (const T *)grads->doutput->data,
-                                                                   (const T *)inverse->data, (T *)grads->dinput->data,
-                                                                   rows, dim);
+        l2_norm_backward_kernel<D><<<row_grid(rows), l2_threads, 0, parity_cuda_stream(exec)>>>(
+            (const T *)args->input->data, (const T *)grads->doutput->data, (const T *)inverse->data,
+            (T *)grads->dinput->data, rows, dim);
         PARITY_CUDA_TRY_LAUNCH("l2_norm_backward_kernel");
         return NULL;
     });

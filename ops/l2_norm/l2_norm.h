@@ -5,6 +5,7 @@
 #ifndef PARITY_L2_NORM_H
 #define PARITY_L2_NORM_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -27,8 +28,8 @@ typedef struct parity_l2_norm_grads {
 } parity_l2_norm_grads;
 
 typedef struct parity_l2_norm_kernels {
-    parity_error *(*forward)(const parity_l2_norm_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_l2_norm_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_l2_norm_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_l2_norm_args *args, const parity_saved *saved,
                               const parity_l2_norm_grads *grads);
 } parity_l2_norm_kernels;
 

@@ -12,7 +12,8 @@
 #include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
-static parity_error *linear_eager_forward(const parity_linear_args *args, parity_saved *saved) {
+static parity_error *linear_eager_forward(const parity_exec *exec, const parity_linear_args *args,
+                                          parity_saved *saved) {
     int64_t rows, in_features, out_features;
     PARITY_TRY(parity_linear_check(args, &rows, &in_features, &out_features));
     PARITY_TRY(parity_check_cpu("linear", "input", args->input));
@@ -34,8 +35,8 @@ static parity_error *linear_eager_forward(const parity_linear_args *args, parity
     return error;
 }
 
-static parity_error *linear_eager_backward(const parity_linear_args *args, const parity_saved *saved,
-                                           const parity_linear_grads *grads) {
+static parity_error *linear_eager_backward(const parity_exec *exec, const parity_linear_args *args,
+                                           const parity_saved *saved, const parity_linear_grads *grads) {
     int64_t rows, in_features, out_features;
     PARITY_TRY(parity_linear_check(args, &rows, &in_features, &out_features));
     PARITY_TRY(parity_linear_check_grads(args, grads));

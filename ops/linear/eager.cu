@@ -6,6 +6,7 @@
 //   dW = dy^T x        (out, N) x (N, in)
 //   db = sum over rows of dy in row order, compute precision, rounded once (one thread per column)
 // GEMMs through ops/core/cuda/blas.h: f64 DGEMM, f32 without TF32, bf16 with f32 accumulation.
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
@@ -45,7 +46,7 @@ static parity_error *check_devices(const parity_linear_args *args) {
     return use_device(device);
 }
 
-static parity_error *linear_cuda_forward(const parity_linear_args *args, parity_saved *saved) {
+static parity_error *linear_cuda_forward(const parity_exec *exec, const parity_linear_args *args, parity_saved *saved) {
     int64_t rows, in_features, out_features;
     PARITY_TRY(parity_linear_check(args, &rows, &in_features, &out_features));
     PARITY_TRY(check_devices(args));
@@ -54,7 +55,7 @@ static parity_error *linear_cuda_forward(const parity_linear_args *args, parity_
     if (args->bias)
         PARITY_TRY(dispatch_float(dtype, "linear", [&](auto tag) -> parity_error * {
             using T = typename scalar<decltype(tag)::value>::storage;
-            linear_broadcast_bias_kernel<T><<<grid_for(rows * out_features), 256>>>(
+            linear_broadcast_bias_kernel<T><<<grid_for(rows * out_features), 256, 0, parity_cuda_stream(exec)>>>(
                 (const T *)args->bias->data, (T *)args->output->data, rows, out_features);
             PARITY_CUDA_TRY_LAUNCH("linear_broadcast_bias_kernel");
             return NULL;
@@ -62,12 +63,12 @@ static parity_error *linear_cuda_forward(const parity_linear_args *args, parity_
     parity_cuda_gemm_desc gemm = parity_cuda_gemm_packed(dtype, 1, rows, out_features, in_features, false, true,
                                                          args->input->data, args->weight->data, args->output->data);
     gemm.beta = args->bias ? 1.0 : 0.0;
-    PARITY_TRY_CONTEXT(parity_cuda_gemm(args->input->device.index, &gemm), "linear forward");
+    PARITY_TRY_CONTEXT(parity_cuda_gemm(exec, &gemm), "linear forward");
     return NULL;
 }
 
-static parity_error *linear_cuda_backward(const parity_linear_args *args, const parity_saved *saved,
-                                          const parity_linear_grads *grads) {
+static parity_error *linear_cuda_backward(const parity_exec *exec, const parity_linear_args *args,
+                                          const parity_saved *saved, const parity_linear_grads *grads) {
     int64_t rows, in_features, out_features;
     PARITY_TRY(parity_linear_check(args, &rows, &in_features, &out_features));
     PARITY_TRY(parity_linear_check_grads(args, grads));
@@ -81,19 +82,19 @@ static parity_error *linear_cuda_backward(const parity_linear_args *args, const 
     if (grads->dinput && rows > 0) {
         parity_cuda_gemm_desc gemm = parity_cuda_gemm_packed(dtype, 1, rows, in_features, out_features, false, false,
                                                              grads->doutput->data, args->weight->data, grads->dinput->data);
-        PARITY_TRY_CONTEXT(parity_cuda_gemm(device.index, &gemm), "linear backward: dinput");
+        PARITY_TRY_CONTEXT(parity_cuda_gemm(exec, &gemm), "linear backward: dinput");
     }
     if (grads->dweight) {
         parity_cuda_gemm_desc gemm = parity_cuda_gemm_packed(dtype, 1, out_features, in_features, rows, true, false,
                                                              grads->doutput->data, args->input->data, grads->dweight->data);
-        PARITY_TRY_CONTEXT(parity_cuda_gemm(device.index, &gemm), "linear backward: dweight");
+        PARITY_TRY_CONTEXT(parity_cuda_gemm(exec, &gemm), "linear backward: dweight");
     }
     if (grads->dbias)
         PARITY_TRY(dispatch_float(dtype, "linear", [&](auto tag) -> parity_error * {
             constexpr parity_dtype D = decltype(tag)::value;
             using T = typename scalar<D>::storage;
-            linear_bias_gradient_kernel<D><<<grid_for(out_features), 256>>>((const T *)grads->doutput->data,
-                                                                            (T *)grads->dbias->data, rows, out_features);
+            linear_bias_gradient_kernel<D><<<grid_for(out_features), 256, 0, parity_cuda_stream(exec)>>>(
+                (const T *)grads->doutput->data, (T *)grads->dbias->data, rows, out_features);
             PARITY_CUDA_TRY_LAUNCH("linear_bias_gradient_kernel");
             return NULL;
         }));

@@ -3,6 +3,7 @@
 #ifndef PARITY_LINEAR_H
 #define PARITY_LINEAR_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -28,8 +29,8 @@ typedef struct parity_linear_grads {
 } parity_linear_grads;
 
 typedef struct parity_linear_kernels {
-    parity_error *(*forward)(const parity_linear_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_linear_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_linear_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_linear_args *args, const parity_saved *saved,
                               const parity_linear_grads *grads);
 } parity_linear_kernels;
 

@@ -15,7 +15,9 @@
 #include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
-static parity_error *load_balancing_loss_eager_forward(const parity_load_balancing_loss_args *args, parity_saved *saved) {
+static parity_error *load_balancing_loss_eager_forward(const parity_exec *exec,
+                                                       const parity_load_balancing_loss_args *args,
+                                                       parity_saved *saved) {
     int64_t rows, experts, layers;
     PARITY_TRY(parity_load_balancing_loss_check(args, &rows, &experts, &layers));
     PARITY_TRY(parity_check_cpu("load_balancing_loss", "router_logits", args->router_logits));
@@ -66,7 +68,8 @@ done:
     return error;
 }
 
-static parity_error *load_balancing_loss_eager_backward(const parity_load_balancing_loss_args *args,
+static parity_error *load_balancing_loss_eager_backward(const parity_exec *exec,
+                                                        const parity_load_balancing_loss_args *args,
                                                         const parity_saved *saved,
                                                         const parity_load_balancing_loss_grads *grads) {
     int64_t rows, experts, layers;

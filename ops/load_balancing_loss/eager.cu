@@ -7,6 +7,7 @@
 // Backward: one thread per expert forms c_e = round(dloss * E * tokens_per_expert[e] / T), then one
 // thread per row runs the softmax backward with the products rounded to the logits' dtype.
 #include "ops/core/cuda/eager_support.cuh"
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/moe_router/routing_math.cuh"
 
 extern "C" {
@@ -108,7 +109,8 @@ parity_error *check_devices(const parity_load_balancing_loss_args *args) {
     return NULL;
 }
 
-parity_error *load_balancing_loss_cuda_eager_forward(const parity_load_balancing_loss_args *args, parity_saved *saved) {
+parity_error *load_balancing_loss_cuda_eager_forward(const parity_exec *exec,
+                                                     const parity_load_balancing_loss_args *args, parity_saved *saved) {
     int64_t rows, experts, layers;
     PARITY_TRY(parity_load_balancing_loss_check(args, &rows, &experts, &layers));
     PARITY_TRY(check_devices(args));
@@ -128,19 +130,23 @@ parity_error *load_balancing_loss_cuda_eager_forward(const parity_load_balancing
         using S = scalar<D>;
         using C = typename S::compute;
         auto *stored = static_cast<typename S::storage *>(probabilities->data);
-        balance_rows<D><<<grid_for(rows, 128), 128>>>(shape, static_cast<const typename S::storage *>(args->router_logits->data),
-                                                       row_scratch.data<C>(), stored, chosen.data<int64_t>());
+        balance_rows<D><<<grid_for(rows, 128), 128, 0, parity_cuda_stream(exec)>>>(
+            shape, static_cast<const typename S::storage *>(args->router_logits->data), row_scratch.data<C>(), stored,
+            chosen.data<int64_t>());
         PARITY_CUDA_TRY_LAUNCH("balance_rows");
-        balance_experts<D><<<grid_for(experts, 64), 64>>>(shape, stored, chosen.data<int64_t>(),
-                                                           static_cast<C *>(tokens_per_expert->data), products.data<C>());
+        balance_experts<D><<<grid_for(experts, 64), 64, 0, parity_cuda_stream(exec)>>>(
+            shape, stored, chosen.data<int64_t>(), static_cast<C *>(tokens_per_expert->data), products.data<C>());
         PARITY_CUDA_TRY_LAUNCH("balance_experts");
-        balance_loss<D><<<1, 1>>>(experts, products.data<C>(), static_cast<C *>(args->loss->data));
+        balance_loss<D>
+            <<<1, 1, 0, parity_cuda_stream(exec)>>>(experts, products.data<C>(), static_cast<C *>(args->loss->data));
         PARITY_CUDA_TRY_LAUNCH("balance_loss");
         return NULL;
     });
 }
 
-parity_error *load_balancing_loss_cuda_eager_backward(const parity_load_balancing_loss_args *args, const parity_saved *saved,
+parity_error *load_balancing_loss_cuda_eager_backward(const parity_exec *exec,
+                                                      const parity_load_balancing_loss_args *args,
+                                                      const parity_saved *saved,
                                                       const parity_load_balancing_loss_grads *grads) {
     int64_t rows, experts, layers;
     PARITY_TRY(parity_load_balancing_loss_check(args, &rows, &experts, &layers));
@@ -161,13 +167,13 @@ parity_error *load_balancing_loss_cuda_eager_backward(const parity_load_balancin
         constexpr parity_dtype D = decltype(tag)::value;
         using S = scalar<D>;
         using C = typename S::compute;
-        balance_dprobability<D><<<grid_for(experts, 64), 64>>>(shape, static_cast<const C *>(grads->dloss->data),
-                                                                static_cast<const C *>(tokens_per_expert->data),
-                                                                dprobability.data<C>());
+        balance_dprobability<D><<<grid_for(experts, 64), 64, 0, parity_cuda_stream(exec)>>>(
+            shape, static_cast<const C *>(grads->dloss->data), static_cast<const C *>(tokens_per_expert->data),
+            dprobability.data<C>());
         PARITY_CUDA_TRY_LAUNCH("balance_dprobability");
-        balance_backward_rows<D><<<grid_for(rows, 128), 128>>>(shape, static_cast<const typename S::storage *>(probabilities->data),
-                                                                dprobability.data<C>(),
-                                                                static_cast<typename S::storage *>(grads->drouter_logits->data));
+        balance_backward_rows<D><<<grid_for(rows, 128), 128, 0, parity_cuda_stream(exec)>>>(
+            shape, static_cast<const typename S::storage *>(probabilities->data), dprobability.data<C>(),
+            static_cast<typename S::storage *>(grads->drouter_logits->data));
         PARITY_CUDA_TRY_LAUNCH("balance_backward_rows");
         return NULL;
     });

@@ -18,6 +18,7 @@
 #ifndef PARITY_LOAD_BALANCING_LOSS_H
 #define PARITY_LOAD_BALANCING_LOSS_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -40,9 +41,9 @@ typedef struct parity_load_balancing_loss_grads {
 } parity_load_balancing_loss_grads;
 
 typedef struct parity_load_balancing_loss_kernels {
-    parity_error *(*forward)(const parity_load_balancing_loss_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_load_balancing_loss_args *args, const parity_saved *saved,
-                              const parity_load_balancing_loss_grads *grads);
+    parity_error *(*forward)(const parity_exec *exec, const parity_load_balancing_loss_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_load_balancing_loss_args *args,
+                              const parity_saved *saved, const parity_load_balancing_loss_grads *grads);
 } parity_load_balancing_loss_kernels;
 
 // The op's descriptor (descriptor.c): slots, args builder, kernel call and work model.

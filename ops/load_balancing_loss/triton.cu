@@ -12,6 +12,7 @@
 // Nothing of size (rows, E) is saved: backward re-reads the logits. E up to 1024.
 #include <algorithm>
 
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/fused_rows.cuh"
 
 extern "C" {
@@ -227,7 +228,7 @@ parity_error *grid_for(int device_index, int64_t rows, unsigned *grid) {
     return NULL;
 }
 
-parity_error *forward(const parity_load_balancing_loss_args *args, parity_saved *saved) {
+parity_error *forward(const parity_exec *exec, const parity_load_balancing_loss_args *args, parity_saved *saved) {
     int64_t rows, experts;
     PARITY_TRY(check_call(args, NULL, &rows, &experts));
     const parity_device device = args->router_logits->device;
@@ -242,25 +243,27 @@ parity_error *forward(const parity_load_balancing_loss_args *args, parity_saved 
     const size_t probability_bytes = (size_t)grid * experts * parity_dtype_size(compute);
     const size_t count_bytes = (size_t)grid * experts * sizeof(unsigned);
     pool_scratch scratch;
-    PARITY_TRY(scratch.alloc(device, probability_bytes + count_bytes + 16));
+    PARITY_TRY(scratch.alloc(device, probability_bytes + count_bytes + 16, parity_cuda_stream(exec)));
     unsigned char *base = scratch.as<unsigned char>();
     unsigned *blocks_done = (unsigned *)(base + probability_bytes + count_bytes);
-    PARITY_CUDA_TRY(cudaMemsetAsync(blocks_done, 0, sizeof(unsigned)));
+    PARITY_CUDA_TRY(cudaMemsetAsync(blocks_done, 0, sizeof(unsigned), parity_cuda_stream(exec)));
     return dispatch_float(dtype, "load_balancing_loss", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using S = typename element<D>::storage;
         using C = typename element<D>::compute;
         return dispatch_experts(experts, [&](auto lanes) -> parity_error * {
-            load_balancing_loss_forward_kernel<D, decltype(lanes)::value><<<grid, block_threads>>>(
-                (const S *)args->router_logits->data, rows, (int)experts, (int)args->top_k, (C *)base,
-                (unsigned *)(base + probability_bytes), blocks_done, (C *)tokens_per_expert->data, (C *)args->loss->data);
+            load_balancing_loss_forward_kernel<D, decltype(lanes)::value>
+                <<<grid, block_threads, 0, parity_cuda_stream(exec)>>>(
+                    (const S *)args->router_logits->data, rows, (int)experts, (int)args->top_k, (C *)base,
+                    (unsigned *)(base + probability_bytes), blocks_done, (C *)tokens_per_expert->data,
+                    (C *)args->loss->data);
             PARITY_CUDA_TRY_LAUNCH("load_balancing_loss_forward_kernel");
             return NULL;
         });
     });
 }
 
-parity_error *backward(const parity_load_balancing_loss_args *args, const parity_saved *saved,
+parity_error *backward(const parity_exec *exec, const parity_load_balancing_loss_args *args, const parity_saved *saved,
                        const parity_load_balancing_loss_grads *grads) {
     int64_t rows, experts;
     PARITY_TRY(check_call(args, grads, &rows, &experts));
@@ -276,9 +279,10 @@ parity_error *backward(const parity_load_balancing_loss_args *args, const parity
         using S = typename element<D>::storage;
         using C = typename element<D>::compute;
         return dispatch_experts(experts, [&](auto lanes) -> parity_error * {
-            load_balancing_loss_backward_kernel<D, decltype(lanes)::value><<<grid, block_threads>>>(
-                (const S *)args->router_logits->data, (const C *)tokens_per_expert->data, (const C *)grads->dloss->data,
-                rows, (int)experts, (S *)grads->drouter_logits->data);
+            load_balancing_loss_backward_kernel<D, decltype(lanes)::value>
+                <<<grid, block_threads, 0, parity_cuda_stream(exec)>>>(
+                    (const S *)args->router_logits->data, (const C *)tokens_per_expert->data,
+                    (const C *)grads->dloss->data, rows, (int)experts, (S *)grads->drouter_logits->data);
             PARITY_CUDA_TRY_LAUNCH("load_balancing_loss_backward_kernel");
             return NULL;
         });

@@ -10,7 +10,8 @@
 #include "ops/builtin_backends.h"
 #include "ops/registry.h"
 
-static parity_error *matmul_eager_forward(const parity_matmul_args *args, parity_saved *saved) {
+static parity_error *matmul_eager_forward(const parity_exec *exec, const parity_matmul_args *args,
+                                          parity_saved *saved) {
     parity_matmul_sizes sizes;
     PARITY_TRY(parity_matmul_check(args, &sizes));
     PARITY_TRY(parity_check_cpu("matmul", "a", args->a));
@@ -50,8 +51,8 @@ static parity_error *gradient_of_b(const parity_matmul_args *args, parity_matmul
     return parity_cpu_gemm(args->a->dtype, shape, dc, a, false, db);
 }
 
-static parity_error *matmul_eager_backward(const parity_matmul_args *args, const parity_saved *saved,
-                                           const parity_matmul_grads *grads) {
+static parity_error *matmul_eager_backward(const parity_exec *exec, const parity_matmul_args *args,
+                                           const parity_saved *saved, const parity_matmul_grads *grads) {
     parity_matmul_sizes sizes;
     PARITY_TRY(parity_matmul_check(args, &sizes));
     PARITY_TRY(parity_matmul_check_grads(args, grads));

@@ -17,12 +17,12 @@ extern "C" {
 using namespace parity_cuda;
 
 // One batched product (batch, m, n, k) of packed operands.
-static parity_error *batched_gemm(const parity_tensor *like, parity_matmul_sizes sizes, int64_t m, int64_t n, int64_t k,
-                                  bool transpose_a, bool transpose_b, const void *a, const void *b, void *c,
-                                  const char *what) {
+static parity_error *batched_gemm(const parity_exec *exec, const parity_tensor *like, parity_matmul_sizes sizes,
+                                  int64_t m, int64_t n, int64_t k, bool transpose_a, bool transpose_b, const void *a,
+                                  const void *b, void *c, const char *what) {
     if (sizes.batch == 0 || m == 0 || n == 0) return NULL;
     parity_cuda_gemm_desc gemm = parity_cuda_gemm_packed(like->dtype, sizes.batch, m, n, k, transpose_a, transpose_b, a, b, c);
-    PARITY_TRY_CONTEXT(parity_cuda_gemm(like->device.index, &gemm), "matmul %s", what);
+    PARITY_TRY_CONTEXT(parity_cuda_gemm(exec, &gemm), "matmul %s", what);
     return NULL;
 }
 
@@ -34,16 +34,16 @@ static parity_error *check_devices(const parity_matmul_args *args) {
     return use_device(device);
 }
 
-static parity_error *matmul_cuda_forward(const parity_matmul_args *args, parity_saved *saved) {
+static parity_error *matmul_cuda_forward(const parity_exec *exec, const parity_matmul_args *args, parity_saved *saved) {
     parity_matmul_sizes sizes;
     PARITY_TRY(parity_matmul_check(args, &sizes));
     PARITY_TRY(check_devices(args));
-    return batched_gemm(args->a, sizes, sizes.m, sizes.n, sizes.k, args->transpose_a, args->transpose_b, args->a->data,
-                        args->b->data, args->output->data, "forward");
+    return batched_gemm(exec, args->a, sizes, sizes.m, sizes.n, sizes.k, args->transpose_a, args->transpose_b,
+                        args->a->data, args->b->data, args->output->data, "forward");
 }
 
-static parity_error *matmul_cuda_backward(const parity_matmul_args *args, const parity_saved *saved,
-                                          const parity_matmul_grads *grads) {
+static parity_error *matmul_cuda_backward(const parity_exec *exec, const parity_matmul_args *args,
+                                          const parity_saved *saved, const parity_matmul_grads *grads) {
     parity_matmul_sizes sizes;
     PARITY_TRY(parity_matmul_check(args, &sizes));
     PARITY_TRY(parity_matmul_check_grads(args, grads));
@@ -55,18 +55,18 @@ static parity_error *matmul_cuda_backward(const parity_matmul_args *args, const 
     const void *a = args->a->data, *b = args->b->data, *dc = grads->doutput->data;
     if (grads->da) {
         if (!args->transpose_a)
-            PARITY_TRY(batched_gemm(args->a, sizes, sizes.m, sizes.k, sizes.n, false, !args->transpose_b, dc, b,
+            PARITY_TRY(batched_gemm(exec, args->a, sizes, sizes.m, sizes.k, sizes.n, false, !args->transpose_b, dc, b,
                                     grads->da->data, "backward: da"));
         else
-            PARITY_TRY(batched_gemm(args->a, sizes, sizes.k, sizes.m, sizes.n, args->transpose_b, true, b, dc,
+            PARITY_TRY(batched_gemm(exec, args->a, sizes, sizes.k, sizes.m, sizes.n, args->transpose_b, true, b, dc,
                                     grads->da->data, "backward: da"));
     }
     if (grads->db) {
         if (!args->transpose_b)
-            PARITY_TRY(batched_gemm(args->a, sizes, sizes.k, sizes.n, sizes.m, !args->transpose_a, false, a, dc,
+            PARITY_TRY(batched_gemm(exec, args->a, sizes, sizes.k, sizes.n, sizes.m, !args->transpose_a, false, a, dc,
                                     grads->db->data, "backward: db"));
         else
-            PARITY_TRY(batched_gemm(args->a, sizes, sizes.n, sizes.k, sizes.m, true, args->transpose_a, dc, a,
+            PARITY_TRY(batched_gemm(exec, args->a, sizes, sizes.n, sizes.k, sizes.m, true, args->transpose_a, dc, a,
                                     grads->db->data, "backward: db"));
     }
     return NULL;

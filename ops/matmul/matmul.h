@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -32,8 +33,8 @@ typedef struct parity_matmul_grads {
 } parity_matmul_grads;
 
 typedef struct parity_matmul_kernels {
-    parity_error *(*forward)(const parity_matmul_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_matmul_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_matmul_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_matmul_args *args, const parity_saved *saved,
                               const parity_matmul_grads *grads);
 } parity_matmul_kernels;
 

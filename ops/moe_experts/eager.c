@@ -157,7 +157,8 @@ static parity_error *inputs_load(const parity_moe_experts_args *args, experts_in
     return error;
 }
 
-static parity_error *moe_experts_eager_forward(const parity_moe_experts_args *args, parity_saved *saved) {
+static parity_error *moe_experts_eager_forward(const parity_exec *exec, const parity_moe_experts_args *args,
+                                               parity_saved *saved) {
     parity_moe_experts_sizes sizes;
     PARITY_TRY(parity_moe_experts_check(args, &sizes));
     parity_dtype dtype = args->hidden->dtype;
@@ -251,8 +252,8 @@ static parity_error *expert_backward(parity_dtype dtype, parity_dtype weights_dt
     return NULL;
 }
 
-static parity_error *moe_experts_eager_backward(const parity_moe_experts_args *args, const parity_saved *saved,
-                                                const parity_moe_experts_grads *grads) {
+static parity_error *moe_experts_eager_backward(const parity_exec *exec, const parity_moe_experts_args *args,
+                                                const parity_saved *saved, const parity_moe_experts_grads *grads) {
     parity_moe_experts_sizes sizes;
     PARITY_TRY(parity_moe_experts_check(args, &sizes));
     PARITY_TRY(parity_moe_experts_check_grads(args, grads));

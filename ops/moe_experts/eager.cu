@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ops/core/cuda/blas.h"
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/eager_support.cuh"
 
 extern "C" {
@@ -188,28 +189,30 @@ struct expert_buffers {
 
 // x, gate_up, product, y of expert e's `count` rows (starting at `first` in the row lists).
 template <parity_dtype D>
-parity_error *expert_forward(const parity_moe_experts_args *args, const parity_moe_experts_sizes &s, const expert_rows &rows,
-                             int64_t e, expert_buffers &b) {
+parity_error *expert_forward(const parity_exec *exec, const parity_moe_experts_args *args,
+                             const parity_moe_experts_sizes &s, const expert_rows &rows, int64_t e, expert_buffers &b) {
     using storage = typename scalar<D>::storage;
-    int device = args->hidden->device.index;
     int64_t first = rows.offsets[e], count = rows.offsets[e + 1] - first, H = s.hidden, I = s.intermediate;
     const storage *gate_up_proj = static_cast<const storage *>(args->gate_up_proj->data) + e * 2 * I * H;
     const storage *down_proj = static_cast<const storage *>(args->down_proj->data) + e * H * I;
-    experts_gather<D><<<grid_for(count * H), 256>>>(count, H, rows.tokens.data<int64_t>() + first,
-                                                    static_cast<const storage *>(args->hidden->data), b.x.data<storage>());
+    experts_gather<D><<<grid_for(count * H), 256, 0, parity_cuda_stream(exec)>>>(
+        count, H, rows.tokens.data<int64_t>() + first, static_cast<const storage *>(args->hidden->data),
+        b.x.data<storage>());
     PARITY_CUDA_TRY_LAUNCH("experts_gather");
     parity_cuda_gemm_desc gate_up = parity_cuda_gemm_packed(D, 1, count, 2 * I, H, false, true, b.x.tensor.data, gate_up_proj,
                                                             b.gate_up.tensor.data);
-    PARITY_TRY(parity_cuda_gemm(device, &gate_up));
-    experts_activate<D><<<grid_for(count * I), 256>>>(count, I, b.gate_up.data<storage>(), b.product.data<storage>());
+    PARITY_TRY(parity_cuda_gemm(exec, &gate_up));
+    experts_activate<D><<<grid_for(count * I), 256, 0, parity_cuda_stream(exec)>>>(count, I, b.gate_up.data<storage>(),
+                                                                                   b.product.data<storage>());
     PARITY_CUDA_TRY_LAUNCH("experts_activate");
     parity_cuda_gemm_desc down = parity_cuda_gemm_packed(D, 1, count, H, I, false, true, b.product.tensor.data, down_proj,
                                                          b.y.tensor.data);
-    PARITY_TRY(parity_cuda_gemm(device, &down));
+    PARITY_TRY(parity_cuda_gemm(exec, &down));
     return NULL;
 }
 
-parity_error *moe_experts_cuda_eager_forward(const parity_moe_experts_args *args, parity_saved *saved) {
+parity_error *moe_experts_cuda_eager_forward(const parity_exec *exec, const parity_moe_experts_args *args,
+                                             parity_saved *saved) {
     parity_moe_experts_sizes sizes;
     PARITY_TRY(parity_moe_experts_check(args, &sizes));
     PARITY_TRY(check_devices(args));
@@ -217,26 +220,26 @@ parity_error *moe_experts_cuda_eager_forward(const parity_moe_experts_args *args
     PARITY_TRY(list_rows(args, sizes, &rows));
     expert_buffers buffers;
     PARITY_TRY(buffers.alloc(args->hidden->dtype, args->hidden->device, sizes, rows.longest, false));
-    PARITY_TRY(parity_tensor_fill_zero(args->output));
+    PARITY_TRY(parity_cuda_zero_on(exec, args->output));
     return dispatch_float(args->hidden->dtype, "moe_experts", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using storage = typename scalar<D>::storage;
         for (int64_t e = 0; e < sizes.experts; e++) {
             int64_t first = rows.offsets[e], count = rows.offsets[e + 1] - first;
             if (count == 0) continue;
-            PARITY_TRY(expert_forward<D>(args, sizes, rows, e, buffers));
-            experts_scatter_weighted<D><<<grid_for(count * sizes.hidden), 256>>>(
-                count, sizes.hidden, sizes.top_k, rows.tokens.data<int64_t>() + first, rows.slots.data<int64_t>() + first,
-                args->routing_weights->data, args->routing_weights->dtype, buffers.y.data<storage>(),
-                static_cast<storage *>(args->output->data));
+            PARITY_TRY(expert_forward<D>(exec, args, sizes, rows, e, buffers));
+            experts_scatter_weighted<D><<<grid_for(count * sizes.hidden), 256, 0, parity_cuda_stream(exec)>>>(
+                count, sizes.hidden, sizes.top_k, rows.tokens.data<int64_t>() + first,
+                rows.slots.data<int64_t>() + first, args->routing_weights->data, args->routing_weights->dtype,
+                buffers.y.data<storage>(), static_cast<storage *>(args->output->data));
             PARITY_CUDA_TRY_LAUNCH("experts_scatter_weighted");
         }
         return NULL;
     });
 }
 
-parity_error *moe_experts_cuda_eager_backward(const parity_moe_experts_args *args, const parity_saved *saved,
-                                              const parity_moe_experts_grads *grads) {
+parity_error *moe_experts_cuda_eager_backward(const parity_exec *exec, const parity_moe_experts_args *args,
+                                              const parity_saved *saved, const parity_moe_experts_grads *grads) {
     parity_moe_experts_sizes sizes;
     PARITY_TRY(parity_moe_experts_check(args, &sizes));
     PARITY_TRY(parity_moe_experts_check_grads(args, grads));
@@ -251,9 +254,9 @@ parity_error *moe_experts_cuda_eager_backward(const parity_moe_experts_args *arg
     expert_buffers buffers;
     PARITY_TRY(buffers.alloc(args->hidden->dtype, device, sizes, rows.longest, true));
     // experts nobody chose get zero gradients; dhidden accumulates from zero
-    if (grads->dhidden) PARITY_TRY(parity_tensor_fill_zero(grads->dhidden));
-    if (grads->dgate_up_proj) PARITY_TRY(parity_tensor_fill_zero(grads->dgate_up_proj));
-    if (grads->ddown_proj) PARITY_TRY(parity_tensor_fill_zero(grads->ddown_proj));
+    if (grads->dhidden) PARITY_TRY(parity_cuda_zero_on(exec, grads->dhidden));
+    if (grads->dgate_up_proj) PARITY_TRY(parity_cuda_zero_on(exec, grads->dgate_up_proj));
+    if (grads->ddown_proj) PARITY_TRY(parity_cuda_zero_on(exec, grads->ddown_proj));
     bool through_weights = grads->dhidden || grads->dgate_up_proj;
     return dispatch_float(args->hidden->dtype, "moe_experts", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
@@ -265,38 +268,39 @@ parity_error *moe_experts_cuda_eager_backward(const parity_moe_experts_args *arg
             const int64_t *tokens = rows.tokens.data<int64_t>() + first, *slots = rows.slots.data<int64_t>() + first;
             const storage *gate_up_proj = static_cast<const storage *>(args->gate_up_proj->data) + e * 2 * I * H;
             const storage *down_proj = static_cast<const storage *>(args->down_proj->data) + e * H * I;
-            PARITY_TRY(expert_forward<D>(args, sizes, rows, e, buffers));
-            experts_weight_gradients<D><<<grid_for(count, 128), 128>>>(
+            PARITY_TRY(expert_forward<D>(exec, args, sizes, rows, e, buffers));
+            experts_weight_gradients<D><<<grid_for(count, 128), 128, 0, parity_cuda_stream(exec)>>>(
                 count, H, sizes.top_k, tokens, slots, args->routing_weights->data,
                 grads->drouting_weights ? grads->drouting_weights->data : nullptr, args->routing_weights->dtype,
-                static_cast<const storage *>(grads->doutput->data), buffers.y.data<storage>(), buffers.dy.data<storage>());
+                static_cast<const storage *>(grads->doutput->data), buffers.y.data<storage>(),
+                buffers.dy.data<storage>());
             PARITY_CUDA_TRY_LAUNCH("experts_weight_gradients");
             if (grads->ddown_proj) {
                 parity_cuda_gemm_desc ddown = parity_cuda_gemm_packed(D, 1, H, I, count, true, false, buffers.dy.tensor.data,
                                                                       buffers.product.tensor.data,
                                                                       static_cast<storage *>(grads->ddown_proj->data) + e * H * I);
-                PARITY_TRY(parity_cuda_gemm(device.index, &ddown));
+                PARITY_TRY(parity_cuda_gemm(exec, &ddown));
             }
             if (!through_weights) continue;
             parity_cuda_gemm_desc dproduct = parity_cuda_gemm_packed(D, 1, count, I, H, false, false, buffers.dy.tensor.data,
                                                                      down_proj, buffers.dproduct.tensor.data);
-            PARITY_TRY(parity_cuda_gemm(device.index, &dproduct));
-            experts_activation_backward<D><<<grid_for(count * I), 256>>>(count, I, buffers.gate_up.data<storage>(),
-                                                                         buffers.dproduct.data<storage>(),
-                                                                         buffers.dgate_up.data<storage>());
+            PARITY_TRY(parity_cuda_gemm(exec, &dproduct));
+            experts_activation_backward<D><<<grid_for(count * I), 256, 0, parity_cuda_stream(exec)>>>(
+                count, I, buffers.gate_up.data<storage>(), buffers.dproduct.data<storage>(),
+                buffers.dgate_up.data<storage>());
             PARITY_CUDA_TRY_LAUNCH("experts_activation_backward");
             if (grads->dgate_up_proj) {
                 parity_cuda_gemm_desc dweight = parity_cuda_gemm_packed(
                     D, 1, 2 * I, H, count, true, false, buffers.dgate_up.tensor.data, buffers.x.tensor.data,
                     static_cast<storage *>(grads->dgate_up_proj->data) + e * 2 * I * H);
-                PARITY_TRY(parity_cuda_gemm(device.index, &dweight));
+                PARITY_TRY(parity_cuda_gemm(exec, &dweight));
             }
             if (grads->dhidden) {
                 parity_cuda_gemm_desc dx = parity_cuda_gemm_packed(D, 1, count, H, 2 * I, false, false,
                                                                    buffers.dgate_up.tensor.data, gate_up_proj, buffers.dx.tensor.data);
-                PARITY_TRY(parity_cuda_gemm(device.index, &dx));
-                experts_scatter_add<D><<<grid_for(count * H), 256>>>(count, H, tokens, buffers.dx.data<storage>(),
-                                                                     static_cast<storage *>(grads->dhidden->data));
+                PARITY_TRY(parity_cuda_gemm(exec, &dx));
+                experts_scatter_add<D><<<grid_for(count * H), 256, 0, parity_cuda_stream(exec)>>>(
+                    count, H, tokens, buffers.dx.data<storage>(), static_cast<storage *>(grads->dhidden->data));
                 PARITY_CUDA_TRY_LAUNCH("experts_scatter_add");
             }
         }

@@ -18,6 +18,7 @@
 #ifndef PARITY_MOE_EXPERTS_H
 #define PARITY_MOE_EXPERTS_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -45,8 +46,8 @@ typedef struct parity_moe_experts_grads {
 } parity_moe_experts_grads;
 
 typedef struct parity_moe_experts_kernels {
-    parity_error *(*forward)(const parity_moe_experts_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_moe_experts_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_moe_experts_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_moe_experts_args *args, const parity_saved *saved,
                               const parity_moe_experts_grads *grads);
 } parity_moe_experts_kernels;
 

@@ -88,7 +88,8 @@ static parity_error *check_cpu_tensors(const parity_moe_router_args *args) {
     return NULL;
 }
 
-static parity_error *moe_router_eager_forward(const parity_moe_router_args *args, parity_saved *saved) {
+static parity_error *moe_router_eager_forward(const parity_exec *exec, const parity_moe_router_args *args,
+                                              parity_saved *saved) {
     int64_t tokens, experts;
     PARITY_TRY(parity_moe_router_check(args, &tokens, &experts));
     PARITY_TRY(check_cpu_tensors(args));
@@ -139,8 +140,8 @@ done:
     return error;
 }
 
-static parity_error *moe_router_eager_backward(const parity_moe_router_args *args, const parity_saved *saved,
-                                               const parity_moe_router_grads *grads) {
+static parity_error *moe_router_eager_backward(const parity_exec *exec, const parity_moe_router_args *args,
+                                               const parity_saved *saved, const parity_moe_router_grads *grads) {
     int64_t tokens, experts;
     PARITY_TRY(parity_moe_router_check(args, &tokens, &experts));
     PARITY_TRY(parity_moe_router_check_grads(args, grads));

@@ -3,6 +3,7 @@
 // (routing_math.cuh). Saves the per-expert scores (N, E) in the compute precision (softmax
 // probabilities or sigmoid scores); backward is eager.c's formula per token.
 #include "ops/core/cuda/eager_support.cuh"
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/moe_router/routing_math.cuh"
 
 extern "C" {
@@ -158,7 +159,8 @@ parity_error *check_devices(const parity_moe_router_args *args) {
     return NULL;
 }
 
-parity_error *moe_router_cuda_eager_forward(const parity_moe_router_args *args, parity_saved *saved) {
+parity_error *moe_router_cuda_eager_forward(const parity_exec *exec, const parity_moe_router_args *args,
+                                            parity_saved *saved) {
     int64_t tokens, experts;
     PARITY_TRY(parity_moe_router_check(args, &tokens, &experts));
     PARITY_TRY(check_devices(args));
@@ -180,10 +182,10 @@ parity_error *moe_router_cuda_eager_forward(const parity_moe_router_args *args, 
         using C = typename S::compute;
         router_scratch_rows<C> rows = {choice.data<C>(), group_scores.data<C>(), groups.data<int64_t>()};
         const C *bias = shape.deepseek ? static_cast<const C *>(args->correction_bias->data) : nullptr;
-        moe_router_forward_tokens<D><<<grid_for(tokens, 128), 128>>>(
-            shape, static_cast<const typename S::storage *>(args->router_logits->data), bias, static_cast<C *>(scores->data),
-            rows, static_cast<int64_t *>(args->expert_indices->data), args->routing_weights->data,
-            args->routing_weights->dtype);
+        moe_router_forward_tokens<D><<<grid_for(tokens, 128), 128, 0, parity_cuda_stream(exec)>>>(
+            shape, static_cast<const typename S::storage *>(args->router_logits->data), bias,
+            static_cast<C *>(scores->data), rows, static_cast<int64_t *>(args->expert_indices->data),
+            args->routing_weights->data, args->routing_weights->dtype);
         PARITY_CUDA_TRY_LAUNCH("moe_router_forward_tokens");
         return NULL;
     });
@@ -201,8 +203,8 @@ parity_error *check_indices(const parity_tensor *indices, int64_t experts, int64
     return NULL;
 }
 
-parity_error *moe_router_cuda_eager_backward(const parity_moe_router_args *args, const parity_saved *saved,
-                                             const parity_moe_router_grads *grads) {
+parity_error *moe_router_cuda_eager_backward(const parity_exec *exec, const parity_moe_router_args *args,
+                                             const parity_saved *saved, const parity_moe_router_grads *grads) {
     int64_t tokens, experts;
     PARITY_TRY(parity_moe_router_check(args, &tokens, &experts));
     PARITY_TRY(parity_moe_router_check_grads(args, grads));
@@ -223,7 +225,7 @@ parity_error *moe_router_cuda_eager_backward(const parity_moe_router_args *args,
         constexpr parity_dtype D = decltype(tag)::value;
         using S = scalar<D>;
         using C = typename S::compute;
-        moe_router_backward_tokens<D><<<grid_for(tokens, 128), 128>>>(
+        moe_router_backward_tokens<D><<<grid_for(tokens, 128), 128, 0, parity_cuda_stream(exec)>>>(
             shape, static_cast<const C *>(scores->data), static_cast<const int64_t *>(args->expert_indices->data),
             grads->drouting_weights->data, grads->drouting_weights->dtype, dchosen.data<C>(), dscore.data<C>(),
             static_cast<typename S::storage *>(grads->drouter_logits->data));

@@ -36,6 +36,7 @@
 
 #include <stdbool.h>
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -70,8 +71,8 @@ typedef struct parity_moe_router_grads {
 } parity_moe_router_grads;
 
 typedef struct parity_moe_router_kernels {
-    parity_error *(*forward)(const parity_moe_router_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_moe_router_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_moe_router_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_moe_router_args *args, const parity_saved *saved,
                               const parity_moe_router_grads *grads);
 } parity_moe_router_kernels;
 

@@ -12,7 +12,8 @@
 #include "ops/rms_norm/rms_norm.h"
 #include "ops/rms_norm/rms_statistics.h"
 
-static parity_error *rms_norm_eager_forward(const parity_rms_norm_args *args, parity_saved *saved) {
+static parity_error *rms_norm_eager_forward(const parity_exec *exec, const parity_rms_norm_args *args,
+                                            parity_saved *saved) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_check(args, &rows, &hidden));
     PARITY_TRY(parity_check_cpu("rms_norm", "input", args->input));
@@ -45,8 +46,8 @@ static parity_error *rms_norm_eager_forward(const parity_rms_norm_args *args, pa
     return NULL;
 }
 
-static parity_error *rms_norm_eager_backward(const parity_rms_norm_args *args, const parity_saved *saved,
-                                             const parity_rms_norm_grads *grads) {
+static parity_error *rms_norm_eager_backward(const parity_exec *exec, const parity_rms_norm_args *args,
+                                             const parity_saved *saved, const parity_rms_norm_grads *grads) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_check(args, &rows, &hidden));
     PARITY_TRY(parity_rms_norm_check_grads(args, grads));

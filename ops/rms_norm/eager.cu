@@ -8,6 +8,7 @@
 //   dx = inv * (g - x_hat * mean(g * x_hat))           one block per row
 //   dw = sum over rows of dy * x_hat, in row order     one thread per column (deterministic)
 // Block sums run in a fixed tree order: deterministic and independent of the other rows.
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 #include "ops/rms_norm/rms_statistics.cuh"
 
@@ -90,7 +91,8 @@ static parity_error *check_devices(const parity_rms_norm_args *args) {
     return use_device(device);
 }
 
-static parity_error *rms_norm_cuda_forward(const parity_rms_norm_args *args, parity_saved *saved) {
+static parity_error *rms_norm_cuda_forward(const parity_exec *exec, const parity_rms_norm_args *args,
+                                           parity_saved *saved) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_check(args, &rows, &hidden));
     PARITY_TRY(check_devices(args));
@@ -103,16 +105,16 @@ static parity_error *rms_norm_cuda_forward(const parity_rms_norm_args *args, par
         constexpr parity_dtype D = decltype(tag)::value;
         using T = typename scalar<D>::storage;
         using C = typename scalar<D>::compute;
-        rms_norm_forward_kernel<D><<<rms_row_grid(rows), rms_row_threads>>>((const T *)args->input->data,
-                                                                    (const T *)args->weight->data, (T *)args->output->data,
-                                                                    (C *)inverse->data, rows, hidden, args->eps, offset);
+        rms_norm_forward_kernel<D><<<rms_row_grid(rows), rms_row_threads, 0, parity_cuda_stream(exec)>>>(
+            (const T *)args->input->data, (const T *)args->weight->data, (T *)args->output->data, (C *)inverse->data,
+            rows, hidden, args->eps, offset);
         PARITY_CUDA_TRY_LAUNCH("rms_norm_forward_kernel");
         return NULL;
     });
 }
 
-static parity_error *rms_norm_cuda_backward(const parity_rms_norm_args *args, const parity_saved *saved,
-                                            const parity_rms_norm_grads *grads) {
+static parity_error *rms_norm_cuda_backward(const parity_exec *exec, const parity_rms_norm_args *args,
+                                            const parity_saved *saved, const parity_rms_norm_grads *grads) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_check(args, &rows, &hidden));
     PARITY_TRY(parity_rms_norm_check_grads(args, grads));
@@ -131,14 +133,14 @@ static parity_error *rms_norm_cuda_backward(const parity_rms_norm_args *args, co
         using C = typename scalar<D>::compute;
         const T *x = (const T *)args->input->data, *dy = (const T *)grads->doutput->data;
         if (grads->dinput && rows > 0 && hidden > 0) {
-            rms_norm_input_gradient_kernel<D><<<rms_row_grid(rows), rms_row_threads>>>(
+            rms_norm_input_gradient_kernel<D><<<rms_row_grid(rows), rms_row_threads, 0, parity_cuda_stream(exec)>>>(
                 x, (const T *)args->weight->data, dy, (const C *)inverse->data, (T *)grads->dinput->data, rows, hidden,
                 offset);
             PARITY_CUDA_TRY_LAUNCH("rms_norm_input_gradient_kernel");
         }
         if (grads->dweight && hidden > 0) {
-            rms_norm_weight_gradient_kernel<D><<<grid_for(hidden), 256>>>(x, dy, (const C *)inverse->data,
-                                                                          (T *)grads->dweight->data, rows, hidden);
+            rms_norm_weight_gradient_kernel<D><<<grid_for(hidden), 256, 0, parity_cuda_stream(exec)>>>(
+                x, dy, (const C *)inverse->data, (T *)grads->dweight->data, rows, hidden);
             PARITY_CUDA_TRY_LAUNCH("rms_norm_weight_gradient_kernel");
         }
         return NULL;

@@ -13,12 +13,13 @@ namespace {
 
 const char backend_name[] = "liger_kernel";
 
-parity_error *forward(const parity_rms_norm_args *args, parity_saved *saved) {
-    return parity_rms_norm_cuda_forward(args, saved, backend_name);
+parity_error *forward(const parity_exec *exec, const parity_rms_norm_args *args, parity_saved *saved) {
+    return parity_rms_norm_cuda_forward(exec, args, saved, backend_name);
 }
 
-parity_error *backward(const parity_rms_norm_args *args, const parity_saved *saved, const parity_rms_norm_grads *grads) {
-    return parity_rms_norm_cuda_backward(args, saved, grads, PARITY_RMS_NORM_CUDA_PERSISTENT, backend_name);
+parity_error *backward(const parity_exec *exec, const parity_rms_norm_args *args, const parity_saved *saved,
+                       const parity_rms_norm_grads *grads) {
+    return parity_rms_norm_cuda_backward(exec, args, saved, grads, PARITY_RMS_NORM_CUDA_PERSISTENT, backend_name);
 }
 
 const parity_rms_norm_kernels kernels = {forward, backward};

@@ -4,6 +4,7 @@
 #ifndef PARITY_RMS_NORM_H
 #define PARITY_RMS_NORM_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -32,8 +33,8 @@ typedef struct parity_rms_norm_grads {
 } parity_rms_norm_grads;
 
 typedef struct parity_rms_norm_kernels {
-    parity_error *(*forward)(const parity_rms_norm_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_rms_norm_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_rms_norm_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_rms_norm_args *args, const parity_saved *saved,
                               const parity_rms_norm_grads *grads);
 } parity_rms_norm_kernels;
 

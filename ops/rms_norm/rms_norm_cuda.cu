@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "ops/core/cuda/bulk_copy.cuh"
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/fused_rows.cuh"
 
 extern "C" {
@@ -289,8 +290,9 @@ const row_layout_choice forward_layouts[] = {{256, 1}, {128, 4}, {256, 4}, {512,
 constexpr int forward_block_threads = 128; // rows of fewer threads share a block
 
 template <parity_dtype D>
-parity_error *launch_forward(const parity_rms_norm_args *args, typename element<D>::compute *inverse_rms, int64_t rows,
-                             int64_t hidden, const row_layout &layout) {
+parity_error *launch_forward(const parity_exec *exec, const parity_rms_norm_args *args,
+                             typename element<D>::compute *inverse_rms, int64_t rows, int64_t hidden,
+                             const row_layout &layout) {
     using S = typename element<D>::storage;
     using C = typename element<D>::compute;
     const int groups = std::max(1, forward_block_threads / layout.threads);
@@ -304,11 +306,11 @@ parity_error *launch_forward(const parity_rms_norm_args *args, typename element<
     return dispatch_layout<full_vector<D>()>(layout, [&](auto vec, auto items) -> parity_error * {
         constexpr int VEC = decltype(vec)::value, ITEMS = decltype(items)::value;
         if (offset)
-            rms_norm_forward_kernel<D, VEC, ITEMS, true>
-                <<<grid, block>>>(x, weight, y, inverse_rms, rows, hidden, layout.threads, eps, vectorized);
+            rms_norm_forward_kernel<D, VEC, ITEMS, true><<<grid, block, 0, parity_cuda_stream(exec)>>>(
+                x, weight, y, inverse_rms, rows, hidden, layout.threads, eps, vectorized);
         else
-            rms_norm_forward_kernel<D, VEC, ITEMS, false>
-                <<<grid, block>>>(x, weight, y, inverse_rms, rows, hidden, layout.threads, eps, vectorized);
+            rms_norm_forward_kernel<D, VEC, ITEMS, false><<<grid, block, 0, parity_cuda_stream(exec)>>>(
+                x, weight, y, inverse_rms, rows, hidden, layout.threads, eps, vectorized);
         PARITY_CUDA_TRY_LAUNCH("rms_norm_forward_kernel");
         return NULL;
     });
@@ -334,8 +336,9 @@ inline parity_error *backward_rows_per_block(const void *kernel, int block, size
 // Both backward kernels hold a row the same way (layout), so the pipelined one (16-byte aligned
 // tensors, hidden a multiple of the width, stages that fit) gives the register one's bits.
 template <parity_dtype D, int STAGES = backward_stages, int MIN_BLOCKS = backward_pipelined_min_blocks>
-parity_error *launch_backward(const parity_rms_norm_args *args, const typename element<D>::compute *inverse_rms,
-                              const parity_rms_norm_grads *grads, int64_t rows, int64_t hidden, const row_layout &layout,
+parity_error *launch_backward(const parity_exec *exec, const parity_rms_norm_args *args,
+                              const typename element<D>::compute *inverse_rms, const parity_rms_norm_grads *grads,
+                              int64_t rows, int64_t hidden, const row_layout &layout,
                               parity_rms_norm_cuda_policy policy, bool allow_pipelined = true) {
     using S = typename element<D>::storage;
     using C = typename element<D>::compute;
@@ -366,18 +369,22 @@ parity_error *launch_backward(const parity_rms_norm_args *args, const typename e
                                            shared, rows, groups, policy, device_index, &rows_per_block));
         const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
         pool_scratch partial;
-        if (grads->dweight) PARITY_TRY(partial.alloc(args->input->device, (size_t)(blocks * hidden) * sizeof(C)));
+        if (grads->dweight)
+            PARITY_TRY(
+                partial.alloc(args->input->device, (size_t)(blocks * hidden) * sizeof(C), parity_cuda_stream(exec)));
         if (pipelined) {
-            streamed<<<(unsigned)blocks, block, shared>>>(x, weight, dy, inverse_rms, dx, partial.as<C>(), rows, hidden,
-                                                          layout.threads, rows_per_block);
+            streamed<<<(unsigned)blocks, block, shared, parity_cuda_stream(exec)>>>(
+                x, weight, dy, inverse_rms, dx, partial.as<C>(), rows, hidden, layout.threads, rows_per_block);
             PARITY_CUDA_TRY_LAUNCH("rms_norm_backward_pipelined_kernel");
         } else {
-            registers<<<(unsigned)blocks, block, shared>>>(x, weight, dy, inverse_rms, dx, partial.as<C>(), rows, hidden,
-                                                           layout.threads, rows_per_block, vectorized);
+            registers<<<(unsigned)blocks, block, shared, parity_cuda_stream(exec)>>>(
+                x, weight, dy, inverse_rms, dx, partial.as<C>(), rows, hidden, layout.threads, rows_per_block,
+                vectorized);
             PARITY_CUDA_TRY_LAUNCH("rms_norm_backward_kernel");
         }
         parity_error *error = NULL;
-        if (grads->dweight) error = sum_partials<D>(partial.as<const C>(), blocks, hidden, (S *)grads->dweight->data);
+        if (grads->dweight)
+            error = sum_partials<D>(exec, partial.as<const C>(), blocks, hidden, (S *)grads->dweight->data);
         return error;
     });
 }
@@ -413,8 +420,8 @@ parity_error *layout_of(const parity_rms_norm_args *args, int64_t hidden, bool f
 
 } // namespace
 
-extern "C" parity_error *parity_rms_norm_cuda_forward(const parity_rms_norm_args *args, parity_saved *saved,
-                                                      const char *backend) {
+extern "C" parity_error *parity_rms_norm_cuda_forward(const parity_exec *exec, const parity_rms_norm_args *args,
+                                                      parity_saved *saved, const char *backend) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_check(args, &rows, &hidden));
     PARITY_TRY(check_devices(args, NULL, backend));
@@ -428,12 +435,12 @@ extern "C" parity_error *parity_rms_norm_cuda_forward(const parity_rms_norm_args
     PARITY_CUDA_TRY(cudaSetDevice(args->input->device.index));
     return dispatch_float(dtype, "rms_norm", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
-        return launch_forward<D>(args, (typename element<D>::compute *)inverse_rms->data, rows, hidden, layout);
+        return launch_forward<D>(exec, args, (typename element<D>::compute *)inverse_rms->data, rows, hidden, layout);
     });
 }
 
-extern "C" parity_error *parity_rms_norm_cuda_backward(const parity_rms_norm_args *args, const parity_saved *saved,
-                                                       const parity_rms_norm_grads *grads,
+extern "C" parity_error *parity_rms_norm_cuda_backward(const parity_exec *exec, const parity_rms_norm_args *args,
+                                                       const parity_saved *saved, const parity_rms_norm_grads *grads,
                                                        parity_rms_norm_cuda_policy policy, const char *backend) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_check(args, &rows, &hidden));
@@ -445,12 +452,14 @@ extern "C" parity_error *parity_rms_norm_cuda_backward(const parity_rms_norm_arg
     PARITY_TRY(parity_saved_get(saved, 0, &inverse_rms));
     PARITY_CUDA_TRY(cudaSetDevice(args->input->device.index));
     if (rows == 0) {
-        if (grads->dweight) PARITY_CUDA_TRY(cudaMemset(grads->dweight->data, 0, parity_tensor_nbytes(grads->dweight)));
+        if (grads->dweight)
+            PARITY_CUDA_TRY(cudaMemsetAsync(grads->dweight->data, 0, parity_tensor_nbytes(grads->dweight),
+                                            parity_cuda_stream(exec)));
         return NULL;
     }
     return dispatch_float(args->input->dtype, "rms_norm", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
-        return launch_backward<D>(args, (const typename element<D>::compute *)inverse_rms->data, grads, rows, hidden,
-                                  layout, policy);
+        return launch_backward<D>(exec, args, (const typename element<D>::compute *)inverse_rms->data, grads, rows,
+                                  hidden, layout, policy);
     });
 }

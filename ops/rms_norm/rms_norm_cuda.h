@@ -32,10 +32,11 @@ typedef enum parity_rms_norm_cuda_policy {
 
 // `backend` names the calling backend in error messages. Tensors must be contiguous on one CUDA
 // device; rows too long for one block's registers are UNSUPPORTED.
-parity_error *parity_rms_norm_cuda_forward(const parity_rms_norm_args *args, parity_saved *saved, const char *backend);
-parity_error *parity_rms_norm_cuda_backward(const parity_rms_norm_args *args, const parity_saved *saved,
-                                            const parity_rms_norm_grads *grads, parity_rms_norm_cuda_policy policy,
-                                            const char *backend);
+parity_error *parity_rms_norm_cuda_forward(const parity_exec *exec, const parity_rms_norm_args *args,
+                                           parity_saved *saved, const char *backend);
+parity_error *parity_rms_norm_cuda_backward(const parity_exec *exec, const parity_rms_norm_args *args,
+                                            const parity_saved *saved, const parity_rms_norm_grads *grads,
+                                            parity_rms_norm_cuda_policy policy, const char *backend);
 
 #ifdef __cplusplus
 }

@@ -31,7 +31,8 @@ static parity_error *check_cpu_tensors(const parity_rms_norm_gated_args *args) {
     return NULL;
 }
 
-static parity_error *rms_norm_gated_eager_forward(const parity_rms_norm_gated_args *args, parity_saved *saved) {
+static parity_error *rms_norm_gated_eager_forward(const parity_exec *exec, const parity_rms_norm_gated_args *args,
+                                                  parity_saved *saved) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_gated_check(args, &rows, &hidden));
     PARITY_TRY(check_cpu_tensors(args));
@@ -62,7 +63,8 @@ static parity_error *rms_norm_gated_eager_forward(const parity_rms_norm_gated_ar
     return NULL;
 }
 
-static parity_error *rms_norm_gated_eager_backward(const parity_rms_norm_gated_args *args, const parity_saved *saved,
+static parity_error *rms_norm_gated_eager_backward(const parity_exec *exec, const parity_rms_norm_gated_args *args,
+                                                   const parity_saved *saved,
                                                    const parity_rms_norm_gated_grads *grads) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_gated_check(args, &rows, &hidden));

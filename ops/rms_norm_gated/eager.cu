@@ -6,6 +6,7 @@
 //   dh = stored(dy * silu(gate)),  dgate = silu_backward(dy * h, gate),  g = stored(dh * w)
 //   dx = inv * (g - x_hat' * mean(g * x_hat')), x_hat' = x * inv unrounded  (one block per row)
 //   dw = sum over rows of stored(dh * x_hat), in row order                  (one thread per column)
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 #include "ops/rms_norm/rms_statistics.cuh"
 #include "ops/swiglu/silu.cuh"
@@ -111,7 +112,8 @@ static parity_error *check_devices(const parity_rms_norm_gated_args *args) {
     return use_device(device);
 }
 
-static parity_error *rms_norm_gated_cuda_forward(const parity_rms_norm_gated_args *args, parity_saved *saved) {
+static parity_error *rms_norm_gated_cuda_forward(const parity_exec *exec, const parity_rms_norm_gated_args *args,
+                                                 parity_saved *saved) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_gated_check(args, &rows, &hidden));
     PARITY_TRY(check_devices(args));
@@ -123,7 +125,7 @@ static parity_error *rms_norm_gated_cuda_forward(const parity_rms_norm_gated_arg
         constexpr parity_dtype D = decltype(tag)::value;
         using T = typename scalar<D>::storage;
         using C = typename scalar<D>::compute;
-        rms_norm_gated_forward_kernel<D><<<rms_row_grid(rows), rms_row_threads>>>(
+        rms_norm_gated_forward_kernel<D><<<rms_row_grid(rows), rms_row_threads, 0, parity_cuda_stream(exec)>>>(
             (const T *)args->input->data, (const T *)args->gate->data, (const T *)args->weight->data,
             (T *)args->output->data, (C *)inverse->data, rows, hidden, args->eps);
         PARITY_CUDA_TRY_LAUNCH("rms_norm_gated_forward_kernel");
@@ -131,8 +133,8 @@ static parity_error *rms_norm_gated_cuda_forward(const parity_rms_norm_gated_arg
     });
 }
 
-static parity_error *rms_norm_gated_cuda_backward(const parity_rms_norm_gated_args *args, const parity_saved *saved,
-                                                  const parity_rms_norm_gated_grads *grads) {
+static parity_error *rms_norm_gated_cuda_backward(const parity_exec *exec, const parity_rms_norm_gated_args *args,
+                                                  const parity_saved *saved, const parity_rms_norm_gated_grads *grads) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_gated_check(args, &rows, &hidden));
     PARITY_TRY(parity_rms_norm_gated_check_grads(args, grads));
@@ -151,15 +153,16 @@ static parity_error *rms_norm_gated_cuda_backward(const parity_rms_norm_gated_ar
         using C = typename scalar<D>::compute;
         const T *x = (const T *)args->input->data, *gate = (const T *)args->gate->data, *dy = (const T *)grads->doutput->data;
         if ((grads->dinput || grads->dgate) && rows > 0) {
-            rms_norm_gated_input_gradient_kernel<D><<<rms_row_grid(rows), rms_row_threads>>>(
-                x, gate, (const T *)args->weight->data, dy, (const C *)inverse->data,
-                grads->dinput ? (T *)grads->dinput->data : nullptr, grads->dgate ? (T *)grads->dgate->data : nullptr, rows,
-                hidden);
+            rms_norm_gated_input_gradient_kernel<D>
+                <<<rms_row_grid(rows), rms_row_threads, 0, parity_cuda_stream(exec)>>>(
+                    x, gate, (const T *)args->weight->data, dy, (const C *)inverse->data,
+                    grads->dinput ? (T *)grads->dinput->data : nullptr,
+                    grads->dgate ? (T *)grads->dgate->data : nullptr, rows, hidden);
             PARITY_CUDA_TRY_LAUNCH("rms_norm_gated_input_gradient_kernel");
         }
         if (grads->dweight) {
-            rms_norm_gated_weight_gradient_kernel<D><<<grid_for(hidden), 256>>>(x, gate, dy, (const C *)inverse->data,
-                                                                                (T *)grads->dweight->data, rows, hidden);
+            rms_norm_gated_weight_gradient_kernel<D><<<grid_for(hidden), 256, 0, parity_cuda_stream(exec)>>>(
+                x, gate, dy, (const C *)inverse->data, (T *)grads->dweight->data, rows, hidden);
             PARITY_CUDA_TRY_LAUNCH("rms_norm_gated_weight_gradient_kernel");
         }
         return NULL;

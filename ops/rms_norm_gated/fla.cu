@@ -12,6 +12,7 @@
 // f32/bf16), not the correctly rounded one of the CPU reference.
 #include <algorithm>
 
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/fused_rows.cuh"
 
 extern "C" {
@@ -189,7 +190,7 @@ parity_error *layout_of(parity_dtype dtype, int64_t hidden, bool backward, row_l
     return NULL;
 }
 
-parity_error *forward(const parity_rms_norm_gated_args *args, parity_saved *saved) {
+parity_error *forward(const parity_exec *exec, const parity_rms_norm_gated_args *args, parity_saved *saved) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_gated_check(args, &rows, &hidden));
     PARITY_TRY(check_devices(args, NULL));
@@ -211,16 +212,17 @@ parity_error *forward(const parity_rms_norm_gated_args *args, parity_saved *save
                                                                args->output->data);
         return dispatch_layout<full_vector<D>()>(layout, [&](auto vec, auto items) -> parity_error * {
             constexpr int VEC = decltype(vec)::value, ITEMS = decltype(items)::value;
-            rms_norm_gated_forward_kernel<D, VEC, ITEMS><<<grid, block>>>(
+            rms_norm_gated_forward_kernel<D, VEC, ITEMS><<<grid, block, 0, parity_cuda_stream(exec)>>>(
                 (const S *)args->input->data, (const S *)args->gate->data, (const S *)args->weight->data,
-                (S *)args->output->data, (C *)inverse_rms->data, rows, hidden, layout.threads, (C)args->eps, vectorized);
+                (S *)args->output->data, (C *)inverse_rms->data, rows, hidden, layout.threads, (C)args->eps,
+                vectorized);
             PARITY_CUDA_TRY_LAUNCH("rms_norm_gated_forward_kernel");
             return NULL;
         });
     });
 }
 
-parity_error *backward(const parity_rms_norm_gated_args *args, const parity_saved *saved,
+parity_error *backward(const parity_exec *exec, const parity_rms_norm_gated_args *args, const parity_saved *saved,
                        const parity_rms_norm_gated_grads *grads) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_gated_check(args, &rows, &hidden));
@@ -233,7 +235,9 @@ parity_error *backward(const parity_rms_norm_gated_args *args, const parity_save
     const int device_index = args->input->device.index;
     PARITY_CUDA_TRY(cudaSetDevice(device_index));
     if (rows == 0) {
-        if (grads->dweight) PARITY_CUDA_TRY(cudaMemset(grads->dweight->data, 0, parity_tensor_nbytes(grads->dweight)));
+        if (grads->dweight)
+            PARITY_CUDA_TRY(cudaMemsetAsync(grads->dweight->data, 0, parity_tensor_nbytes(grads->dweight),
+                                            parity_cuda_stream(exec)));
         return NULL;
     }
     int multiprocessors = 1;
@@ -259,15 +263,18 @@ parity_error *backward(const parity_rms_norm_gated_args *args, const parity_save
             const int64_t rows_per_block = (rows + wanted - 1) / wanted;
             const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
             pool_scratch partial;
-            if (grads->dweight) PARITY_TRY(partial.alloc(args->input->device, (size_t)(blocks * hidden) * sizeof(C)));
-            kernel<<<(unsigned)blocks, block, shared>>>(
+            if (grads->dweight)
+                PARITY_TRY(partial.alloc(args->input->device, (size_t)(blocks * hidden) * sizeof(C),
+                                         parity_cuda_stream(exec)));
+            kernel<<<(unsigned)blocks, block, shared, parity_cuda_stream(exec)>>>(
                 (const S *)args->input->data, (const S *)args->gate->data, (const S *)args->weight->data,
                 (const S *)grads->doutput->data, (const C *)inverse_rms->data,
                 grads->dinput ? (S *)grads->dinput->data : nullptr, grads->dgate ? (S *)grads->dgate->data : nullptr,
                 partial.as<C>(), rows, hidden, layout.threads, rows_per_block, vectorized);
             PARITY_CUDA_TRY_LAUNCH("rms_norm_gated_backward_kernel");
             parity_error *error = NULL;
-            if (grads->dweight) error = sum_partials<D>(partial.as<const C>(), blocks, hidden, (S *)grads->dweight->data);
+            if (grads->dweight)
+                error = sum_partials<D>(exec, partial.as<const C>(), blocks, hidden, (S *)grads->dweight->data);
             return error;
         });
     });

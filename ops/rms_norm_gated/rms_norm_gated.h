@@ -5,6 +5,7 @@
 #ifndef PARITY_RMS_NORM_GATED_H
 #define PARITY_RMS_NORM_GATED_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -29,9 +30,9 @@ typedef struct parity_rms_norm_gated_grads {
 } parity_rms_norm_gated_grads;
 
 typedef struct parity_rms_norm_gated_kernels {
-    parity_error *(*forward)(const parity_rms_norm_gated_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_rms_norm_gated_args *args, const parity_saved *saved,
-                              const parity_rms_norm_gated_grads *grads);
+    parity_error *(*forward)(const parity_exec *exec, const parity_rms_norm_gated_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_rms_norm_gated_args *args,
+                              const parity_saved *saved, const parity_rms_norm_gated_grads *grads);
 } parity_rms_norm_gated_kernels;
 
 // The op's descriptor (descriptor.c): slots, args builder, kernel call and work model.

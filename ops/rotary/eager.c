@@ -99,7 +99,8 @@ static parity_error *check_cpu_tensors(const parity_rotary_args *args) {
     return NULL;
 }
 
-static parity_error *rotary_eager_forward(const parity_rotary_args *args, parity_saved *saved) {
+static parity_error *rotary_eager_forward(const parity_exec *exec, const parity_rotary_args *args,
+                                          parity_saved *saved) {
     parity_rotary_sizes sizes;
     PARITY_TRY(parity_rotary_check(args, &sizes));
     PARITY_TRY(check_cpu_tensors(args));
@@ -131,8 +132,8 @@ static parity_error *rotary_eager_forward(const parity_rotary_args *args, parity
     return error;
 }
 
-static parity_error *rotary_eager_backward(const parity_rotary_args *args, const parity_saved *saved,
-                                           const parity_rotary_grads *grads) {
+static parity_error *rotary_eager_backward(const parity_exec *exec, const parity_rotary_args *args,
+                                           const parity_saved *saved, const parity_rotary_grads *grads) {
     parity_rotary_sizes sizes;
     PARITY_TRY(parity_rotary_check(args, &sizes));
     PARITY_TRY(parity_rotary_check_grads(args, grads));

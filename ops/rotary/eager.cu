@@ -11,6 +11,7 @@
 // rotation (sin negated), scattered back through the interleave permutation.
 #include <stdlib.h>
 
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
@@ -83,21 +84,21 @@ static parity_error *check_devices(const parity_rotary_args *args) {
 }
 
 template <parity_dtype D>
-static parity_error *rotate(const parity_tensor *input, parity_tensor *output, const parity_tensor *cos_table,
-                            const parity_tensor *sin_table, const parity_rotary_sizes &sizes, bool interleaved,
-                            bool transpose) {
+static parity_error *rotate(const parity_exec *exec, const parity_tensor *input, parity_tensor *output,
+                            const parity_tensor *cos_table, const parity_tensor *sin_table,
+                            const parity_rotary_sizes &sizes, bool interleaved, bool transpose) {
     using T = typename scalar<D>::storage;
     int64_t heads = input->shape[1], per_head = sizes.rotary_dim / 2 + (sizes.head_dim - sizes.rotary_dim);
     int64_t count = sizes.tokens * heads * per_head;
     if (count == 0) return NULL;
-    rotary_rotate_kernel<D><<<grid_for(count), 256>>>((const T *)input->data, (T *)output->data,
-                                                      (const T *)cos_table->data, (const T *)sin_table->data, sizes.tokens,
-                                                      heads, sizes.head_dim, sizes.rotary_dim, interleaved, transpose);
+    rotary_rotate_kernel<D><<<grid_for(count), 256, 0, parity_cuda_stream(exec)>>>(
+        (const T *)input->data, (T *)output->data, (const T *)cos_table->data, (const T *)sin_table->data, sizes.tokens,
+        heads, sizes.head_dim, sizes.rotary_dim, interleaved, transpose);
     PARITY_CUDA_TRY_LAUNCH("rotary_rotate_kernel");
     return NULL;
 }
 
-static parity_error *rotary_cuda_forward(const parity_rotary_args *args, parity_saved *saved) {
+static parity_error *rotary_cuda_forward(const parity_exec *exec, const parity_rotary_args *args, parity_saved *saved) {
     parity_rotary_sizes sizes;
     PARITY_TRY(parity_rotary_check(args, &sizes));
     PARITY_TRY(check_devices(args));
@@ -121,17 +122,17 @@ static parity_error *rotary_cuda_forward(const parity_rotary_args *args, parity_
         error = dispatch_float(dtype, "rotary", [&](auto tag) -> parity_error * {
             constexpr parity_dtype D = decltype(tag)::value;
             using T = typename scalar<D>::storage;
-            rotary_cos_sin_kernel<D><<<grid_for(sizes.tokens * half), 256>>>(
+            rotary_cos_sin_kernel<D><<<grid_for(sizes.tokens * half), 256, 0, parity_cuda_stream(exec)>>>(
                 (const int64_t *)args->positions->data, (const double *)device_inv_freq.data, attention_scaling,
                 (T *)cos_table->data, (T *)sin_table->data, sizes.tokens, half);
             PARITY_CUDA_TRY_LAUNCH("rotary_cos_sin_kernel");
             bool interleaved = args->rope->layout == PARITY_ROTARY_INTERLEAVED;
-            PARITY_TRY(rotate<D>(args->query, args->query_out, cos_table, sin_table, sizes, interleaved, false));
-            return rotate<D>(args->key, args->key_out, cos_table, sin_table, sizes, interleaved, false);
+            PARITY_TRY(rotate<D>(exec, args->query, args->query_out, cos_table, sin_table, sizes, interleaved, false));
+            return rotate<D>(exec, args->key, args->key_out, cos_table, sin_table, sizes, interleaved, false);
         });
     // the uploaded frequencies must outlive the kernel that reads them
     if (!error) {
-        cudaError_t status = cudaDeviceSynchronize();
+        cudaError_t status = cudaStreamSynchronize(parity_cuda_stream(exec));
         if (status != cudaSuccess)
             error = PARITY_ERROR(PARITY_ERROR_DEVICE, "rotary forward: %s", cudaGetErrorString(status));
     }
@@ -139,8 +140,8 @@ static parity_error *rotary_cuda_forward(const parity_rotary_args *args, parity_
     return error;
 }
 
-static parity_error *rotary_cuda_backward(const parity_rotary_args *args, const parity_saved *saved,
-                                          const parity_rotary_grads *grads) {
+static parity_error *rotary_cuda_backward(const parity_exec *exec, const parity_rotary_args *args,
+                                          const parity_saved *saved, const parity_rotary_grads *grads) {
     parity_rotary_sizes sizes;
     PARITY_TRY(parity_rotary_check(args, &sizes));
     PARITY_TRY(parity_rotary_check_grads(args, grads));
@@ -159,8 +160,10 @@ static parity_error *rotary_cuda_backward(const parity_rotary_args *args, const 
     return dispatch_float(args->query->dtype, "rotary", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         if (grads->dquery)
-            PARITY_TRY(rotate<D>(grads->dquery_out, grads->dquery, cos_table, sin_table, sizes, interleaved, true));
-        if (grads->dkey) PARITY_TRY(rotate<D>(grads->dkey_out, grads->dkey, cos_table, sin_table, sizes, interleaved, true));
+            PARITY_TRY(
+                rotate<D>(exec, grads->dquery_out, grads->dquery, cos_table, sin_table, sizes, interleaved, true));
+        if (grads->dkey)
+            PARITY_TRY(rotate<D>(exec, grads->dkey_out, grads->dkey, cos_table, sin_table, sizes, interleaved, true));
         return NULL;
     });
 }

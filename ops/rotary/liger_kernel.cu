@@ -13,12 +13,13 @@ namespace {
 
 const char backend_name[] = "liger_kernel";
 
-parity_error *forward(const parity_rotary_args *args, parity_saved *saved) {
-    return parity_rotary_cuda_forward(args, saved, false, backend_name);
+parity_error *forward(const parity_exec *exec, const parity_rotary_args *args, parity_saved *saved) {
+    return parity_rotary_cuda_forward(exec, args, saved, false, backend_name);
 }
 
-parity_error *backward(const parity_rotary_args *args, const parity_saved *saved, const parity_rotary_grads *grads) {
-    return parity_rotary_cuda_backward(args, saved, grads, false, backend_name);
+parity_error *backward(const parity_exec *exec, const parity_rotary_args *args, const parity_saved *saved,
+                       const parity_rotary_grads *grads) {
+    return parity_rotary_cuda_backward(exec, args, saved, grads, false, backend_name);
 }
 
 const parity_rotary_kernels kernels = {forward, backward};

@@ -6,6 +6,7 @@
 #ifndef PARITY_ROTARY_H
 #define PARITY_ROTARY_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -33,8 +34,9 @@ typedef struct parity_rotary_grads {
 } parity_rotary_grads;
 
 typedef struct parity_rotary_kernels {
-    parity_error *(*forward)(const parity_rotary_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_rotary_args *args, const parity_saved *saved, const parity_rotary_grads *grads);
+    parity_error *(*forward)(const parity_exec *exec, const parity_rotary_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_rotary_args *args, const parity_saved *saved,
+                              const parity_rotary_grads *grads);
 } parity_rotary_kernels;
 
 // The op's descriptor (descriptor.c): slots, args builder, kernel call and work model.

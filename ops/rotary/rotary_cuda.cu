@@ -1,6 +1,7 @@
 // rotary_cuda.cu: the fused rotary kernels and their launchers (see rotary_cuda.h).
 #include <algorithm>
 
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/fused_rows.cuh"
 
 extern "C" {
@@ -97,7 +98,8 @@ struct rotary_call {
 };
 
 template <parity_dtype D, bool TRANSPOSE>
-parity_error *launch(const parity_rotary_args *args, const parity_rotary_sizes &sizes, const rotary_call &call) {
+parity_error *launch(const parity_exec *exec, const parity_rotary_args *args, const parity_rotary_sizes &sizes,
+                     const rotary_call &call) {
     using S = typename element<D>::storage;
     using C = typename element<D>::compute;
     const int half = (int)(sizes.rotary_dim / 2);
@@ -128,14 +130,14 @@ parity_error *launch(const parity_rotary_args *args, const parity_rotary_sizes &
     const int64_t *positions = (const int64_t *)args->positions->data;
     const int hq = (int)sizes.query_heads, hk = (int)sizes.key_heads, dh = (int)sizes.head_dim, rd = (int)sizes.rotary_dim;
     if (interleaved)
-        rotary_kernel<D, 1, true, TRANSPOSE>
-            <<<grid, threads>>>(query, key, positions, query_out, key_out, hq, hk, dh, rd, table, false);
+        rotary_kernel<D, 1, true, TRANSPOSE><<<grid, threads, 0, parity_cuda_stream(exec)>>>(
+            query, key, positions, query_out, key_out, hq, hk, dh, rd, table, false);
     else if (vector_shape)
-        rotary_kernel<D, FULL, false, TRANSPOSE>
-            <<<grid, threads>>>(query, key, positions, query_out, key_out, hq, hk, dh, rd, table, vectorized);
+        rotary_kernel<D, FULL, false, TRANSPOSE><<<grid, threads, 0, parity_cuda_stream(exec)>>>(
+            query, key, positions, query_out, key_out, hq, hk, dh, rd, table, vectorized);
     else
-        rotary_kernel<D, 1, false, TRANSPOSE>
-            <<<grid, threads>>>(query, key, positions, query_out, key_out, hq, hk, dh, rd, table, false);
+        rotary_kernel<D, 1, false, TRANSPOSE><<<grid, threads, 0, parity_cuda_stream(exec)>>>(
+            query, key, positions, query_out, key_out, hq, hk, dh, rd, table, false);
     PARITY_CUDA_TRY_LAUNCH("rotary_kernel");
     return NULL;
 }
@@ -170,27 +172,27 @@ parity_error *check_call(const parity_rotary_args *args, const parity_rotary_gra
 
 } // namespace
 
-extern "C" parity_error *parity_rotary_cuda_forward(const parity_rotary_args *args, parity_saved *saved,
-                                                    bool allow_partial, const char *backend) {
+extern "C" parity_error *parity_rotary_cuda_forward(const parity_exec *exec, const parity_rotary_args *args,
+                                                    parity_saved *saved, bool allow_partial, const char *backend) {
     parity_rotary_sizes sizes;
     PARITY_TRY(check_call(args, NULL, allow_partial, backend, &sizes));
     if (sizes.tokens == 0) return NULL;
     PARITY_CUDA_TRY(cudaSetDevice(args->query->device.index));
     rotary_call call = {args->query, args->key, args->query_out, args->key_out};
     return dispatch_float(args->query->dtype, "rotary", [&](auto tag) -> parity_error * {
-        return launch<decltype(tag)::value, false>(args, sizes, call);
+        return launch<decltype(tag)::value, false>(exec, args, sizes, call);
     });
 }
 
-extern "C" parity_error *parity_rotary_cuda_backward(const parity_rotary_args *args, const parity_saved *saved,
-                                                     const parity_rotary_grads *grads, bool allow_partial,
-                                                     const char *backend) {
+extern "C" parity_error *parity_rotary_cuda_backward(const parity_exec *exec, const parity_rotary_args *args,
+                                                     const parity_saved *saved, const parity_rotary_grads *grads,
+                                                     bool allow_partial, const char *backend) {
     parity_rotary_sizes sizes;
     PARITY_TRY(check_call(args, grads, allow_partial, backend, &sizes));
     if (sizes.tokens == 0 || (!grads->dquery && !grads->dkey)) return NULL;
     PARITY_CUDA_TRY(cudaSetDevice(args->query->device.index));
     rotary_call call = {grads->dquery_out, grads->dkey_out, grads->dquery, grads->dkey};
     return dispatch_float(args->query->dtype, "rotary", [&](auto tag) -> parity_error * {
-        return launch<decltype(tag)::value, true>(args, sizes, call);
+        return launch<decltype(tag)::value, true>(exec, args, sizes, call);
     });
 }

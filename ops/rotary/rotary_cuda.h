@@ -21,10 +21,11 @@ extern "C" {
 // `allow_partial` false: a rope description with partial_rotary_factor < 1 is UNSUPPORTED (Liger's
 // kernel rotates the whole head). `backend` names the caller in errors. Tensors contiguous on one
 // CUDA device; rotary_dim / 2 at most 256.
-parity_error *parity_rotary_cuda_forward(const parity_rotary_args *args, parity_saved *saved, bool allow_partial,
-                                         const char *backend);
-parity_error *parity_rotary_cuda_backward(const parity_rotary_args *args, const parity_saved *saved,
-                                          const parity_rotary_grads *grads, bool allow_partial, const char *backend);
+parity_error *parity_rotary_cuda_forward(const parity_exec *exec, const parity_rotary_args *args, parity_saved *saved,
+                                         bool allow_partial, const char *backend);
+parity_error *parity_rotary_cuda_backward(const parity_exec *exec, const parity_rotary_args *args,
+                                          const parity_saved *saved, const parity_rotary_grads *grads,
+                                          bool allow_partial, const char *backend);
 
 #ifdef __cplusplus
 }

@@ -25,7 +25,8 @@ static double stored(double value, parity_dtype dtype) {
 // sigmoid(g) as a stored tensor of the run's dtype.
 static double stored_sigmoid(double gate, parity_dtype dtype) { return stored(1.0 / (1.0 + exp(-gate)), dtype); }
 
-static parity_error *sigmoid_gate_eager_forward(const parity_sigmoid_gate_args *args, parity_saved *saved) {
+static parity_error *sigmoid_gate_eager_forward(const parity_exec *exec, const parity_sigmoid_gate_args *args,
+                                                parity_saved *saved) {
     int64_t rows, width, group;
     PARITY_TRY(parity_sigmoid_gate_check(args, &rows, &width, &group));
     PARITY_TRY(parity_check_cpu("sigmoid_gate", "input", args->input));
@@ -46,8 +47,8 @@ static parity_error *sigmoid_gate_eager_forward(const parity_sigmoid_gate_args *
     return error;
 }
 
-static parity_error *sigmoid_gate_eager_backward(const parity_sigmoid_gate_args *args, const parity_saved *saved,
-                                                 const parity_sigmoid_gate_grads *grads) {
+static parity_error *sigmoid_gate_eager_backward(const parity_exec *exec, const parity_sigmoid_gate_args *args,
+                                                 const parity_saved *saved, const parity_sigmoid_gate_grads *grads) {
     int64_t rows, width, group;
     PARITY_TRY(parity_sigmoid_gate_check(args, &rows, &width, &group));
     PARITY_TRY(parity_sigmoid_gate_check_grads(args, grads));

@@ -3,6 +3,7 @@
 //   s = sigmoid(gate) computed in f64, held in the storage dtype;  y = x * s rounded once
 // Backward, one thread per gate element (a broadcast gate (N, 1) sums its D products in order):
 //   dx = dy * s;  ds = sum of stored(dy * x), rounded to storage;  dgate = stored(stored(ds * stored(1 - s)) * s)
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
@@ -62,7 +63,8 @@ static parity_error *check_devices(const parity_sigmoid_gate_args *args) {
     return use_device(device);
 }
 
-static parity_error *sigmoid_gate_cuda_forward(const parity_sigmoid_gate_args *args, parity_saved *saved) {
+static parity_error *sigmoid_gate_cuda_forward(const parity_exec *exec, const parity_sigmoid_gate_args *args,
+                                               parity_saved *saved) {
     int64_t rows, width, group;
     PARITY_TRY(parity_sigmoid_gate_check(args, &rows, &width, &group));
     PARITY_TRY(check_devices(args));
@@ -71,15 +73,15 @@ static parity_error *sigmoid_gate_cuda_forward(const parity_sigmoid_gate_args *a
     return dispatch_float(args->input->dtype, "sigmoid_gate", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using T = typename scalar<D>::storage;
-        sigmoid_gate_forward_kernel<D><<<grid_for(count), 256>>>((const T *)args->input->data, (const T *)args->gate->data,
-                                                                 (T *)args->output->data, count, group);
+        sigmoid_gate_forward_kernel<D><<<grid_for(count), 256, 0, parity_cuda_stream(exec)>>>(
+            (const T *)args->input->data, (const T *)args->gate->data, (T *)args->output->data, count, group);
         PARITY_CUDA_TRY_LAUNCH("sigmoid_gate_forward_kernel");
         return NULL;
     });
 }
 
-static parity_error *sigmoid_gate_cuda_backward(const parity_sigmoid_gate_args *args, const parity_saved *saved,
-                                                const parity_sigmoid_gate_grads *grads) {
+static parity_error *sigmoid_gate_cuda_backward(const parity_exec *exec, const parity_sigmoid_gate_args *args,
+                                                const parity_saved *saved, const parity_sigmoid_gate_grads *grads) {
     int64_t rows, width, group;
     PARITY_TRY(parity_sigmoid_gate_check(args, &rows, &width, &group));
     PARITY_TRY(parity_sigmoid_gate_check_grads(args, grads));
@@ -93,7 +95,7 @@ static parity_error *sigmoid_gate_cuda_backward(const parity_sigmoid_gate_args *
     return dispatch_float(args->input->dtype, "sigmoid_gate", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using T = typename scalar<D>::storage;
-        sigmoid_gate_backward_kernel<D><<<grid_for(gates), 256>>>(
+        sigmoid_gate_backward_kernel<D><<<grid_for(gates), 256, 0, parity_cuda_stream(exec)>>>(
             (const T *)args->input->data, (const T *)args->gate->data, (const T *)grads->doutput->data,
             grads->dinput ? (T *)grads->dinput->data : nullptr, grads->dgate ? (T *)grads->dgate->data : nullptr, gates,
             group);

@@ -4,6 +4,7 @@
 #ifndef PARITY_SIGMOID_GATE_H
 #define PARITY_SIGMOID_GATE_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -27,8 +28,8 @@ typedef struct parity_sigmoid_gate_grads {
 } parity_sigmoid_gate_grads;
 
 typedef struct parity_sigmoid_gate_kernels {
-    parity_error *(*forward)(const parity_sigmoid_gate_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_sigmoid_gate_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_sigmoid_gate_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_sigmoid_gate_args *args, const parity_saved *saved,
                               const parity_sigmoid_gate_grads *grads);
 } parity_sigmoid_gate_kernels;
 

@@ -8,7 +8,7 @@
 #include "ops/registry.h"
 #include "ops/split/split.h"
 
-static parity_error *split_eager_forward(const parity_split_args *args, parity_saved *saved) {
+static parity_error *split_eager_forward(const parity_exec *exec, const parity_split_args *args, parity_saved *saved) {
     int64_t rows;
     PARITY_TRY(parity_split_check(args, &rows));
     PARITY_TRY(parity_check_cpu("split", "input", args->input));
@@ -31,8 +31,8 @@ static parity_error *split_eager_forward(const parity_split_args *args, parity_s
     return error;
 }
 
-static parity_error *split_eager_backward(const parity_split_args *args, const parity_saved *saved,
-                                          const parity_split_grads *grads) {
+static parity_error *split_eager_backward(const parity_exec *exec, const parity_split_args *args,
+                                          const parity_saved *saved, const parity_split_grads *grads) {
     int64_t rows;
     PARITY_TRY(parity_split_check(args, &rows));
     PARITY_TRY(parity_split_check_grads(args, grads));

@@ -1,6 +1,8 @@
 // eager.cu: split along the last dimension on the GPU (value "eager" on cuda), the inverse of
-// concat: each part's columns of the input are one strided device copy (cudaMemcpy2D); backward
+// concat: each part's columns of the input are one strided device copy (cudaMemcpy2DAsync on the
+// execution context's stream); backward
 // writes each dpart into its columns of dinput, and zeros where a part has no gradient. Exact.
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
@@ -19,7 +21,7 @@ static parity_error *check_devices(const parity_split_args *args) {
     return use_device(device);
 }
 
-static parity_error *split_cuda_forward(const parity_split_args *args, parity_saved *saved) {
+static parity_error *split_cuda_forward(const parity_exec *exec, const parity_split_args *args, parity_saved *saved) {
     int64_t rows;
     PARITY_TRY(parity_split_check(args, &rows));
     PARITY_TRY(check_devices(args));
@@ -29,16 +31,16 @@ static parity_error *split_cuda_forward(const parity_split_args *args, parity_sa
     for (int i = 0; i < args->count; i++) {
         int64_t part_width = args->parts[i]->shape[args->parts[i]->ndim - 1];
         if (rows > 0 && part_width > 0)
-            PARITY_CUDA_TRY(cudaMemcpy2D(args->parts[i]->data, part_width * element,
-                                         (const char *)input->data + offset * element, width * element,
-                                         part_width * element, rows, cudaMemcpyDeviceToDevice));
+            PARITY_CUDA_TRY(cudaMemcpy2DAsync(
+                args->parts[i]->data, part_width * element, (const char *)input->data + offset * element,
+                width * element, part_width * element, rows, cudaMemcpyDeviceToDevice, parity_cuda_stream(exec)));
         offset += part_width;
     }
     return NULL;
 }
 
-static parity_error *split_cuda_backward(const parity_split_args *args, const parity_saved *saved,
-                                         const parity_split_grads *grads) {
+static parity_error *split_cuda_backward(const parity_exec *exec, const parity_split_args *args,
+                                         const parity_saved *saved, const parity_split_grads *grads) {
     int64_t rows;
     PARITY_TRY(parity_split_check(args, &rows));
     PARITY_TRY(parity_split_check_grads(args, grads));
@@ -55,10 +57,12 @@ static parity_error *split_cuda_backward(const parity_split_args *args, const pa
         if (rows > 0 && part_width > 0) {
             if (grads->dparts[i]) {
                 PARITY_TRY(parity_cuda_check_tensor("split", "dparts[i]", grads->dparts[i], device));
-                PARITY_CUDA_TRY(cudaMemcpy2D(dinput + offset * element, width * element, grads->dparts[i]->data,
-                                             part_width * element, part_width * element, rows, cudaMemcpyDeviceToDevice));
+                PARITY_CUDA_TRY(cudaMemcpy2DAsync(dinput + offset * element, width * element, grads->dparts[i]->data,
+                                                  part_width * element, part_width * element, rows,
+                                                  cudaMemcpyDeviceToDevice, parity_cuda_stream(exec)));
             } else {
-                PARITY_CUDA_TRY(cudaMemset2D(dinput + offset * element, width * element, 0, part_width * element, rows));
+                PARITY_CUDA_TRY(cudaMemset2DAsync(dinput + offset * element, width * element, 0, part_width * element,
+                                                  rows, parity_cuda_stream(exec)));
             }
         }
         offset += part_width;

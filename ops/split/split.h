@@ -6,6 +6,7 @@
 #define PARITY_SPLIT_H
 
 #include "ops/concat/concat.h"
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -29,8 +30,8 @@ typedef struct parity_split_grads {
 } parity_split_grads;
 
 typedef struct parity_split_kernels {
-    parity_error *(*forward)(const parity_split_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_split_args *args, const parity_saved *saved,
+    parity_error *(*forward)(const parity_exec *exec, const parity_split_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_split_args *args, const parity_saved *saved,
                               const parity_split_grads *grads);
 } parity_split_kernels;
 

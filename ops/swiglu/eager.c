@@ -22,7 +22,8 @@ static parity_error *check_cpu_tensors(const parity_swiglu_args *args) {
     return NULL;
 }
 
-static parity_error *swiglu_eager_forward(const parity_swiglu_args *args, parity_saved *saved) {
+static parity_error *swiglu_eager_forward(const parity_exec *exec, const parity_swiglu_args *args,
+                                          parity_saved *saved) {
     PARITY_TRY(parity_swiglu_check(args));
     PARITY_TRY(check_cpu_tensors(args));
     parity_dtype dtype = args->gate->dtype;
@@ -42,8 +43,8 @@ static parity_error *swiglu_eager_forward(const parity_swiglu_args *args, parity
     return NULL;
 }
 
-static parity_error *swiglu_eager_backward(const parity_swiglu_args *args, const parity_saved *saved,
-                                           const parity_swiglu_grads *grads) {
+static parity_error *swiglu_eager_backward(const parity_exec *exec, const parity_swiglu_args *args,
+                                           const parity_saved *saved, const parity_swiglu_grads *grads) {
     PARITY_TRY(parity_swiglu_check(args));
     PARITY_TRY(parity_swiglu_check_grads(args, grads));
     parity_dtype dtype = args->gate->dtype;

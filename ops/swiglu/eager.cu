@@ -4,6 +4,7 @@
 // Backward: dup = stored(dy * s), ds = stored(dy * up), dgate = stored(silu_backward(ds, gate)).
 // Nothing is saved: s is recomputed from gate. exp runs in f64 and is rounded once to the compute
 // type, as the CPU's correctly rounded exp.
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 #include "ops/swiglu/silu.cuh"
 
@@ -52,7 +53,7 @@ static parity_error *check_devices(const parity_swiglu_args *args) {
     return use_device(device);
 }
 
-static parity_error *swiglu_cuda_forward(const parity_swiglu_args *args, parity_saved *saved) {
+static parity_error *swiglu_cuda_forward(const parity_exec *exec, const parity_swiglu_args *args, parity_saved *saved) {
     PARITY_TRY(parity_swiglu_check(args));
     PARITY_TRY(check_devices(args));
     int64_t count = args->gate->numel;
@@ -60,15 +61,15 @@ static parity_error *swiglu_cuda_forward(const parity_swiglu_args *args, parity_
     return dispatch_float(args->gate->dtype, "swiglu", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using T = typename scalar<D>::storage;
-        swiglu_forward_kernel<D><<<grid_for(count), 256>>>((const T *)args->gate->data, (const T *)args->up->data,
-                                                           (T *)args->output->data, count);
+        swiglu_forward_kernel<D><<<grid_for(count), 256, 0, parity_cuda_stream(exec)>>>(
+            (const T *)args->gate->data, (const T *)args->up->data, (T *)args->output->data, count);
         PARITY_CUDA_TRY_LAUNCH("swiglu_forward_kernel");
         return NULL;
     });
 }
 
-static parity_error *swiglu_cuda_backward(const parity_swiglu_args *args, const parity_saved *saved,
-                                          const parity_swiglu_grads *grads) {
+static parity_error *swiglu_cuda_backward(const parity_exec *exec, const parity_swiglu_args *args,
+                                          const parity_saved *saved, const parity_swiglu_grads *grads) {
     PARITY_TRY(parity_swiglu_check(args));
     PARITY_TRY(parity_swiglu_check_grads(args, grads));
     PARITY_TRY(check_devices(args));
@@ -81,7 +82,7 @@ static parity_error *swiglu_cuda_backward(const parity_swiglu_args *args, const 
     return dispatch_float(args->gate->dtype, "swiglu", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using T = typename scalar<D>::storage;
-        swiglu_backward_kernel<D><<<grid_for(count), 256>>>(
+        swiglu_backward_kernel<D><<<grid_for(count), 256, 0, parity_cuda_stream(exec)>>>(
             (const T *)args->gate->data, (const T *)args->up->data, (const T *)grads->doutput->data,
             grads->dgate ? (T *)grads->dgate->data : nullptr, grads->dup ? (T *)grads->dup->data : nullptr, count);
         PARITY_CUDA_TRY_LAUNCH("swiglu_backward_kernel");

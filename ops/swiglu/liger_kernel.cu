@@ -8,6 +8,7 @@
 // silu'(gate)).
 #include <algorithm>
 
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/fused_rows.cuh"
 
 extern "C" {
@@ -145,7 +146,7 @@ parity_error *check_devices(const parity_swiglu_args *args, const parity_swiglu_
     return NULL;
 }
 
-parity_error *forward(const parity_swiglu_args *args, parity_saved *saved) {
+parity_error *forward(const parity_exec *exec, const parity_swiglu_args *args, parity_saved *saved) {
     PARITY_TRY(parity_swiglu_check(args));
     PARITY_TRY(check_devices(args, NULL));
     const int64_t count = args->gate->numel;
@@ -161,15 +162,18 @@ parity_error *forward(const parity_swiglu_args *args, parity_saved *saved) {
         const int64_t vectors = aligned ? count / VEC : count;
         const unsigned grid = stream_grid(vectors);
         if (aligned)
-            swiglu_forward_kernel<D, VEC><<<grid, block_threads>>>(gate, up, out, vectors, count % VEC);
+            swiglu_forward_kernel<D, VEC>
+                <<<grid, block_threads, 0, parity_cuda_stream(exec)>>>(gate, up, out, vectors, count % VEC);
         else
-            swiglu_forward_kernel<D, 1><<<grid, block_threads>>>(gate, up, out, vectors, 0);
+            swiglu_forward_kernel<D, 1>
+                <<<grid, block_threads, 0, parity_cuda_stream(exec)>>>(gate, up, out, vectors, 0);
         PARITY_CUDA_TRY_LAUNCH("swiglu_forward_kernel");
         return NULL;
     });
 }
 
-parity_error *backward(const parity_swiglu_args *args, const parity_saved *saved, const parity_swiglu_grads *grads) {
+parity_error *backward(const parity_exec *exec, const parity_swiglu_args *args, const parity_saved *saved,
+                       const parity_swiglu_grads *grads) {
     PARITY_TRY(parity_swiglu_check(args));
     PARITY_TRY(parity_swiglu_check_grads(args, grads));
     PARITY_TRY(check_devices(args, grads));
@@ -187,10 +191,11 @@ parity_error *backward(const parity_swiglu_args *args, const parity_saved *saved
         S *dgate = grads->dgate ? (S *)grads->dgate->data : nullptr, *dup = grads->dup ? (S *)grads->dup->data : nullptr;
         const int64_t vectors = aligned ? count / VEC : count;
         if (aligned)
-            swiglu_backward_kernel<D, VEC><<<stream_grid(vectors), block_threads>>>(gate, up, dy, dgate, dup, vectors,
-                                                                                   count % VEC);
+            swiglu_backward_kernel<D, VEC><<<stream_grid(vectors), block_threads, 0, parity_cuda_stream(exec)>>>(
+                gate, up, dy, dgate, dup, vectors, count % VEC);
         else
-            swiglu_backward_kernel<D, 1><<<stream_grid(vectors), block_threads>>>(gate, up, dy, dgate, dup, vectors, 0);
+            swiglu_backward_kernel<D, 1><<<stream_grid(vectors), block_threads, 0, parity_cuda_stream(exec)>>>(
+                gate, up, dy, dgate, dup, vectors, 0);
         PARITY_CUDA_TRY_LAUNCH("swiglu_backward_kernel");
         return NULL;
     });

@@ -4,6 +4,7 @@
 #ifndef PARITY_SWIGLU_H
 #define PARITY_SWIGLU_H
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -25,8 +26,9 @@ typedef struct parity_swiglu_grads {
 } parity_swiglu_grads;
 
 typedef struct parity_swiglu_kernels {
-    parity_error *(*forward)(const parity_swiglu_args *args, parity_saved *saved);
-    parity_error *(*backward)(const parity_swiglu_args *args, const parity_saved *saved, const parity_swiglu_grads *grads);
+    parity_error *(*forward)(const parity_exec *exec, const parity_swiglu_args *args, parity_saved *saved);
+    parity_error *(*backward)(const parity_exec *exec, const parity_swiglu_args *args, const parity_saved *saved,
+                              const parity_swiglu_grads *grads);
 } parity_swiglu_kernels;
 
 // The op's descriptor (descriptor.c): slots, args builder, kernel call and work model.

@@ -32,10 +32,10 @@ static parity_error *eager_kernels(const char *op, const void **out) {
 
 static const double perturbation = 1.0 + PARITY_TEST_PERTURBATION;
 
-static parity_error *perturbed_forward(const parity_rms_norm_args *args, parity_saved *saved) {
+static parity_error *perturbed_forward(const parity_exec *exec, const parity_rms_norm_args *args, parity_saved *saved) {
     const parity_rms_norm_kernels *eager = NULL;
     PARITY_TRY(eager_kernels(PARITY_OP_RMS_NORM, (const void **)&eager));
-    PARITY_TRY(eager->forward(args, saved));
+    PARITY_TRY(eager->forward(exec, args, saved));
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_check(args, &rows, &hidden));
     parity_dtype dtype = args->input->dtype;
@@ -63,8 +63,8 @@ static parity_error *perturbed_forward(const parity_rms_norm_args *args, parity_
 }
 
 // Eager's backward (eager.c) of (1 + e) * y: dy enters as round_compute(dy * (1 + e)).
-static parity_error *perturbed_backward(const parity_rms_norm_args *args, const parity_saved *saved,
-                                        const parity_rms_norm_grads *grads) {
+static parity_error *perturbed_backward(const parity_exec *exec, const parity_rms_norm_args *args,
+                                        const parity_saved *saved, const parity_rms_norm_grads *grads) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_check(args, &rows, &hidden));
     PARITY_TRY(parity_rms_norm_check_grads(args, grads));
@@ -103,21 +103,21 @@ static parity_error *perturbed_backward(const parity_rms_norm_args *args, const 
 
 // ---- rms_norm "test_wrong_eps": eps = 1e-2 ----
 
-static parity_error *wrong_eps_forward(const parity_rms_norm_args *args, parity_saved *saved) {
+static parity_error *wrong_eps_forward(const parity_exec *exec, const parity_rms_norm_args *args, parity_saved *saved) {
     const parity_rms_norm_kernels *eager = NULL;
     PARITY_TRY(eager_kernels(PARITY_OP_RMS_NORM, (const void **)&eager));
     parity_rms_norm_args changed = *args;
     changed.eps = PARITY_TEST_WRONG_EPS;
-    return eager->forward(&changed, saved);
+    return eager->forward(exec, &changed, saved);
 }
 
-static parity_error *wrong_eps_backward(const parity_rms_norm_args *args, const parity_saved *saved,
-                                        const parity_rms_norm_grads *grads) {
+static parity_error *wrong_eps_backward(const parity_exec *exec, const parity_rms_norm_args *args,
+                                        const parity_saved *saved, const parity_rms_norm_grads *grads) {
     const parity_rms_norm_kernels *eager = NULL;
     PARITY_TRY(eager_kernels(PARITY_OP_RMS_NORM, (const void **)&eager));
     parity_rms_norm_args changed = *args;
     changed.eps = PARITY_TEST_WRONG_EPS;
-    return eager->backward(&changed, saved, grads);
+    return eager->backward(exec, &changed, saved, grads);
 }
 
 // ---- rotary "test_position_off_by_one": the query rotated at position + 1 ----
@@ -133,7 +133,7 @@ static parity_error *shifted_positions(const parity_tensor *positions, parity_te
     return NULL;
 }
 
-static parity_error *off_by_one_forward(const parity_rotary_args *args, parity_saved *saved) {
+static parity_error *off_by_one_forward(const parity_exec *exec, const parity_rotary_args *args, parity_saved *saved) {
     const parity_rotary_kernels *eager = NULL;
     PARITY_TRY(eager_kernels(PARITY_OP_ROTARY, (const void **)&eager));
     parity_rotary_sizes sizes;
@@ -146,7 +146,7 @@ static parity_error *off_by_one_forward(const parity_rotary_args *args, parity_s
         parity_rotary_args query_pass = *args; // the query at position + 1
         query_pass.positions = &shifted;
         query_pass.key_out = &scratch_key;
-        error = eager->forward(&query_pass, saved);
+        error = eager->forward(exec, &query_pass, saved);
     }
     if (!error && saved->count != ROTARY_EAGER_SAVED)
         error = PARITY_ERROR(PARITY_ERROR_INTERNAL, "test_position_off_by_one: eager rotary saved %d tensors, expected %d",
@@ -154,7 +154,7 @@ static parity_error *off_by_one_forward(const parity_rotary_args *args, parity_s
     if (!error) {
         parity_rotary_args key_pass = *args; // the key at its true position
         key_pass.query_out = &scratch_query;
-        error = eager->forward(&key_pass, saved);
+        error = eager->forward(exec, &key_pass, saved);
     }
     parity_tensor_release(&shifted);
     parity_tensor_release(&scratch_query);
@@ -170,8 +170,8 @@ static parity_saved saved_half(const parity_saved *saved, int first) {
     return half;
 }
 
-static parity_error *off_by_one_backward(const parity_rotary_args *args, const parity_saved *saved,
-                                         const parity_rotary_grads *grads) {
+static parity_error *off_by_one_backward(const parity_exec *exec, const parity_rotary_args *args,
+                                         const parity_saved *saved, const parity_rotary_grads *grads) {
     const parity_rotary_kernels *eager = NULL;
     PARITY_TRY(eager_kernels(PARITY_OP_ROTARY, (const void **)&eager));
     if (saved->count != 2 * ROTARY_EAGER_SAVED)
@@ -181,28 +181,28 @@ static parity_error *off_by_one_backward(const parity_rotary_args *args, const p
     parity_rotary_grads query_grads = *grads, key_grads = *grads;
     query_grads.dkey = NULL;
     key_grads.dquery = NULL;
-    if (grads->dquery) PARITY_TRY(eager->backward(args, &query_tables, &query_grads));
-    if (grads->dkey) PARITY_TRY(eager->backward(args, &key_tables, &key_grads));
+    if (grads->dquery) PARITY_TRY(eager->backward(exec, args, &query_tables, &query_grads));
+    if (grads->dkey) PARITY_TRY(eager->backward(exec, args, &key_tables, &key_grads));
     return NULL;
 }
 
 // ---- attention "test_scale_1pct": softmax scale * 1.01 ----
 
-static parity_error *scale_forward(const parity_attention_args *args, parity_saved *saved) {
+static parity_error *scale_forward(const parity_exec *exec, const parity_attention_args *args, parity_saved *saved) {
     const parity_attention_kernels *eager = NULL;
     PARITY_TRY(eager_kernels(PARITY_OP_ATTENTION, (const void **)&eager));
     parity_attention_args changed = *args;
     changed.scale = args->scale * PARITY_TEST_SCALE_FACTOR;
-    return eager->forward(&changed, saved);
+    return eager->forward(exec, &changed, saved);
 }
 
-static parity_error *scale_backward(const parity_attention_args *args, const parity_saved *saved,
-                                    const parity_attention_grads *grads) {
+static parity_error *scale_backward(const parity_exec *exec, const parity_attention_args *args,
+                                    const parity_saved *saved, const parity_attention_grads *grads) {
     const parity_attention_kernels *eager = NULL;
     PARITY_TRY(eager_kernels(PARITY_OP_ATTENTION, (const void **)&eager));
     parity_attention_args changed = *args;
     changed.scale = args->scale * PARITY_TEST_SCALE_FACTOR;
-    return eager->backward(&changed, saved, grads);
+    return eager->backward(exec, &changed, saved, grads);
 }
 
 static const parity_rms_norm_kernels perturbed_kernels = {perturbed_forward, perturbed_backward};

@@ -32,7 +32,7 @@ static parity_error *call_add(int64_t b_hidden, parity_dtype b_dtype) {
     parity_tensor *b = invalid_call_tensor(&scratch, b_dtype, PARITY_SHAPE(7, b_hidden));
     parity_tensor *y = invalid_call_tensor(&scratch, PARITY_BF16, PARITY_SHAPE(7, 13));
     const parity_add_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_ADD);
-    if (kernels) scratch.error = kernels->forward(&(parity_add_args){a, b, y}, &scratch.saved);
+    if (kernels) scratch.error = kernels->forward(parity_test_exec(PARITY_CPU), &(parity_add_args){a, b, y}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

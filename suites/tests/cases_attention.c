@@ -108,9 +108,9 @@ static parity_error *call_attention(attention_call call) {
     }
     parity_attention_args args = {&q, &k, &v, &cu, 0.5, call.causal, call.sliding_window, &y};
     const parity_attention_kernels *kernels = backend ? backend->kernels : NULL;
-    if (!error) error = kernels->forward(&args, &saved);
+    if (!error) error = kernels->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     if (!error && call.wrong_dkey)
-        error = kernels->backward(&args, &saved, &(parity_attention_grads){&dy, NULL, &dk, NULL});
+        error = kernels->backward(parity_test_exec(PARITY_CPU), &args, &saved, &(parity_attention_grads){&dy, NULL, &dk, NULL});
     parity_saved_release(&saved);
     parity_tensor *all[] = {&q, &k, &v, &y, &cu, &dy, &dk};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) parity_tensor_release(all[i]);

@@ -33,7 +33,7 @@ static parity_error *call_broadcast_heads(int64_t input_heads, int64_t output_he
     parity_tensor *x = invalid_call_tensor(&scratch, PARITY_F64, PARITY_SHAPE(7, input_heads, 13));
     parity_tensor *y = invalid_call_tensor(&scratch, PARITY_F64, PARITY_SHAPE(7, 5, output_head_dim));
     const parity_broadcast_heads_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_BROADCAST_HEADS);
-    if (kernels) scratch.error = kernels->forward(&(parity_broadcast_heads_args){x, y}, &scratch.saved);
+    if (kernels) scratch.error = kernels->forward(parity_test_exec(PARITY_CPU), &(parity_broadcast_heads_args){x, y}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

@@ -63,7 +63,7 @@ static parity_error *call_forward(int64_t tokens, int64_t channels, int64_t weig
         error = parity_registry_resolve(PARITY_OP_CAUSAL_CONV1D, "eager", PARITY_CPU, &backend);
         if (!error) {
             parity_causal_conv1d_args args = {&x, &weight, &cu_seqlens, PARITY_CAUSAL_CONV1D_SILU, &y};
-            error = ((const parity_causal_conv1d_kernels *)backend->kernels)->forward(&args, &saved);
+            error = ((const parity_causal_conv1d_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
         }
         parity_saved_release(&saved);
     }

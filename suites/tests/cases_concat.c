@@ -49,7 +49,7 @@ static parity_error *call_concat(int64_t second_rows, int64_t output_width, int 
     parity_tensor *second = invalid_call_tensor(&scratch, PARITY_F32, PARITY_SHAPE(second_rows, 5));
     parity_tensor *y = invalid_call_tensor(&scratch, PARITY_F32, PARITY_SHAPE(7, output_width));
     const parity_concat_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_CONCAT);
-    if (kernels) scratch.error = kernels->forward(&(parity_concat_args){{first, second}, count, y}, &scratch.saved);
+    if (kernels) scratch.error = kernels->forward(parity_test_exec(PARITY_CPU), &(parity_concat_args){{first, second}, count, y}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

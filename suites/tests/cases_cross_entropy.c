@@ -93,7 +93,7 @@ static parity_error *call_forward(const invalid_call *call) {
         for (int64_t i = 0; i < call->tokens; i++) ((int64_t *)targets.data)[i] = call->targets[i];
         parity_cross_entropy_args args = {.hidden = &hidden, .weight = &weight, .targets = &targets,
                                           .ignore_index = IGNORED, .loss = &loss};
-        error = ((const parity_cross_entropy_kernels *)backend->kernels)->forward(&args, &saved);
+        error = ((const parity_cross_entropy_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     }
     parity_saved_release(&saved);
     parity_tensor_release(&hidden);

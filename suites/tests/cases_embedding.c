@@ -45,7 +45,7 @@ static parity_error *call_embedding(parity_dtype ids_dtype, int64_t last_id) {
     parity_tensor *y = invalid_call_tensor(&scratch, PARITY_F32, PARITY_SHAPE(4, 8));
     if (!scratch.error) parity_tensor_set(ids, 3, (double)last_id);
     const parity_embedding_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_EMBEDDING);
-    if (kernels) scratch.error = kernels->forward(&(parity_embedding_args){.ids = ids, .weight = weight, .output = y}, &scratch.saved);
+    if (kernels) scratch.error = kernels->forward(parity_test_exec(PARITY_CPU), &(parity_embedding_args){.ids = ids, .weight = weight, .output = y}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

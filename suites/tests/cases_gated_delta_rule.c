@@ -88,7 +88,7 @@ static parity_error *call_forward(int64_t tokens, int64_t key_heads, int64_t val
         error = parity_registry_resolve(PARITY_OP_GATED_DELTA_RULE, "eager", PARITY_CPU, &backend);
         if (!error) {
             parity_gated_delta_rule_args args = {&query, &key, &value, &g, &beta, &cu_seqlens, 0, true, &output, 0};
-            error = ((const parity_gated_delta_rule_kernels *)backend->kernels)->forward(&args, &saved);
+            error = ((const parity_gated_delta_rule_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
         }
         parity_saved_release(&saved);
     }

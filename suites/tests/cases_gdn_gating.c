@@ -45,7 +45,7 @@ static parity_error *call_forward(parity_dtype dtype, int64_t A_log_size, parity
         error = parity_registry_resolve(PARITY_OP_GDN_GATING, "eager", PARITY_CPU, &backend);
         if (!error) {
             parity_gdn_gating_args args = {&a, &b, &A_log, &dt_bias, &g, &beta};
-            error = ((const parity_gdn_gating_kernels *)backend->kernels)->forward(&args, &saved);
+            error = ((const parity_gdn_gating_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
         }
         parity_saved_release(&saved);
     }

@@ -40,7 +40,7 @@ static parity_error *call_forward(parity_dtype input_dtype, const int64_t *outpu
         error = parity_registry_resolve(PARITY_OP_L2_NORM, "eager", PARITY_CPU, &backend);
         if (!error) {
             parity_l2_norm_args args = {&x, 1e-6, &y};
-            error = ((const parity_l2_norm_kernels *)backend->kernels)->forward(&args, &saved);
+            error = ((const parity_l2_norm_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
         }
         parity_saved_release(&saved);
     }

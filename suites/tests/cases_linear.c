@@ -40,7 +40,7 @@ static parity_error *call_linear(parity_dtype weight_dtype, int64_t weight_in, i
     parity_tensor *bias = invalid_call_tensor(&scratch, PARITY_F32, PARITY_SHAPE(bias_size));
     parity_tensor *y = invalid_call_tensor(&scratch, PARITY_F32, PARITY_SHAPE(7, 11));
     const parity_linear_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_LINEAR);
-    if (kernels) scratch.error = kernels->forward(&(parity_linear_args){x, weight, bias, y}, &scratch.saved);
+    if (kernels) scratch.error = kernels->forward(parity_test_exec(PARITY_CPU), &(parity_linear_args){x, weight, bias, y}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

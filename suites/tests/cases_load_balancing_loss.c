@@ -43,7 +43,7 @@ static parity_error *call_loss(moe_tensor_bag *bag, parity_load_balancing_loss_a
     const parity_backend *backend;
     parity_saved saved = {0};
     if (!error) error = parity_registry_resolve(PARITY_OP_LOAD_BALANCING_LOSS, "eager", PARITY_CPU, &backend);
-    if (!error) error = ((const parity_load_balancing_loss_kernels *)backend->kernels)->forward(&args, &saved);
+    if (!error) error = ((const parity_load_balancing_loss_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     parity_saved_release(&saved);
     moe_bag_release(bag);
     return error;

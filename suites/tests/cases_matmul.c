@@ -56,7 +56,7 @@ static parity_error *call_matmul(int64_t b_batch, int64_t b_rows, parity_dtype o
     parity_tensor *b = invalid_call_tensor(&scratch, PARITY_F64, PARITY_SHAPE(b_batch, b_rows, 11));
     parity_tensor *c = invalid_call_tensor(&scratch, output_dtype, PARITY_SHAPE(2, 7, 11));
     const parity_matmul_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_MATMUL);
-    if (kernels) scratch.error = kernels->forward(&(parity_matmul_args){a, b, false, false, c}, &scratch.saved);
+    if (kernels) scratch.error = kernels->forward(parity_test_exec(PARITY_CPU), &(parity_matmul_args){a, b, false, false, c}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

@@ -46,7 +46,7 @@ static parity_error *call_with_mismatched_weight(void) {
     error = parity_registry_resolve(PARITY_OP_RMS_NORM, "eager", PARITY_CPU, &backend);
     if (!error) {
         parity_rms_norm_args args = {&x, &weight, 1e-6, PARITY_RMS_NORM_STANDARD, &y};
-        error = ((const parity_rms_norm_kernels *)backend->kernels)->forward(&args, &saved);
+        error = ((const parity_rms_norm_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     }
     parity_saved_release(&saved);
     parity_tensor_release(&x);
@@ -66,7 +66,7 @@ static parity_error *call_with_mixed_dtypes(void) {
     error = parity_registry_resolve(PARITY_OP_RMS_NORM, "eager", PARITY_CPU, &backend);
     if (!error) {
         parity_rms_norm_args args = {&x, &weight, 1e-6, PARITY_RMS_NORM_STANDARD, &y};
-        error = ((const parity_rms_norm_kernels *)backend->kernels)->forward(&args, &saved);
+        error = ((const parity_rms_norm_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     }
     parity_saved_release(&saved);
     parity_tensor_release(&x);

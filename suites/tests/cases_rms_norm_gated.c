@@ -43,7 +43,7 @@ static parity_error *call_rms_norm_gated_forward(int64_t gate_columns, int64_t w
     if (!error) error = parity_registry_resolve(PARITY_OP_RMS_NORM_GATED, "eager", PARITY_CPU, &backend);
     if (!error) {
         parity_rms_norm_gated_args args = {&x, &gate, &weight, 1e-6, &y};
-        error = ((const parity_rms_norm_gated_kernels *)backend->kernels)->forward(&args, &saved);
+        error = ((const parity_rms_norm_gated_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     }
     parity_saved_release(&saved);
     parity_tensor_release(&x);

@@ -92,7 +92,7 @@ static parity_error *call_rotary_forward(const rotary_call *call) {
     if (!error) error = parity_registry_resolve(PARITY_OP_ROTARY, "eager", PARITY_CPU, &backend);
     if (!error) {
         parity_rotary_args args = {&query, &key, &positions, &call->rope, &query_out, &key_out};
-        error = ((const parity_rotary_kernels *)backend->kernels)->forward(&args, &saved);
+        error = ((const parity_rotary_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     }
     parity_saved_release(&saved);
     parity_tensor_release(&query);

@@ -39,7 +39,7 @@ static parity_error *call_sigmoid_gate(int64_t gate_rows, int64_t gate_width, pa
     parity_tensor *gate = invalid_call_tensor(&scratch, gate_dtype, PARITY_SHAPE(gate_rows, gate_width));
     parity_tensor *y = invalid_call_tensor(&scratch, PARITY_F64, PARITY_SHAPE(7, 13));
     const parity_sigmoid_gate_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_SIGMOID_GATE);
-    if (kernels) scratch.error = kernels->forward(&(parity_sigmoid_gate_args){x, gate, y}, &scratch.saved);
+    if (kernels) scratch.error = kernels->forward(parity_test_exec(PARITY_CPU), &(parity_sigmoid_gate_args){x, gate, y}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

@@ -48,7 +48,7 @@ static parity_error *call_split(int64_t second_rows, int64_t second_width) {
     parity_tensor *first = invalid_call_tensor(&scratch, PARITY_BF16, PARITY_SHAPE(7, 13));
     parity_tensor *second = invalid_call_tensor(&scratch, PARITY_BF16, PARITY_SHAPE(second_rows, second_width));
     const parity_split_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_SPLIT);
-    if (kernels) scratch.error = kernels->forward(&(parity_split_args){x, 2, {first, second}}, &scratch.saved);
+    if (kernels) scratch.error = kernels->forward(parity_test_exec(PARITY_CPU), &(parity_split_args){x, 2, {first, second}}, &scratch.saved);
     return invalid_call_finish(&scratch);
 }
 

@@ -39,7 +39,7 @@ static parity_error *call_swiglu_forward(parity_dtype up_dtype, int64_t up_colum
     if (!error) error = parity_registry_resolve(PARITY_OP_SWIGLU, "eager", PARITY_CPU, &backend);
     if (!error) {
         parity_swiglu_args args = {&gate, &up, &y};
-        error = ((const parity_swiglu_kernels *)backend->kernels)->forward(&args, &saved);
+        error = ((const parity_swiglu_kernels *)backend->kernels)->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     }
     parity_saved_release(&saved);
     parity_tensor_release(&gate);

@@ -3,7 +3,7 @@
 //   invalid_call scratch = {0};
 //   parity_tensor *x = invalid_call_tensor(&scratch, PARITY_F64, PARITY_SHAPE(4, 8));
 //   const parity_linear_kernels *kernels = invalid_call_kernels(&scratch, PARITY_OP_LINEAR);
-//   if (!scratch.error) scratch.error = kernels->forward(&args, &scratch.saved);
+//   if (!scratch.error) scratch.error = kernels->forward(parity_test_exec(PARITY_CPU), &args, &scratch.saved);
 //   return invalid_call_finish(&scratch);
 #ifndef PARITY_INVALID_CALL_H
 #define PARITY_INVALID_CALL_H

@@ -33,7 +33,7 @@ static parity_tensor *make_input(op_check_state *state, const char *name, bool d
     if (error) { parity_error_free(error); return NULL; }
     char stream_name[160];
     snprintf(stream_name, sizeof stream_name, "%s/%s", state->case_name, name);
-    error = parity_rng_fill(&exact, parity_rng_stream_named(state->seed, stream_name),
+    error = parity_rng_fill(NULL, &exact, parity_rng_stream_named(state->seed, stream_name),
                             fill == OP_CHECK_UNIFORM ? PARITY_RNG_UNIFORM : PARITY_RNG_NORMAL, a, b);
     if (!error) error = parity_tensor_alloc(&slot->value, dtype, PARITY_CPU, ndim, shape);
     if (!error) {
@@ -83,7 +83,8 @@ static parity_tensor *make_output(op_check_state *state, const char *name, bool 
             parity_tensor exact;
             error = parity_tensor_alloc(&exact, PARITY_F64, PARITY_CPU, ndim, shape);
             if (!error) {
-                error = parity_rng_fill(&exact, parity_rng_stream_named(state->seed, stream_name), PARITY_RNG_UNIFORM, -1, 1);
+                error = parity_rng_fill(NULL, &exact, parity_rng_stream_named(state->seed, stream_name),
+                                        PARITY_RNG_UNIFORM, -1, 1);
                 for (int64_t i = 0; !error && i < exact.numel; i++)
                     parity_tensor_set(&slot->gradient, i,
                                       parity_round_to_dtype(parity_tensor_get(&exact, i), precision));
@@ -213,7 +214,7 @@ static parity_error *run_forward(const op_check_case *test_case, op_check_state 
     }
     parity_tensor *tensors[PARITY_OP_MAX_SLOTS];
     slot_tensors(state, tensors, NULL);
-    PARITY_TRY_CONTEXT(test_case->op->forward(state->backend->kernels, state->attributes, tensors, &state->saved),
+    PARITY_TRY_CONTEXT(test_case->op->forward(state->exec, state->backend->kernels, state->attributes, tensors, &state->saved),
                        "%s [%s] forward with %s", test_case->op->name, test_case->name, state->backend->name);
     for (int i = 0; i < state->tensor_count; i++)
         if (state->tensors[i].is_output)
@@ -232,7 +233,7 @@ static parity_error *run_backward(const op_check_case *test_case, op_check_state
     parity_tensor *tensors[PARITY_OP_MAX_SLOTS], *gradients[PARITY_OP_MAX_SLOTS];
     slot_tensors(state, tensors, gradients);
     PARITY_TRY_CONTEXT(
-        test_case->op->backward(state->backend->kernels, state->attributes, tensors, gradients, &state->saved),
+        test_case->op->backward(state->exec, state->backend->kernels, state->attributes, tensors, gradients, &state->saved),
         "%s [%s] backward with %s", test_case->op->name, test_case->name, state->backend->name);
     for (int i = 0; i < state->tensor_count; i++) {
         op_check_tensor *slot = &state->tensors[i];
@@ -249,6 +250,7 @@ parity_error *op_check_run(const op_check_case *test_case, op_check_run_options 
     state->dtype = options.dtype;
     state->input_precision = options.input_precision;
     state->device = options.device;
+    state->exec = parity_test_exec(options.device);
     state->seed = options.seed ? options.seed : 1234;
     PARITY_TRY(parity_registry_register_builtins());
     const char *backend = options.backend ? options.backend : "eager";

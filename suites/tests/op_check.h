@@ -26,6 +26,7 @@
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
 #include "ops/registry.h"
+#include "suites/tests/exec_fixture.h"
 
 #define OP_CHECK_MAX_TENSORS 24
 #define OP_CHECK_MAX_ATTRIBUTES 256 // bytes of an op's attributes (the largest, moe_router's args, is ~90)
@@ -45,6 +46,7 @@ typedef struct op_check_state {
     parity_dtype dtype;          // the run's float dtype
     parity_dtype input_precision; // inputs are rounded to this before storing (== dtype normally)
     parity_device device;        // where the backend runs (cpu, or cuda:N with mirrored tensors)
+    const parity_exec *exec;     // the context forward/backward pass to the backend (parity_test_exec(device))
     bool mirrored;               // set after setup on a GPU run: accessors return the device tensors
     uint64_t seed;
     const parity_backend *backend;

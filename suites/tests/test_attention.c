@@ -9,6 +9,7 @@
 
 #include "ops/attention/attention.h"
 #include "ops/registry.h"
+#include "suites/tests/exec_fixture.h"
 
 typedef struct naive_case {
     int64_t lengths[4]; // 0-terminated
@@ -79,7 +80,7 @@ static void check_against_naive(const naive_case *c, const char *backend_name) {
     const parity_attention_kernels *kernels = backend->kernels;
     parity_saved saved = {0};
     parity_attention_args args = {&q, &k, &v, &cu, c->scale, c->causal, c->window, &y};
-    cr_assert_null(kernels->forward(&args, &saved));
+    cr_assert_null(kernels->forward(parity_test_exec(PARITY_CPU), &args, &saved));
     double worst = 0;
     for (int64_t i = 0; i < y.numel; i++) worst = fmax(worst, fabs(parity_tensor_get(&y, i) - expected[i]));
     cr_log_info("attention %-5s N=%lld Hq=%lld Hk=%lld causal=%d window=%lld: max |output - naive| %.2e", backend_name,

@@ -10,6 +10,7 @@
 #include "ops/core/cpu_math.h"
 #include "ops/cross_entropy/cross_entropy.h"
 #include "ops/registry.h"
+#include "suites/tests/exec_fixture.h"
 
 enum { TOKENS = 3, HIDDEN = 2, VOCAB = 4 };
 #define IGNORED PARITY_CROSS_ENTROPY_IGNORE_INDEX
@@ -72,10 +73,10 @@ static parity_error *run_tiny(call_options options, call_result *result) {
         .logits = options.want_logits ? &logits : NULL, .valid_count = &result->valid_count,
     };
     parity_saved saved = {0};
-    parity_error *error = kernels->forward(&args, &saved);
+    parity_error *error = kernels->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     if (!error) {
         parity_cross_entropy_grads grads = {&dloss, &dhidden, &dweight};
-        fail_on_error(kernels->backward(&args, &saved, &grads), "backward");
+        fail_on_error(kernels->backward(parity_test_exec(PARITY_CPU), &args, &saved, &grads), "backward");
         result->loss = parity_tensor_get(&loss, 0);
         for (int64_t i = 0; i < TOKENS * HIDDEN; i++) (&result->dhidden[0][0])[i] = parity_tensor_get(&dhidden, i);
         for (int64_t i = 0; i < VOCAB * HIDDEN; i++) (&result->dweight[0][0])[i] = parity_tensor_get(&dweight, i);

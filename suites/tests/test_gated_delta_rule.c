@@ -31,7 +31,7 @@ static parity_tensor random_tensor(const char *name, parity_dtype dtype, double 
                                    const int64_t *shape) {
     parity_tensor exact, result;
     check(parity_tensor_alloc(&exact, PARITY_F64, PARITY_CPU, ndim, shape), name);
-    check(parity_rng_fill(&exact, parity_rng_stream_named(77, name), PARITY_RNG_UNIFORM, low, high), name);
+    check(parity_rng_fill(NULL, &exact, parity_rng_stream_named(77, name), PARITY_RNG_UNIFORM, low, high), name);
     check(parity_tensor_to(&result, &exact, PARITY_CPU, dtype), name);
     parity_tensor_release(&exact);
     return result;
@@ -83,8 +83,8 @@ static void gdr_run(const parity_gated_delta_rule_kernels *kernels, gdr_tensors 
                                          chunk_size};
     parity_gated_delta_rule_grads grads = {&t->doutput, &t->dquery, &t->dkey, &t->dvalue, &t->dg, &t->dbeta};
     parity_saved saved = {0};
-    check(kernels->forward(&args, &saved), "gated_delta_rule forward");
-    check(kernels->backward(&args, &saved, &grads), "gated_delta_rule backward");
+    check(kernels->forward(parity_test_exec(args.output->device), &args, &saved), "gated_delta_rule forward");
+    check(kernels->backward(parity_test_exec(args.output->device), &args, &saved, &grads), "gated_delta_rule backward");
     parity_saved_release(&saved);
 }
 
@@ -185,8 +185,8 @@ static void conv_run(const parity_causal_conv1d_kernels *kernels, const parity_t
     parity_causal_conv1d_args args = {x, weight, cu_seqlens, PARITY_CAUSAL_CONV1D_SILU, y};
     parity_causal_conv1d_grads grads = {dy, dx, dweight};
     parity_saved saved = {0};
-    check(kernels->forward(&args, &saved), "causal_conv1d forward");
-    check(kernels->backward(&args, &saved, &grads), "causal_conv1d backward");
+    check(kernels->forward(parity_test_exec(args.output->device), &args, &saved), "causal_conv1d forward");
+    check(kernels->backward(parity_test_exec(args.output->device), &args, &saved, &grads), "causal_conv1d backward");
     parity_saved_release(&saved);
 }
 

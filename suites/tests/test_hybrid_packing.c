@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "models/model.h"
+#include "suites/tests/exec_fixture.h"
 
 static const char config_json[] =
     "{\"model_type\":\"qwen3_5_text\",\"vocab_size\":29,\"hidden_size\":16,\"intermediate_size\":12,\"num_hidden_layers\":2,"
@@ -51,7 +52,7 @@ static void check_packing(const char *gdr) {
     cr_assert_null(error, "%s", error ? error_text(error) : "");
     cr_assert_eq(packed.document_count, document_count);
     parity_step_result packed_step;
-    cr_assert_null(parity_model_step(model, &packed, false, &packed_step));
+    cr_assert_null(parity_model_step(model, parity_test_exec(model->device), &packed, false, &packed_step));
     size_t count = model->parameters.count;
     parity_tensor packed_gradients[64], combined[64];
     cr_assert(count <= 64);
@@ -73,7 +74,7 @@ static void check_packing(const char *gdr) {
             continue;
         }
         parity_step_result step;
-        cr_assert_null(parity_model_step(model, &alone, false, &step));
+        cr_assert_null(parity_model_step(model, parity_test_exec(model->device), &alone, false, &step));
         weighted_loss += (double)targets * step.loss;
         total_targets += targets;
         for (size_t p = 0; p < count; p++) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "models/model.h"
+#include "suites/tests/exec_fixture.h"
 
 typedef struct model_row {
     const char *name;
@@ -56,7 +57,7 @@ static const int64_t packed_positions[] = {0, 1, 2, 3, 4, 0, 1, 2, 0, 0, 1, 2, 3
 
 static double loss_of(parity_model *model, const parity_batch *batch) {
     parity_step_result result;
-    parity_error *error = parity_model_step(model, batch, false, &result);
+    parity_error *error = parity_model_step(model, parity_test_exec(model->device), batch, false, &result);
     cr_assert_null(error, "step failed");
     double loss = result.loss;
     parity_step_result_release(&result);
@@ -85,7 +86,8 @@ static void check(const model_row *row) {
         cr_assert_fail("%s: batch: %s", row->name, text);
     }
     parity_step_result analytic;
-    cr_assert_null(parity_model_step(model, &batch, false, &analytic), "%s: step", row->name);
+    cr_assert_null(parity_model_step(model, parity_test_exec(model->device), &batch, false, &analytic), "%s: step",
+                   row->name);
     // Snapshot every analytic gradient first: each finite-difference step recomputes them.
     parity_tensor gradients[256];
     cr_assert(model->parameters.count <= 256);

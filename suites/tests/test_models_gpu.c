@@ -18,6 +18,7 @@
 
 #include "gpu_skip.h"
 #include "models/model.h"
+#include "suites/tests/exec_fixture.h"
 
 #define MAX_DOCUMENTS 4
 
@@ -123,7 +124,7 @@ static void step_on(const grown_model *row, const parity_model_config *config, c
         cr_assert_null(error, "%s on %s: %s", row->name, where, error ? upstream_error_text(error) : "");
         batch = &device_batch;
     }
-    error = parity_model_step(model, batch, false, out);
+    error = parity_model_step(model, parity_test_exec(model->device), batch, false, out);
     cr_assert_null(error, "%s on %s: %s", row->name, where, error ? upstream_error_text(error) : "");
     cr_expect_eq(out->first_non_finite[0], '\0', "%s on %s: NaN/Inf in %s", row->name, where, out->first_non_finite);
     parity_batch_release(&device_batch);

@@ -9,6 +9,7 @@
 
 #include "models/autograd/nodes.h"
 #include "ops/core/rng.h"
+#include "suites/tests/exec_fixture.h"
 
 static void check(parity_error *error, const char *what) {
     if (!error) return;
@@ -29,7 +30,7 @@ static parity_tensor random_tensor(const char *name, parity_dtype dtype, double 
                                    const int64_t *shape) {
     parity_tensor tensor;
     check(parity_tensor_alloc(&tensor, dtype, PARITY_CPU, ndim, shape), name);
-    check(parity_rng_fill(&tensor, parity_rng_stream_named(2026, name), PARITY_RNG_UNIFORM, low, high), name);
+    check(parity_rng_fill(NULL, &tensor, parity_rng_stream_named(2026, name), PARITY_RNG_UNIFORM, low, high), name);
     return tensor;
 }
 
@@ -73,7 +74,7 @@ static void graph_release(graph *g) {
 // the backward from the loss.
 static parity_error *graph_run(const graph *g, parity_tape *tape, bool recording, parity_variable **params,
                                parity_variable **loss) {
-    parity_tape_init(tape, PARITY_CPU, PARITY_F64, recording);
+    parity_tape_init(tape, parity_test_exec(PARITY_CPU), PARITY_F64, recording);
     for (int i = 0; i < g->count; i++) PARITY_TRY(parity_tape_borrow(tape, g->names[i], &g->params[i], true, &params[i]));
     PARITY_TRY(g->forward(tape, g, params, loss));
     if ((*loss)->value.numel != 1) return PARITY_ERROR(PARITY_ERROR_INTERNAL, "the graph's loss is not a scalar");
@@ -313,7 +314,7 @@ static void backward_last_node(parity_tape *tape, parity_variable *output, const
 
 Test(nodes, cast_rounds_exactly_both_ways) {
     parity_tape tape;
-    parity_tape_init(&tape, PARITY_CPU, PARITY_F64, true);
+    parity_tape_init(&tape, parity_test_exec(PARITY_CPU), PARITY_F64, true);
     parity_tensor wide = random_tensor("cast input", PARITY_F64, -3, 3, PARITY_SHAPE(4, 5));
     parity_variable *input, *narrow, *back;
     check(parity_tape_borrow(&tape, "input", &wide, true, &input), "borrow");
@@ -352,7 +353,7 @@ Test(nodes, cast_rounds_exactly_both_ways) {
 
 Test(nodes, weighted_sum_mixes_dtypes) {
     parity_tape tape;
-    parity_tape_init(&tape, PARITY_CPU, PARITY_BF16, true);
+    parity_tape_init(&tape, parity_test_exec(PARITY_CPU), PARITY_BF16, true);
     parity_tensor a_value, b_value;
     check(parity_tensor_alloc(&a_value, PARITY_F32, PARITY_CPU, 0, NULL), "a");
     check(parity_tensor_alloc(&b_value, PARITY_BF16, PARITY_CPU, 0, NULL), "b");
@@ -378,7 +379,7 @@ Test(nodes, weighted_sum_mixes_dtypes) {
 
 Test(nodes, stack_rows_slices_and_checks_shapes) {
     parity_tape tape;
-    parity_tape_init(&tape, PARITY_CPU, PARITY_F32, true);
+    parity_tape_init(&tape, parity_test_exec(PARITY_CPU), PARITY_F32, true);
     parity_tensor first = random_tensor("rows first", PARITY_F32, -1, 1, PARITY_SHAPE(2, 3));
     parity_tensor second = random_tensor("rows second", PARITY_F32, -1, 1, PARITY_SHAPE(1, 3));
     parity_tensor wrong = random_tensor("rows wrong", PARITY_F32, -1, 1, PARITY_SHAPE(1, 4));
@@ -475,7 +476,7 @@ static void expect_error(parity_error *error, parity_error_kind kind, const char
 
 Test(nodes, forward_errors_name_the_node) {
     parity_tape tape;
-    parity_tape_init(&tape, PARITY_CPU, PARITY_F64, true);
+    parity_tape_init(&tape, parity_test_exec(PARITY_CPU), PARITY_F64, true);
     parity_tensor x = random_tensor("error x", PARITY_F64, -1, 1, PARITY_SHAPE(3, 4));
     parity_tensor w = random_tensor("error w", PARITY_F64, -1, 1, PARITY_SHAPE(5, 6)); // in = 6, x has 4
     parity_variable *input, *weight, *out = NULL, *parts[2];
@@ -492,9 +493,11 @@ Test(nodes, forward_errors_name_the_node) {
     cr_expect_eq(tape.node_count, 0, "a failed forward recorded %zu nodes", tape.node_count);
     parity_tape_release(&tape);
 
-    // the glue runs on any device but refuses a variable that is not on the tape's device
+    // the glue runs on any device but refuses a variable that is not on the tape's device (before any
+    // device work, so a context that only names cuda:0 will do, GPU or not)
     parity_tape gpu_tape;
-    parity_tape_init(&gpu_tape, PARITY_CUDA(0), PARITY_F32, true);
+    const parity_exec named_cuda = {.device = PARITY_CUDA(0)};
+    parity_tape_init(&gpu_tape, &named_cuda, PARITY_F32, true);
     parity_variable *borrowed;
     check(parity_tape_borrow(&gpu_tape, "x", &x, true, &borrowed), "borrow");
     expect_error(parity_node_cast(&gpu_tape, "model.cast", borrowed, PARITY_F32, &out), PARITY_ERROR_USAGE, "model.cast",

@@ -214,8 +214,8 @@ static parity_error *fill_pool(row_pool *pool, parity_dtype dtype, int64_t rows,
     for (int i = 0; i < count; i++) {
         parity_tensor exact;
         PARITY_TRY(parity_tensor_alloc(&exact, PARITY_F64, PARITY_CPU, PARITY_SHAPE(rows, width)));
-        parity_error *error =
-            parity_rng_fill(&exact, parity_rng_stream_named(seed + (uint64_t)i, "batch invariance"), PARITY_RNG_NORMAL, 0, 1);
+        parity_error *error = parity_rng_fill(
+            NULL, &exact, parity_rng_stream_named(seed + (uint64_t)i, "batch invariance"), PARITY_RNG_NORMAL, 0, 1);
         if (!error) error = parity_tensor_to(&pool->tensors[i], &exact, PARITY_CPU, dtype);
         parity_tensor_release(&exact);
         PARITY_TRY(error);
@@ -241,8 +241,8 @@ static parity_error *rms_norm_batch(const char *backend_name, const row_pool *po
     if (!error) error = parity_tensor_alloc(&t[5], dtype, PARITY_CUDA(0), 1, (int64_t[]){h});
     parity_rms_norm_args args = {&t[0], &t[2], 1e-6, PARITY_RMS_NORM_OFFSET, &t[3]};
     parity_rms_norm_grads grads = {&t[1], &t[4], &t[5]};
-    if (!error) error = kernels->forward(&args, &saved);
-    if (!error) error = kernels->backward(&args, &saved, &grads);
+    if (!error) error = kernels->forward(parity_test_exec(PARITY_CUDA(0)), &args, &saved);
+    if (!error) error = kernels->backward(parity_test_exec(PARITY_CUDA(0)), &args, &saved, &grads);
     if (!error) error = download(out, &t[3]);
     if (!error) error = download(out, &t[4]);
     parity_saved_release(&saved);
@@ -265,8 +265,8 @@ static parity_error *swiglu_batch(const char *backend_name, const row_pool *pool
     for (int i = 3; i < 6 && !error; i++) error = parity_tensor_alloc(&t[i], dtype, PARITY_CUDA(0), 2, shape);
     parity_swiglu_args args = {&t[0], &t[1], &t[3]};
     parity_swiglu_grads grads = {&t[2], &t[4], &t[5]};
-    if (!error) error = kernels->forward(&args, &saved);
-    if (!error) error = kernels->backward(&args, &saved, &grads);
+    if (!error) error = kernels->forward(parity_test_exec(PARITY_CUDA(0)), &args, &saved);
+    if (!error) error = kernels->backward(parity_test_exec(PARITY_CUDA(0)), &args, &saved, &grads);
     for (int i = 3; i < 6 && !error; i++) error = download(out, &t[i]);
     parity_saved_release(&saved);
     release_all(t, 6);
@@ -305,8 +305,8 @@ static parity_error *rotary_batch(const char *backend_name, const row_pool *pool
                                     .original_max_position_embeddings = 512};
     parity_rotary_args args = {&t[0], &t[1], &t[4], &rope, &t[5], &t[6]};
     parity_rotary_grads grads = {&t[2], &t[3], &t[7], &t[8]};
-    if (!error) error = kernels->forward(&args, &saved);
-    if (!error) error = kernels->backward(&args, &saved, &grads);
+    if (!error) error = kernels->forward(parity_test_exec(PARITY_CUDA(0)), &args, &saved);
+    if (!error) error = kernels->backward(parity_test_exec(PARITY_CUDA(0)), &args, &saved, &grads);
     for (int i = 5; i < 9 && !error; i++) error = download(out, &t[i]);
     parity_saved_release(&saved);
     release_all(t, 9);

@@ -1,5 +1,6 @@
-// test_ops_gpu.c: CUDA eager against CPU eager on every op row (op_cases.c), and the shared CUDA
-// core (cuBLAS GEMM, device add-into, dtype conversion, fill) against its CPU counterparts.
+// test_ops_gpu.c: CUDA eager against CPU eager on every op row (op_cases.c), the shared CUDA core
+// (cuBLAS GEMM, device add-into, dtype conversion, fill) against its CPU counterparts, and the
+// execution context's streams (ops/core/exec.h) ordering work on the device.
 // For every row of an op with an "eager" backend registered on cuda, on identical inputs and
 // cotangents (the engine mirrors the CPU-built state to the GPU):
 //   f64        GPU vs CPU eager, relative L2 error <= 1e-12 on every output and gradient;
@@ -192,7 +193,7 @@ Test(ops_gpu, cublas_gemm_matches_cpu_gemm) {
             .lda = a_cols + row.pad, .ldb = b_cols + row.pad, .ldc = row.n + row.pad,
             .stride_a = a_rows * (a_cols + row.pad), .stride_b = b_rows * (b_cols + row.pad),
             .stride_c = row.m * (row.n + row.pad), .alpha = 1.0, .beta = row.beta};
-        fail_on_error(parity_cuda_gemm(0, &desc), "parity_cuda_gemm");
+        fail_on_error(parity_cuda_gemm(parity_test_exec(PARITY_CUDA(0)), &desc), "parity_cuda_gemm");
         fail_on_error(parity_tensor_to(&back, &dc, PARITY_CPU, PARITY_F64), "download C");
         parity_cpu_gemm_shape shape = {row.batch, row.m, row.n, row.k, row.transpose_a, row.transpose_b};
         if (row.beta == 0)
@@ -235,7 +236,7 @@ Test(ops_gpu, cublas_gemm_rejects_bad_calls_with_a_named_reason) {
         {{.dtype = PARITY_BF16, .batch = 2, .m = 4, .n = 2, .k = 3}, "c must be > 0 when batched"},
     };
     for (size_t r = 0; r < ROWS(rows); r++) {
-        parity_error *error = parity_cuda_gemm(0, &rows[r].desc);
+        parity_error *error = parity_cuda_gemm(parity_test_exec(PARITY_CUDA(0)), &rows[r].desc);
         cr_expect_not_null(error, "row %zu accepted", r);
         if (error) cr_expect(strstr(parity_error_message(error), rows[r].message) != NULL, "row %zu: '%s' lacks '%s'", r,
                              parity_error_message(error), rows[r].message);
@@ -246,6 +247,7 @@ Test(ops_gpu, cublas_gemm_rejects_bad_calls_with_a_named_reason) {
 // Device add-into and conversions give the CPU's bits.
 Test(ops_gpu, add_into_conversion_and_fill_on_the_device_match_the_cpu) {
     parity_test_require_gpu();
+    const parity_exec *exec = parity_test_exec(PARITY_CUDA(0));
     const parity_dtype dtypes[] = {PARITY_F64, PARITY_F32, PARITY_BF16};
     enum { COUNT = 3001 };
     for (size_t d = 0; d < ROWS(dtypes); d++) {
@@ -263,8 +265,8 @@ Test(ops_gpu, add_into_conversion_and_fill_on_the_device_match_the_cpu) {
         }
         fail_on_error(parity_tensor_to(&device_x, &host_x, PARITY_CUDA(0), dtype), "upload x");
         fail_on_error(parity_tensor_to(&device_y, &host_y, PARITY_CUDA(0), dtype), "upload y");
-        fail_on_error(parity_tensor_add_into(&device_x, &device_y), "add_into on cuda");
-        fail_on_error(parity_tensor_add_into(&host_x, &host_y), "add_into on cpu");
+        fail_on_error(parity_tensor_add_into(exec, &device_x, &device_y), "add_into on cuda");
+        fail_on_error(parity_tensor_add_into(parity_test_exec(PARITY_CPU), &host_x, &host_y), "add_into on cpu");
         fail_on_error(parity_tensor_to(&back, &device_x, PARITY_CPU, dtype), "download");
         cr_expect_eq(memcmp(back.data, host_x.data, parity_tensor_nbytes(&back)), 0, "%s: add_into on cuda differs from cpu",
                      parity_dtype_name(dtype));
@@ -279,9 +281,17 @@ Test(ops_gpu, add_into_conversion_and_fill_on_the_device_match_the_cpu) {
                          "%s -> %s on cuda differs from the cpu", parity_dtype_name(dtype), parity_dtype_name(dtypes[t]));
             parity_tensor_release(&converted);
             parity_tensor_release(&converted_back);
+            // the same conversion on the context's stream (what a step's cast uses)
+            fail_on_error(parity_tensor_convert(exec, &converted, &device_x, dtypes[t]), "convert on the stream");
+            fail_on_error(parity_tensor_to(&converted_back, &converted, PARITY_CPU, dtypes[t]), "download");
+            cr_expect_eq(memcmp(converted_back.data, expected.data, parity_tensor_nbytes(&expected)), 0,
+                         "%s -> %s on the stream differs from the cpu", parity_dtype_name(dtype),
+                         parity_dtype_name(dtypes[t]));
+            parity_tensor_release(&converted);
+            parity_tensor_release(&converted_back);
             parity_tensor_release(&expected);
         }
-        fail_on_error(parity_cuda_fill(&device_y, NAN), "fill");
+        fail_on_error(parity_cuda_fill(exec, &device_y, NAN), "fill");
         fail_on_error(parity_tensor_to(&back, &device_y, PARITY_CPU, dtype), "download");
         int64_t not_nan = 0;
         for (int64_t i = 0; i < back.numel; i++) not_nan += !isnan(parity_tensor_get(&back, i));
@@ -310,4 +320,44 @@ Test(ops_gpu, add_into_conversion_and_fill_on_the_device_match_the_cpu) {
     parity_tensor_release(&as_f32);
     parity_tensor_release(&back_i32);
     parity_tensor_release(&back_f32);
+}
+
+// The execution context on the GPU: its own stream, the communication context's second stream, a
+// kernel on each ordered by events (parity_exec_wait), the cuBLAS handle made once, reused scratch.
+Test(ops_gpu, exec_streams_order_work_on_the_device) {
+    parity_test_require_gpu();
+    parity_exec *exec;
+    fail_on_error(parity_exec_create(PARITY_CUDA(0), &exec), "create");
+    cr_expect_not_null(exec->stream, "a CUDA context has a stream of its own, not the default one");
+    const parity_exec *comm;
+    void *comm_stream = NULL;
+    fail_on_error(parity_exec_comm(exec, &comm), "communication context");
+    fail_on_error(parity_exec_comm_stream(exec, &comm_stream), "communication stream");
+    cr_expect(comm_stream && comm_stream == comm->stream && comm_stream != exec->stream,
+              "the communication stream is a second stream");
+    void *handle = NULL, *again = NULL;
+    fail_on_error(parity_exec_blas_handle(exec, &handle), "cuBLAS handle");
+    fail_on_error(parity_exec_blas_handle(exec, &again), "cuBLAS handle again");
+    cr_expect(handle && handle == again, "the cuBLAS handle is made once");
+    void *scratch = NULL, *reused = NULL;
+    fail_on_error(parity_exec_device_scratch(exec, 4096, &scratch), "device scratch");
+    fail_on_error(parity_exec_device_scratch(exec, 64, &reused), "device scratch again");
+    cr_expect(scratch && scratch == reused, "a smaller request reuses the scratch");
+
+    enum { COUNT = 1 << 22 }; // enough work that an unordered read would see it unfinished
+    parity_tensor a, b;
+    fail_on_error(parity_tensor_alloc(&a, PARITY_F32, PARITY_CUDA(0), PARITY_SHAPE(COUNT)), "alloc a");
+    fail_on_error(parity_tensor_alloc(&b, PARITY_F32, PARITY_CUDA(0), PARITY_SHAPE(COUNT)), "alloc b");
+    fail_on_error(parity_tensor_fill_value(exec, &a, 2.0), "fill a on the step's stream");
+    fail_on_error(parity_tensor_fill_value(comm, &b, 1.0), "fill b on the communication stream");
+    fail_on_error(parity_exec_wait(comm, exec), "communication waits for the step");
+    fail_on_error(parity_tensor_add_into(comm, &b, &a), "b += a on the communication stream");
+    fail_on_error(parity_exec_wait(exec, comm), "the step waits for communication");
+    double sum = 0;
+    fail_on_error(parity_tensor_sum_of_squares(exec, &b, &sum), "sum of squares on the step's stream");
+    cr_expect_eq(sum, 9.0 * COUNT, "b = 1 + 2 everywhere: sum of squares %.17g, expected %.17g", sum, 9.0 * COUNT);
+    fail_on_error(parity_exec_synchronize(exec), "synchronize");
+    parity_tensor_release(&a);
+    parity_tensor_release(&b);
+    parity_exec_destroy(exec);
 }

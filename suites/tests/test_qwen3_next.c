@@ -19,6 +19,7 @@
 #include "harness/evaluate.h"
 #include "models/checkpoint/safetensors.h"
 #include "models/model.h"
+#include "suites/tests/exec_fixture.h"
 
 // Hk = 2, Hv = 4 (r = 2), Dk = 4, Dv = 3; four experts, a linear and a full-attention layer.
 #define SHARED_FIELDS                                                                                                  \
@@ -162,7 +163,7 @@ Test(qwen3_next, hf_layout_checkpoint_equals_qwen3_5_moe_rearranged) {
     parity_error *error = parity_batch_from_arrays(ids, labels, positions, 1, 16, config.vocab_size, "qwen3_next test", &batch);
     cr_assert_null(error, "%s", error ? error_text(error) : "");
     parity_step_result expected;
-    cr_assert_null(parity_model_step(reference, &batch, false, &expected));
+    cr_assert_null(parity_model_step(reference, parity_test_exec(reference->device), &batch, false, &expected));
 
     char directory[] = "/tmp/parity-qwen3-next-XXXXXX";
     cr_assert_not_null(mkdtemp(directory));

@@ -15,6 +15,7 @@
 #include "ops/core/philox.h"
 #include "ops/core/rng.h"
 #include "ops/core/tensor.h"
+#include "suites/tests/exec_fixture.h"
 #include "suites/tests/gpu_skip.h"
 
 #define ROWS(table) (sizeof(table) / sizeof((table)[0]))
@@ -175,7 +176,8 @@ Test(rng, uniform_fill_range_and_statistics) {
         double low = rows[row].low, high = rows[row].high, width = high - low;
         parity_tensor t;
         assert_ok(parity_tensor_alloc(&t, PARITY_F64, PARITY_CPU, PARITY_SHAPE(STAT_N)), "alloc");
-        assert_ok(parity_rng_fill(&t, parity_rng_stream_named(2024, "uniform"), PARITY_RNG_UNIFORM, low, high), "fill");
+        assert_ok(parity_rng_fill(NULL, &t, parity_rng_stream_named(2024, "uniform"), PARITY_RNG_UNIFORM, low, high),
+                  "fill");
         enum { BINS = 64 };
         long bins[BINS] = {0}, outside = 0;
         for (int64_t i = 0; i < t.numel; i++) {
@@ -209,7 +211,8 @@ Test(rng, normal_fill_statistics) {
         double mean = rows[row].mean, std = rows[row].std, n = STAT_N;
         parity_tensor t;
         assert_ok(parity_tensor_alloc(&t, PARITY_F64, PARITY_CPU, PARITY_SHAPE(STAT_N)), "alloc");
-        assert_ok(parity_rng_fill(&t, parity_rng_stream_named(99, "normal"), PARITY_RNG_NORMAL, mean, std), "fill");
+        assert_ok(parity_rng_fill(NULL, &t, parity_rng_stream_named(99, "normal"), PARITY_RNG_NORMAL, mean, std),
+                  "fill");
         moments m = moments_of(&t);
         long within_one = 0, non_finite = 0;
         double pair_product = 0; // correlation of the cosine/sine halves of each Box-Muller pair
@@ -304,7 +307,7 @@ Test(rng, invalid_fills_are_rejected) {
     for (size_t row = 0; row < ROWS(rows); row++) {
         parity_tensor *t = tensors[rows[row].tensor];
         parity_error *error = rows[row].integers ? parity_rng_fill_integers(t, stream, rows[row].bound)
-                                                 : parity_rng_fill(t, stream, PARITY_RNG_UNIFORM, 0, 1);
+                                                 : parity_rng_fill(NULL, t, stream, PARITY_RNG_UNIFORM, 0, 1);
         cr_expect_not_null(error, "%s: accepted", rows[row].what);
         if (!error) continue;
         cr_expect_eq(parity_error_kind_of(error), rows[row].kind, "%s", rows[row].what);
@@ -358,8 +361,8 @@ Test(rng, low_precision_fill_is_the_f64_fill_rounded_once) {
         parity_tensor wide, narrow;
         assert_ok(parity_tensor_alloc(&wide, PARITY_F64, PARITY_CPU, PARITY_SHAPE(N)), "alloc");
         assert_ok(parity_tensor_alloc(&narrow, c->dtype, PARITY_CPU, PARITY_SHAPE(N)), "alloc");
-        assert_ok(parity_rng_fill(&wide, stream, c->distribution, c->a, c->b), "f64 fill");
-        assert_ok(parity_rng_fill(&narrow, stream, c->distribution, c->a, c->b), "narrow fill");
+        assert_ok(parity_rng_fill(NULL, &wide, stream, c->distribution, c->a, c->b), "f64 fill");
+        assert_ok(parity_rng_fill(NULL, &narrow, stream, c->distribution, c->a, c->b), "narrow fill");
         long differ = 0, first = -1, out_of_range = 0;
         for (int64_t i = 0; i < N; i++) {
             double value = ((double *)wide.data)[i];
@@ -403,7 +406,9 @@ Test(rng_cuda, words_equal_on_cpu_and_gpu) {
         cr_assert_not_null(cpu);
         parity_rng_words(stream, rows[row].offset, cpu, GPU_N);
         assert_ok(parity_tensor_alloc(&device, PARITY_I32, PARITY_CUDA(0), PARITY_SHAPE(GPU_N)), "cuda alloc");
-        assert_ok(parity_rng_words_cuda(0, stream, rows[row].offset, (uint32_t *)device.data, GPU_N), "gpu words");
+        assert_ok(parity_rng_words_cuda(parity_test_exec(PARITY_CUDA(0)), stream, rows[row].offset,
+                                        (uint32_t *)device.data, GPU_N),
+                  "gpu words");
         assert_ok(parity_tensor_to(&host, &device, PARITY_CPU, PARITY_I32), "copy back");
         long differ = 0;
         for (int64_t i = 0; i < GPU_N; i++) differ += ((uint32_t *)host.data)[i] != cpu[i];
@@ -424,8 +429,8 @@ static void fill_both(parity_dtype dtype, parity_rng_distribution distribution, 
     parity_tensor device;
     assert_ok(parity_tensor_alloc(cpu, dtype, PARITY_CPU, PARITY_SHAPE(GPU_N)), "cpu alloc");
     assert_ok(parity_tensor_alloc(&device, dtype, PARITY_CUDA(0), PARITY_SHAPE(GPU_N)), "cuda alloc");
-    assert_ok(parity_rng_fill(cpu, stream, distribution, a, b), "cpu fill");
-    assert_ok(parity_rng_fill(&device, stream, distribution, a, b), "gpu fill");
+    assert_ok(parity_rng_fill(NULL, cpu, stream, distribution, a, b), "cpu fill");
+    assert_ok(parity_rng_fill(parity_test_exec(PARITY_CUDA(0)), &device, stream, distribution, a, b), "gpu fill");
     assert_ok(parity_tensor_to(gpu, &device, PARITY_CPU, dtype), "copy back");
     parity_tensor_release(&device);
 }
@@ -541,10 +546,13 @@ static uint64_t sign_bit(const parity_tensor *t, int64_t i) {
 static void nudged_pair(parity_dtype dtype, parity_device device, int64_t count, parity_tensor *before, parity_tensor *after) {
     parity_tensor on_device;
     assert_ok(parity_tensor_alloc(before, dtype, PARITY_CPU, PARITY_SHAPE(count)), "alloc");
-    assert_ok(parity_rng_fill(before, parity_rng_stream_named(5, "nudge input"), PARITY_RNG_NORMAL, 0, 0.02), "fill");
+    assert_ok(parity_rng_fill(NULL, before, parity_rng_stream_named(5, "nudge input"), PARITY_RNG_NORMAL, 0, 0.02),
+              "fill");
     for (int64_t i = 0; i < count; i += 97) parity_tensor_set(before, i, 0.0);
     assert_ok(parity_tensor_to(&on_device, before, device, dtype), "to device");
-    assert_ok(parity_rng_nudge_ulps(&on_device, parity_rng_stream_named(1, "parity.jitter.embedding")), "nudge");
+    assert_ok(parity_rng_nudge_ulps(parity_test_exec(device), &on_device,
+                                    parity_rng_stream_named(1, "parity.jitter.embedding")),
+              "nudge");
     assert_ok(parity_tensor_to(after, &on_device, PARITY_CPU, dtype), "back to the host");
     parity_tensor_release(&on_device);
 }
@@ -574,7 +582,7 @@ Test(rng, ulp_nudge_moves_a_quarter_up_a_quarter_down_by_one_unit) {
     }
     parity_tensor integers;
     assert_ok(parity_tensor_alloc(&integers, PARITY_I64, PARITY_CPU, PARITY_SHAPE(4)), "alloc");
-    parity_error *error = parity_rng_nudge_ulps(&integers, parity_rng_stream_named(1, "x"));
+    parity_error *error = parity_rng_nudge_ulps(NULL, &integers, parity_rng_stream_named(1, "x"));
     cr_expect(error && parity_error_kind_of(error) == PARITY_ERROR_USAGE, "an integer tensor is refused");
     parity_error_free(error);
     parity_tensor_release(&integers);

@@ -83,15 +83,16 @@ static const parity_combo_result *find(const parity_results *results, const char
 }
 
 // rms_norm "nan_norm": eager, with one NaN in its output.
-static parity_error *nan_forward(const parity_rms_norm_args *args, parity_saved *saved) {
+static parity_error *nan_forward(const parity_exec *exec, const parity_rms_norm_args *args, parity_saved *saved) {
     const parity_rms_norm_kernels *eager = parity_registry_find(PARITY_OP_RMS_NORM, "eager", PARITY_DEVICE_CPU)->kernels;
-    PARITY_TRY(eager->forward(args, saved));
+    PARITY_TRY(eager->forward(exec, args, saved));
     parity_tensor_set(args->output, 0, NAN);
     return NULL;
 }
-static parity_error *nan_backward(const parity_rms_norm_args *args, const parity_saved *saved, const parity_rms_norm_grads *grads) {
+static parity_error *nan_backward(const parity_exec *exec, const parity_rms_norm_args *args, const parity_saved *saved,
+                                  const parity_rms_norm_grads *grads) {
     const parity_rms_norm_kernels *eager = parity_registry_find(PARITY_OP_RMS_NORM, "eager", PARITY_DEVICE_CPU)->kernels;
-    return eager->backward(args, saved, grads);
+    return eager->backward(exec, args, saved, grads);
 }
 static const parity_rms_norm_kernels nan_kernels = {nan_forward, nan_backward};
 

@@ -42,6 +42,7 @@
 #include "models/checkpoint/checkpoint.h"
 #include "models/checkpoint/safetensors.h"
 #include "upstream_compare.h"
+#include "suites/tests/exec_fixture.h"
 
 #define UPSTREAM "golden/upstream"
 
@@ -174,7 +175,7 @@ static parity_model *load_model(const char *directory, const char *gdr, parity_b
 
 static double loss_of(parity_model *model, const parity_batch *batch) {
     parity_step_result result;
-    parity_error *error = parity_model_step(model, batch, false, &result);
+    parity_error *error = parity_model_step(model, parity_test_exec(model->device), batch, false, &result);
     cr_assert_null(error, "step: %s", error ? upstream_error_text(error) : "");
     double loss = result.loss;
     parity_step_result_release(&result);
@@ -191,8 +192,8 @@ static void check_gate_gradients(const char *model_name) {
     parity_batch batch, chunked_batch;
     parity_model *model = load_model(directory, "eager", &batch), *chunked = load_model(directory, "fla", &chunked_batch);
     parity_step_result step, chunked_step;
-    cr_assert_null(parity_model_step(model, &batch, false, &step));
-    cr_assert_null(parity_model_step(chunked, &chunked_batch, false, &chunked_step));
+    cr_assert_null(parity_model_step(model, parity_test_exec(model->device), &batch, false, &step));
+    cr_assert_null(parity_model_step(chunked, parity_test_exec(chunked->device), &chunked_batch, false, &chunked_step));
     const char *names[] = {"model.layers.0.linear_attn.A_log", "model.layers.0.linear_attn.dt_bias",
                            "model.layers.0.linear_attn.in_proj_a.weight"};
     // Snapshot the analytic gradients first: every finite-difference step recomputes them.

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "models/model.h"
+#include "suites/tests/exec_fixture.h"
 
 typedef struct variant_row {
     const char *op;
@@ -132,7 +133,7 @@ Test(variant_binding, a_missing_binding_is_reported_naming_the_op) {
         parity_model *model = NULL;
         cr_assert_null(parity_model_create(&config, &parameters, PARITY_CPU, PARITY_F64, &bindings, &model));
         parity_step_result step;
-        parity_error *error = parity_model_step(model, &batch, false, &step);
+        parity_error *error = parity_model_step(model, parity_test_exec(PARITY_CPU), &batch, false, &step);
         cr_assert_not_null(error, "a step without a %s binding must fail", op);
         char text[1024];
         parity_error_format(error, text, sizeof text);

@@ -29,7 +29,9 @@ static parity_model *make(const char *dir, parity_dtype dt, const char *gdr, par
     parity_model *model; die(parity_model_create(&config, &params, PARITY_CPU, dt, &bindings, &model), "create");
     char path[512]; snprintf(path, sizeof path, "%s/batch.safetensors", dir);
     die(parity_batch_read(path, config.vocab_size, batch), "batch");
-    parity_step_result r; die(parity_model_step(model, batch, false, &r), "step");
+    parity_exec *exec; die(parity_exec_create(PARITY_CPU, &exec), "exec");
+    parity_step_result r; die(parity_model_step(model, exec, batch, false, &r), "step");
+    parity_exec_destroy(exec);
     return model;
 }
 static double rel(const parity_tensor *a, const parity_tensor *b) { double d=0,n=0; for (int64_t i=0;i<a->numel;i++){double x=parity_tensor_get(a,i),y=parity_tensor_get(b,i);d+=(x-y)*(x-y);n+=y*y;} return sqrt(d/n); }

@@ -1,6 +1,6 @@
 // node_cast.c: dtype conversion on the tape (tape-level glue, no registry op). Forward converts with
-// exact round-to-nearest-even (parity_tensor_to, on the input's device: a CUDA tensor converts on the
-// GPU); backward converts the gradient back to the input's dtype (rounded once) and accumulates it.
+// exact round-to-nearest-even (parity_tensor_convert, on the input's device: a CUDA tensor converts on the
+// GPU, on the tape's stream); backward converts the gradient back to the input's dtype (rounded once) and accumulates it.
 #include <stdlib.h>
 
 #include "models/autograd/nodes.h"
@@ -13,7 +13,7 @@ static parity_error *cast_backward(parity_tape *tape, parity_node *node) {
     cast_record *record = node->data;
     if (!record->output->has_gradient || !record->input->requires_gradient) return NULL;
     parity_tensor converted;
-    PARITY_TRY(parity_tensor_to(&converted, &record->output->gradient, record->input->value.device, record->input->value.dtype));
+    PARITY_TRY(parity_tensor_convert(tape->exec, &converted, &record->output->gradient, record->input->value.dtype));
     parity_error *error = parity_variable_accumulate(record->input, &converted);
     parity_tensor_release(&converted);
     return error;
@@ -30,7 +30,7 @@ parity_error *parity_node_cast(parity_tape *tape, const char *name, parity_varia
                  "%s: cast: from %s to %s, expected float dtypes", name, parity_dtype_name(input->value.dtype),
                  parity_dtype_name(dtype));
     parity_tensor converted;
-    PARITY_TRY_CONTEXT(parity_tensor_to(&converted, &input->value, input->value.device, dtype), "%s: cast", name);
+    PARITY_TRY_CONTEXT(parity_tensor_convert(tape->exec, &converted, &input->value, dtype), "%s: cast", name);
     parity_error *error = parity_tape_adopt(tape, name, &converted, input->requires_gradient, out); // the tape owns the copy
     parity_tensor_release(&converted);                                                          // (a no-op once adopted)
     PARITY_TRY(error);

@@ -1,26 +1,17 @@
-// blas.cu: the row-major GEMM of blas.h over cuBLAS, with one lazily created handle per device.
+// blas.cu: the row-major GEMM of blas.h over cuBLAS, on an execution context's handle and stream.
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so cuBLAS gets B first, with
 // the transposes unchanged and the leading dimensions of the row-major storage.
 #include <climits>
-#include <mutex>
 
 #include "ops/core/cuda/cublas_library.h"
 #include "ops/core/cuda/cuda_check.h"
+#include "ops/core/cuda/exec_stream.cuh"
 
 extern "C" {
 #include "ops/core/cuda/blas.h"
 }
 
-#define PARITY_CUDA_MAX_DEVICES 64
-
 namespace {
-
-struct device_handle {
-    std::mutex lock;         // held from binding the stream to the end of the queued call
-    cublasHandle_t handle = nullptr;
-};
-
-device_handle handles[PARITY_CUDA_MAX_DEVICES];
 
 #define PARITY_CUBLAS_TRY(call)                                                                     \
     do {                                                                                            \
@@ -30,26 +21,6 @@ device_handle handles[PARITY_CUDA_MAX_DEVICES];
                                 cublas->status_string(parity_cublas_status_),                       \
                                 cublas->status_name(parity_cublas_status_));                        \
     } while (0)
-
-// Creates the device's handle on first use; the caller holds entry.lock.
-parity_error *ensure_handle(int device_index, device_handle &entry) {
-    if (entry.handle) return NULL;
-    const parity_cublas_library *cublas;
-    PARITY_TRY(parity_cublas_library_get(&cublas));
-    PARITY_CUDA_TRY(cudaSetDevice(device_index));
-    cublasHandle_t handle;
-    PARITY_CUBLAS_TRY(cublas->create(&handle));
-    // Plain precision: no TF32 for f32 and no reduced-precision split-K reductions for bf16.
-    cublasStatus_t status = cublas->set_math_mode(
-        handle, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
-    if (status != CUBLAS_STATUS_SUCCESS) {
-        cublas->destroy(handle);
-        return PARITY_ERROR(PARITY_ERROR_DEVICE, "cuBLAS call cublasSetMathMode failed: %s (%s)",
-                            cublas->status_string(status), cublas->status_name(status));
-    }
-    entry.handle = handle;
-    return NULL;
-}
 
 bool fits_int(int64_t value) { return value >= 0 && value <= INT_MAX; }
 
@@ -74,6 +45,41 @@ parity_error *check_desc(const parity_cuda_gemm_desc &d, int64_t lda, int64_t ld
 
 } // namespace
 
+extern "C" parity_error *parity_cuda_blas_create(int device_index, void *stream, void **out) {
+    *out = nullptr;
+    const parity_cublas_library *cublas;
+    PARITY_TRY(parity_cublas_library_get(&cublas));
+    PARITY_CUDA_TRY(cudaSetDevice(device_index));
+    cublasHandle_t handle;
+    PARITY_CUBLAS_TRY(cublas->create(&handle));
+    // Plain precision: no TF32 for f32 and no reduced-precision split-K reductions for bf16.
+    cublasStatus_t status = cublas->set_math_mode(
+        handle, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    const char *call = "cublasSetMathMode";
+    if (status == CUBLAS_STATUS_SUCCESS) {
+        status = cublas->set_stream(handle, (cudaStream_t)stream);
+        call = "cublasSetStream";
+    }
+    if (status != CUBLAS_STATUS_SUCCESS) {
+        cublas->destroy(handle);
+        return PARITY_ERROR(PARITY_ERROR_DEVICE, "cuBLAS call %s failed: %s (%s)", call, cublas->status_string(status),
+                            cublas->status_name(status));
+    }
+    *out = handle;
+    return NULL;
+}
+
+extern "C" void parity_cuda_blas_destroy(int device_index, void *handle) {
+    const parity_cublas_library *cublas;
+    parity_error *error = parity_cublas_library_get(&cublas);
+    if (error) { // no handle can exist without the library
+        parity_error_free(error);
+        return;
+    }
+    cudaSetDevice(device_index);
+    cublas->destroy((cublasHandle_t)handle);
+}
+
 extern "C" parity_cuda_gemm_desc parity_cuda_gemm_packed(parity_dtype dtype, int64_t batch, int64_t m, int64_t n,
                                                          int64_t k, bool transpose_a, bool transpose_b, const void *a,
                                                          const void *b, void *c) {
@@ -96,11 +102,12 @@ extern "C" parity_cuda_gemm_desc parity_cuda_gemm_packed(parity_dtype dtype, int
     return desc;
 }
 
-extern "C" parity_error *parity_cuda_gemm(int device_index, const parity_cuda_gemm_desc *desc) {
+extern "C" parity_error *parity_cuda_gemm(const parity_exec *exec, const parity_cuda_gemm_desc *desc) {
     const parity_cuda_gemm_desc &d = *desc;
-    if (device_index < 0 || device_index >= PARITY_CUDA_MAX_DEVICES)
-        return PARITY_ERROR(PARITY_ERROR_USAGE, "cuda gemm: device index %d outside 0..%d", device_index,
-                            PARITY_CUDA_MAX_DEVICES - 1);
+    if (!exec || exec->device.type != PARITY_DEVICE_CUDA)
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "cuda gemm: needs an execution context on a CUDA device");
+    const int device_index = exec->device.index;
+    cudaStream_t stream = parity_cuda_stream(exec);
     int64_t lda = d.lda ? d.lda : (d.transpose_a ? d.m : d.k);
     int64_t ldb = d.ldb ? d.ldb : (d.transpose_b ? d.k : d.n);
     int64_t ldc = d.ldc ? d.ldc : d.n;
@@ -117,18 +124,16 @@ extern "C" parity_error *parity_cuda_gemm(int device_index, const parity_cuda_ge
         PARITY_CUDA_TRY(cudaSetDevice(device_index));
         for (int64_t i = 0; i < d.batch; i++)
             PARITY_CUDA_TRY(cudaMemset2DAsync((char *)d.c + i * d.stride_c * element, ldc * element, 0, d.n * element,
-                                              d.m, (cudaStream_t)d.stream));
+                                              d.m, stream));
         return NULL;
     }
 
-    device_handle &entry = handles[device_index];
-    std::lock_guard<std::mutex> guard(entry.lock);
-    PARITY_TRY(ensure_handle(device_index, entry));
+    void *exec_handle;
+    PARITY_TRY(parity_exec_blas_handle(exec, &exec_handle)); // bound to exec's stream when it was made
     PARITY_CUDA_TRY(cudaSetDevice(device_index));
-    cublasHandle_t handle = entry.handle;
+    cublasHandle_t handle = (cublasHandle_t)exec_handle;
     const parity_cublas_library *cublas;
     PARITY_TRY(parity_cublas_library_get(&cublas));
-    PARITY_CUBLAS_TRY(cublas->set_stream(handle, (cudaStream_t)d.stream));
 
     // Column-major view: (N x M) = op(B)^T (N x K) * op(A)^T (K x M).
     cublasOperation_t op_b = d.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -7,10 +7,10 @@
 //   bf16  cublasGemmStridedBatchedEx, bf16 inputs, CUBLAS_COMPUTE_32F accumulation, C stored bf16
 //         (beta C joins the f32 accumulation; one rounding at the end, as PyTorch's addmm)
 // Reduced-precision split-K reductions are disallowed, so bf16 sums really are f32 sums.
-// One cuBLAS handle per device, created on first use and shared by every thread (calls on one
-// device are serialized while the handle is bound to the call's stream). Every cuBLAS status is
-// checked and becomes a DEVICE error naming the call and the cuBLAS status string.
-// C-compatible: callable from .c and .cu code; pointers are device pointers on `device_index`.
+// The product runs on an execution context (ops/core/exec.h): its cuBLAS handle, created on its first
+// GEMM and bound to its stream. Every cuBLAS status is checked and becomes a DEVICE error naming the
+// call and the cuBLAS status string.
+// C-compatible: callable from .c and .cu code; pointers are device pointers on the context's device.
 #ifndef PARITY_CUDA_BLAS_H
 #define PARITY_CUDA_BLAS_H
 
@@ -19,6 +19,7 @@
 
 #include "ops/core/dtype.h"
 #include "ops/core/error.h"
+#include "ops/core/exec.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,7 +36,6 @@ typedef struct parity_cuda_gemm_desc {
     int64_t stride_a, stride_b, stride_c; // elements between consecutive products (0 with batch 1, or a
                                         // shared operand for stride_a / stride_b)
     double alpha, beta;                 // f32/bf16 use them as f32
-    void *stream;                       // cudaStream_t, NULL = the default stream
 } parity_cuda_gemm_desc;
 
 // A packed product: contiguous operands one after the other, alpha = 1, beta = 0 (C overwritten).
@@ -43,11 +43,17 @@ parity_cuda_gemm_desc parity_cuda_gemm_packed(parity_dtype dtype, int64_t batch,
                                               bool transpose_a, bool transpose_b, const void *a, const void *b,
                                               void *c);
 
-// Runs the product on `device_index`. Returns once the work is queued (asynchronous, like a kernel).
+// Queues the product on exec's stream (a CUDA context) and returns (asynchronous, like a kernel).
 // K = 0 gives C = beta C (beta 0 or 1). SHAPE error for negative sizes, sizes beyond cuBLAS's int
-// range, or leading dimensions shorter than a row; USAGE error for another dtype; DEVICE error (with
-// cuBLAS's status string) when cuBLAS fails.
-parity_error *parity_cuda_gemm(int device_index, const parity_cuda_gemm_desc *desc);
+// range, or leading dimensions shorter than a row; USAGE error for another dtype or a context that is
+// not on a CUDA device; DEVICE error (with cuBLAS's status string) when cuBLAS fails.
+parity_error *parity_cuda_gemm(const parity_exec *exec, const parity_cuda_gemm_desc *desc);
+
+// A cuBLAS handle (cublasHandle_t) on `device_index` with parity's math mode (no TF32, no reduced-
+// precision split-K reductions), bound to `stream` (a cudaStream_t): what an execution context
+// (ops/core/exec.h) creates on its first GEMM and destroys with itself.
+parity_error *parity_cuda_blas_create(int device_index, void *stream, void **out);
+void parity_cuda_blas_destroy(int device_index, void *handle);
 
 #ifdef __cplusplus
 }

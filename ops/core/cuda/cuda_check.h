@@ -15,7 +15,14 @@
                                 cudaGetErrorString(parity_cuda_status_), cudaGetErrorName(parity_cuda_status_)); \
     } while (0)
 
-// After a kernel launch: reports launch-configuration errors immediately.
-#define PARITY_CUDA_TRY_LAUNCH(kernel_name) PARITY_CUDA_TRY(cudaGetLastError())
+// After a kernel launch: reports launch-configuration errors immediately, naming the kernel
+// (`kernel_name`, a string: "rms_norm_forward_kernel").
+#define PARITY_CUDA_TRY_LAUNCH(kernel_name)                                                         \
+    do {                                                                                            \
+        cudaError_t parity_cuda_status_ = cudaGetLastError();                                       \
+        if (parity_cuda_status_ != cudaSuccess)                                                     \
+            return PARITY_ERROR(PARITY_ERROR_DEVICE, "CUDA launch of %s failed: %s (%s)", kernel_name, \
+                                cudaGetErrorString(parity_cuda_status_), cudaGetErrorName(parity_cuda_status_)); \
+    } while (0)
 
 #endif

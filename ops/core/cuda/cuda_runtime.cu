@@ -1,5 +1,5 @@
 // cuda_runtime.cu: the CUDA door (cuda_api.h) over the CUDA runtime: device discovery, allocation,
-// copies. Every call checks its status and returns a parity error naming the call.
+// copies, streams and events. Every call checks its status and returns a parity error naming the call.
 #include <stdio.h>
 
 #include "ops/core/cuda/cuda_check.h"
@@ -76,6 +76,55 @@ extern "C" parity_error *parity_cuda_memcpy(int device_index, void *destination,
 extern "C" parity_error *parity_cuda_synchronize(int device_index) {
     PARITY_CUDA_TRY(cudaSetDevice(device_index));
     PARITY_CUDA_TRY(cudaDeviceSynchronize());
+    return NULL;
+}
+
+extern "C" parity_error *parity_cuda_host_alloc(size_t bytes, void **out) {
+    *out = NULL;
+    cudaError_t status = cudaMallocHost(out, bytes ? bytes : 1);
+    if (status != cudaSuccess) {
+        cudaGetLastError();
+        *out = NULL;
+        return PARITY_ERROR(PARITY_ERROR_MEMORY, "cudaMallocHost of %zu bytes failed: %s", bytes, cudaGetErrorString(status));
+    }
+    return NULL;
+}
+
+extern "C" void parity_cuda_host_free(void *pointer) {
+    if (pointer) cudaFreeHost(pointer);
+}
+
+extern "C" parity_error *parity_cuda_stream_create(int device_index, void **out) {
+    *out = NULL;
+    PARITY_CUDA_TRY(cudaSetDevice(device_index));
+    cudaStream_t stream;
+    PARITY_CUDA_TRY(cudaStreamCreate(&stream)); // blocking: ordered with the legacy default stream
+    *out = stream;
+    return NULL;
+}
+
+extern "C" void parity_cuda_stream_destroy(int device_index, void *stream) {
+    if (!stream) return;
+    cudaSetDevice(device_index);
+    cudaStreamDestroy((cudaStream_t)stream);
+}
+
+extern "C" parity_error *parity_cuda_stream_synchronize(int device_index, void *stream) {
+    PARITY_CUDA_TRY(cudaSetDevice(device_index));
+    PARITY_CUDA_TRY(cudaStreamSynchronize((cudaStream_t)stream));
+    return NULL;
+}
+
+extern "C" parity_error *parity_cuda_stream_wait(int device_index, void *waiter, void *producer) {
+    PARITY_CUDA_TRY(cudaSetDevice(device_index));
+    cudaEvent_t event;
+    PARITY_CUDA_TRY(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    cudaError_t status = cudaEventRecord(event, (cudaStream_t)producer);
+    if (status == cudaSuccess) status = cudaStreamWaitEvent((cudaStream_t)waiter, event, 0);
+    cudaEventDestroy(event); // released once the wait no longer needs it
+    if (status != cudaSuccess)
+        return PARITY_ERROR(PARITY_ERROR_DEVICE, "ordering two streams on cuda:%d with an event: %s", device_index,
+                            cudaGetErrorString(status));
     return NULL;
 }
 

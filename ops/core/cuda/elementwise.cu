@@ -1,5 +1,7 @@
 // elementwise.cu: the device-side tensor helpers of elementwise.h (add into, dtype conversion,
 // fill), one thread per element over a grid-stride loop; the sum of squares reduces in a fixed order.
+// Every launch goes on the caller's execution context's stream.
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
@@ -77,7 +79,8 @@ parity_error *check_pair(const char *what, const parity_tensor *destination, con
 
 } // namespace
 
-extern "C" parity_error *parity_cuda_add_into(parity_tensor *destination, const parity_tensor *source) {
+extern "C" parity_error *parity_cuda_add_into(const parity_exec *exec, parity_tensor *destination,
+                                              const parity_tensor *source) {
     PARITY_TRY(check_pair("cuda add_into", destination, source));
     char a[200];
     if (destination->dtype != source->dtype || !parity_dtype_is_float(destination->dtype))
@@ -85,13 +88,14 @@ extern "C" parity_error *parity_cuda_add_into(parity_tensor *destination, const 
                             parity_dtype_name(source->dtype), parity_tensor_describe(destination, a, sizeof a));
     if (destination->numel == 0) return NULL;
     PARITY_CUDA_TRY(cudaSetDevice(destination->device.index));
-    add_into_kernel<<<parity_cuda::grid_for(destination->numel), 256>>>(destination->data, source->data,
-                                                                          destination->dtype, destination->numel);
+    add_into_kernel<<<parity_cuda::grid_for(destination->numel), 256, 0, parity_cuda_stream(exec)>>>(
+        destination->data, source->data, destination->dtype, destination->numel);
     PARITY_CUDA_TRY_LAUNCH("add_into_kernel");
     return NULL;
 }
 
-extern "C" parity_error *parity_cuda_convert(parity_tensor *destination, const parity_tensor *source) {
+extern "C" parity_error *parity_cuda_convert(const parity_exec *exec, parity_tensor *destination,
+                                             const parity_tensor *source) {
     PARITY_TRY(check_pair("cuda convert", destination, source));
     bool to_float = parity_dtype_is_float(destination->dtype), from_float = parity_dtype_is_float(source->dtype);
     if (from_float && !to_float)
@@ -100,23 +104,25 @@ extern "C" parity_error *parity_cuda_convert(parity_tensor *destination, const p
     if (destination->numel == 0) return NULL;
     PARITY_CUDA_TRY(cudaSetDevice(destination->device.index));
     unsigned grid = parity_cuda::grid_for(destination->numel);
+    cudaStream_t stream = parity_cuda_stream(exec);
     if (to_float)
-        convert_to_float_kernel<<<grid, 256>>>(destination->data, destination->dtype, source->data, source->dtype,
-                                               destination->numel);
+        convert_to_float_kernel<<<grid, 256, 0, stream>>>(destination->data, destination->dtype, source->data,
+                                                          source->dtype, destination->numel);
     else
-        convert_integer_kernel<<<grid, 256>>>(destination->data, destination->dtype, source->data, source->dtype,
-                                              destination->numel);
+        convert_integer_kernel<<<grid, 256, 0, stream>>>(destination->data, destination->dtype, source->data,
+                                                         source->dtype, destination->numel);
     PARITY_CUDA_TRY_LAUNCH("convert kernel");
     return NULL;
 }
 
-extern "C" parity_error *parity_cuda_fill(parity_tensor *tensor, double value) {
+extern "C" parity_error *parity_cuda_fill(const parity_exec *exec, parity_tensor *tensor, double value) {
     PARITY_TRY(parity_cuda_check_tensor("cuda fill", "tensor", tensor, cuda_device_of(tensor)));
     if (!parity_dtype_is_float(tensor->dtype))
         return PARITY_ERROR(PARITY_ERROR_USAGE, "cuda fill: %s tensor (float dtypes only)", parity_dtype_name(tensor->dtype));
     if (tensor->numel == 0) return NULL;
     PARITY_CUDA_TRY(cudaSetDevice(tensor->device.index));
-    fill_kernel<<<parity_cuda::grid_for(tensor->numel), 256>>>(tensor->data, tensor->dtype, value, tensor->numel);
+    fill_kernel<<<parity_cuda::grid_for(tensor->numel), 256, 0, parity_cuda_stream(exec)>>>(tensor->data, tensor->dtype,
+                                                                                            value, tensor->numel);
     PARITY_CUDA_TRY_LAUNCH("fill_kernel");
     return NULL;
 }
@@ -145,9 +151,10 @@ __global__ void sum_of_squares_kernel(const void *data, parity_dtype dtype, int6
 
 } // namespace
 
-extern "C" parity_error *parity_cuda_sum_of_squares(const parity_tensor *tensor, double *out) {
+extern "C" parity_error *parity_cuda_sum_of_squares(const parity_exec *exec, const parity_tensor *tensor, double *out) {
     *out = 0;
     PARITY_TRY(parity_cuda_check_tensor("cuda sum of squares", "tensor", tensor, cuda_device_of(tensor)));
+    if (!exec) return PARITY_ERROR(PARITY_ERROR_USAGE, "cuda sum of squares: needs an execution context (its scratch)");
     if (!parity_dtype_is_float(tensor->dtype))
         return PARITY_ERROR(PARITY_ERROR_USAGE, "cuda sum of squares: %s tensor (float dtypes only)",
                             parity_dtype_name(tensor->dtype));
@@ -155,14 +162,19 @@ extern "C" parity_error *parity_cuda_sum_of_squares(const parity_tensor *tensor,
     PARITY_CUDA_TRY(cudaSetDevice(tensor->device.index));
     int64_t blocks = (tensor->numel + squares_threads - 1) / squares_threads;
     if (blocks > squares_max_blocks) blocks = squares_max_blocks;
-    double *partials = nullptr;
-    PARITY_CUDA_TRY(cudaMalloc(&partials, (size_t)blocks * sizeof(double)));
-    sum_of_squares_kernel<<<(unsigned)blocks, squares_threads>>>(tensor->data, tensor->dtype, tensor->numel, partials);
+    // Partials in the context's scratch (no cudaMalloc/cudaFree per call): device side written by the
+    // kernel, copied to the page-locked host side on the same stream, read once the stream is done.
+    void *device_partials = nullptr, *host_partials = nullptr;
+    PARITY_TRY(parity_exec_device_scratch(exec, (size_t)blocks * sizeof(double), &device_partials));
+    PARITY_TRY(parity_exec_host_scratch(exec, (size_t)blocks * sizeof(double), &host_partials));
+    double *partials = (double *)device_partials, *host = (double *)host_partials;
+    cudaStream_t stream = parity_cuda_stream(exec);
+    sum_of_squares_kernel<<<(unsigned)blocks, squares_threads, 0, stream>>>(tensor->data, tensor->dtype, tensor->numel,
+                                                                            partials);
     cudaError_t status = cudaGetLastError();
-    double host[squares_max_blocks];
     if (status == cudaSuccess)
-        status = cudaMemcpy(host, partials, (size_t)blocks * sizeof(double), cudaMemcpyDeviceToHost);
-    cudaFree(partials);
+        status = cudaMemcpyAsync(host, partials, (size_t)blocks * sizeof(double), cudaMemcpyDeviceToHost, stream);
+    if (status == cudaSuccess) status = cudaStreamSynchronize(stream);
     if (status != cudaSuccess)
         return PARITY_ERROR(PARITY_ERROR_DEVICE, "cuda sum of squares of %lld elements: %s", (long long)tensor->numel,
                             cudaGetErrorString(status));

@@ -23,6 +23,8 @@
 #include <mutex>
 #include <type_traits>
 
+#include "ops/core/cuda/cuda_check.h"
+#include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
 
 extern "C" {
@@ -260,16 +262,17 @@ __global__ void sum_partials_kernel(const typename element<D>::compute *partial,
 }
 
 template <parity_dtype D>
-inline parity_error *sum_partials(const typename element<D>::compute *partial, int64_t blocks, int64_t columns,
-                                  typename element<D>::storage *out) {
+inline parity_error *sum_partials(const parity_exec *exec, const typename element<D>::compute *partial, int64_t blocks,
+                                  int64_t columns, typename element<D>::storage *out) {
     if (columns == 0) return NULL;
-    sum_partials_kernel<D><<<(unsigned)((columns + 31) / 32), dim3(32, 32)>>>(partial, blocks, columns, out);
+    sum_partials_kernel<D>
+        <<<(unsigned)((columns + 31) / 32), dim3(32, 32), 0, parity_cuda_stream(exec)>>>(partial, blocks, columns, out);
     PARITY_CUDA_TRY_LAUNCH("sum_partials_kernel");
     return NULL;
 }
 
-// Scratch memory from the device's stream-ordered pool (cudaMallocAsync on the default stream),
-// given back with cudaFreeAsync by the destructor: unlike cudaMalloc/cudaFree it neither maps pages
+// Scratch memory from the device's stream-ordered pool (cudaMallocAsync on the caller's stream, the
+// execution context's), given back with cudaFreeAsync on that stream by the destructor: unlike cudaMalloc/cudaFree it neither maps pages
 // on every call nor synchronizes the device, so a kernel's scratch costs no host stall. The pool
 // keeps what it got (release threshold raised once per device). Counted in parity_memory's
 // current/peak bytes while held.
@@ -277,16 +280,18 @@ struct pool_scratch {
     void *data = nullptr;
     size_t bytes = 0;
     parity_device device = {PARITY_DEVICE_CUDA, 0};
+    cudaStream_t stream = 0;
     pool_scratch() = default;
     pool_scratch(const pool_scratch &) = delete;
     pool_scratch &operator=(const pool_scratch &) = delete;
     ~pool_scratch() { release(); }
 
-    parity_error *alloc(parity_device on, size_t size) {
+    parity_error *alloc(parity_device on, size_t size, cudaStream_t on_stream) {
         release();
         PARITY_TRY(keep_pool(on.index));
-        PARITY_CUDA_TRY(cudaMallocAsync(&data, size ? size : 1, 0));
+        PARITY_CUDA_TRY(cudaMallocAsync(&data, size ? size : 1, on_stream));
         device = on;
+        stream = on_stream;
         bytes = size;
         parity_memory_account(device, bytes, false);
         return NULL;
@@ -294,7 +299,7 @@ struct pool_scratch {
     template <typename T> T *as(size_t byte_offset = 0) const { return (T *)((unsigned char *)data + byte_offset); }
     void release() {
         if (!data) return;
-        cudaFreeAsync(data, 0);
+        cudaFreeAsync(data, stream);
         parity_memory_account(device, bytes, true);
         data = nullptr;
         bytes = 0;

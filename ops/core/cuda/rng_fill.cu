@@ -1,8 +1,9 @@
 // rng_fill.cu: GPU fills from named Philox streams: the same rng_value.h formula as the CPU, one
-// thread per element, rounding once to the tensor's dtype.
+// thread per element, rounding once to the tensor's dtype, on the caller's execution context's stream.
 #include <stdint.h>
 
 #include "ops/core/cuda/cuda_check.h"
+#include "ops/core/cuda/exec_stream.cuh"
 
 extern "C" {
 #include "ops/core/rng_value.h"
@@ -41,47 +42,72 @@ static unsigned grid_for(int64_t count) {
     return (unsigned)(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
 }
 
-extern "C" parity_error *parity_rng_fill_cuda(parity_tensor *tensor, parity_rng_stream stream,
+extern "C" parity_error *parity_rng_fill_cuda(const parity_exec *exec, parity_tensor *tensor, parity_rng_stream stream,
                                               parity_rng_distribution distribution, double a, double b) {
     PARITY_CUDA_TRY(cudaSetDevice(tensor->device.index));
     unsigned grid = grid_for(tensor->numel);
+    cudaStream_t on = parity_cuda_stream(exec);
     switch (tensor->dtype) {
-    case PARITY_F64: rng_fill_kernel<<<grid, 256>>>(store_f64{(double *)tensor->data}, stream, distribution, a, b, tensor->numel); break;
-    case PARITY_F32: rng_fill_kernel<<<grid, 256>>>(store_f32{(float *)tensor->data}, stream, distribution, a, b, tensor->numel); break;
-    case PARITY_BF16: rng_fill_kernel<<<grid, 256>>>(store_bf16{(uint16_t *)tensor->data}, stream, distribution, a, b, tensor->numel); break;
-    case PARITY_F16: rng_fill_kernel<<<grid, 256>>>(store_f16{(uint16_t *)tensor->data}, stream, distribution, a, b, tensor->numel); break;
+    case PARITY_F64:
+        rng_fill_kernel<<<grid, 256, 0, on>>>(store_f64{(double *)tensor->data}, stream, distribution, a, b,
+                                              tensor->numel);
+        break;
+    case PARITY_F32:
+        rng_fill_kernel<<<grid, 256, 0, on>>>(store_f32{(float *)tensor->data}, stream, distribution, a, b,
+                                              tensor->numel);
+        break;
+    case PARITY_BF16:
+        rng_fill_kernel<<<grid, 256, 0, on>>>(store_bf16{(uint16_t *)tensor->data}, stream, distribution, a, b,
+                                              tensor->numel);
+        break;
+    case PARITY_F16:
+        rng_fill_kernel<<<grid, 256, 0, on>>>(store_f16{(uint16_t *)tensor->data}, stream, distribution, a, b,
+                                              tensor->numel);
+        break;
     default: return PARITY_ERROR(PARITY_ERROR_USAGE, "random fill of a %s tensor", parity_dtype_name(tensor->dtype));
     }
     PARITY_CUDA_TRY_LAUNCH("rng_fill_kernel");
-    PARITY_CUDA_TRY(cudaDeviceSynchronize());
+    PARITY_CUDA_TRY(cudaStreamSynchronize(on));
     return NULL;
 }
 
-extern "C" parity_error *parity_rng_nudge_ulps_cuda(parity_tensor *tensor, parity_rng_stream stream) {
+extern "C" parity_error *parity_rng_nudge_ulps_cuda(const parity_exec *exec, parity_tensor *tensor,
+                                                    parity_rng_stream stream) {
     if (tensor->numel == 0) return NULL;
     PARITY_CUDA_TRY(cudaSetDevice(tensor->device.index));
     unsigned grid = grid_for(tensor->numel);
+    cudaStream_t on = parity_cuda_stream(exec);
     switch (tensor->dtype) {
     case PARITY_F64:
-        rng_nudge_kernel<uint64_t><<<grid, 256>>>((uint64_t *)tensor->data, UINT64_C(1) << 63, UINT64_C(0x7ff0000000000000), stream,
-                                                  tensor->numel);
+        rng_nudge_kernel<uint64_t><<<grid, 256, 0, on>>>((uint64_t *)tensor->data, UINT64_C(1) << 63,
+                                                         UINT64_C(0x7ff0000000000000), stream, tensor->numel);
         break;
     case PARITY_F32:
-        rng_nudge_kernel<uint32_t><<<grid, 256>>>((uint32_t *)tensor->data, 0x80000000u, 0x7f800000u, stream, tensor->numel);
+        rng_nudge_kernel<uint32_t>
+            <<<grid, 256, 0, on>>>((uint32_t *)tensor->data, 0x80000000u, 0x7f800000u, stream, tensor->numel);
         break;
-    case PARITY_BF16: rng_nudge_kernel<uint16_t><<<grid, 256>>>((uint16_t *)tensor->data, 0x8000u, 0x7f80u, stream, tensor->numel); break;
-    case PARITY_F16: rng_nudge_kernel<uint16_t><<<grid, 256>>>((uint16_t *)tensor->data, 0x8000u, 0x7c00u, stream, tensor->numel); break;
+    case PARITY_BF16:
+        rng_nudge_kernel<uint16_t>
+            <<<grid, 256, 0, on>>>((uint16_t *)tensor->data, 0x8000u, 0x7f80u, stream, tensor->numel);
+        break;
+    case PARITY_F16:
+        rng_nudge_kernel<uint16_t>
+            <<<grid, 256, 0, on>>>((uint16_t *)tensor->data, 0x8000u, 0x7c00u, stream, tensor->numel);
+        break;
     default: return PARITY_ERROR(PARITY_ERROR_USAGE, "ulp nudge of a %s tensor", parity_dtype_name(tensor->dtype));
     }
     PARITY_CUDA_TRY_LAUNCH("rng_nudge_kernel");
     return NULL;
 }
 
-extern "C" parity_error *parity_rng_words_cuda(int device_index, parity_rng_stream stream, uint64_t offset,
+extern "C" parity_error *parity_rng_words_cuda(const parity_exec *exec, parity_rng_stream stream, uint64_t offset,
                                                uint32_t *device_out, int64_t count) {
-    PARITY_CUDA_TRY(cudaSetDevice(device_index));
-    rng_words_kernel<<<grid_for(count), 256>>>(stream, offset, device_out, count);
+    if (!exec || exec->device.type != PARITY_DEVICE_CUDA)
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "rng words on the GPU: needs a CUDA execution context");
+    PARITY_CUDA_TRY(cudaSetDevice(exec->device.index));
+    cudaStream_t on = parity_cuda_stream(exec);
+    rng_words_kernel<<<grid_for(count), 256, 0, on>>>(stream, offset, device_out, count);
     PARITY_CUDA_TRY_LAUNCH("rng_words_kernel");
-    PARITY_CUDA_TRY(cudaDeviceSynchronize());
+    PARITY_CUDA_TRY(cudaStreamSynchronize(on));
     return NULL;
 }
