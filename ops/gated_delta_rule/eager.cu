@@ -387,10 +387,12 @@ parity_error *gated_delta_rule_cuda_eager_forward(const parity_exec *exec, const
         if (shape.documents * shape.value_heads == 0) return (parity_error *)NULL;
         size_t shared = (size_t)(shape.key_dim * shape.value_dim) * sizeof(C);
         PARITY_TRY(allow_shared(delta_forward<D>, shared, call.sizes, args->query->device.index));
-        delta_forward<D><<<(unsigned)(shape.documents * shape.value_heads), threads_for(shape.value_dim), shared,
-                           parity_cuda_stream(exec)>>>(
-            shape, prepared.query.data<C>(), prepared.key.data<C>(), static_cast<const storage *>(args->value->data),
-            args->g->data, static_cast<const storage *>(args->beta->data), static_cast<storage *>(args->output->data));
+        const cudaStream_t stream = parity_cuda_stream(exec);
+        delta_forward<D>
+            <<<(unsigned)(shape.documents * shape.value_heads), threads_for(shape.value_dim), shared, stream>>>(
+                shape, prepared.query.data<C>(), prepared.key.data<C>(),
+                static_cast<const storage *>(args->value->data), args->g->data,
+                static_cast<const storage *>(args->beta->data), static_cast<storage *>(args->output->data));
         PARITY_CUDA_TRY_LAUNCH("delta_forward");
         return (parity_error *)NULL;
     });
@@ -446,8 +448,8 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_exec *exec, cons
                                       grads->dbeta ? static_cast<storage *>(grads->dbeta->data) : nullptr};
             delta_plan plan = {block_bases.data<int64_t>(), chunk_lengths.data<int64_t>()};
             int64_t width = shape.key_dim > shape.value_dim ? shape.key_dim : shape.value_dim;
-            delta_backward<D><<<(unsigned)(shape.documents * shape.value_heads), threads_for(width), shared,
-                                parity_cuda_stream(exec)>>>(
+            const cudaStream_t stream = parity_cuda_stream(exec);
+            delta_backward<D><<<(unsigned)(shape.documents * shape.value_heads), threads_for(width), shared, stream>>>(
                 shape, plan, prepared.query.data<C>(), prepared.key.data<C>(),
                 static_cast<const storage *>(args->value->data), args->g->data,
                 static_cast<const storage *>(args->beta->data), static_cast<const storage *>(grads->doutput->data),
