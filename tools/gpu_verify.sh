@@ -6,10 +6,10 @@
 # Steps (each logged to $OUT/<step>.log, a summary line each in $OUT/summary.txt):
 #   tests    full test binary with PARITY_EXPECT_GPU=1 (a skipped GPU test is a failure)
 #   golden   parity golden verify for smoke and gpu-nightly (drift must be 0)
-#   smoke    parity run --suite smoke --device cuda
 #   bench    PyTorch peers + parity bench op all (+ the same bench with BASE_PARITY, when given, in the
 #            same call), compared row by row with tools/bench_compare.py against
 #            reports/baselines/h200/bench.json and against the base binary's run
+#   smoke    parity run --suite smoke --device cuda
 # Everything but summary.txt is packed into $OUT/gpu_verify_results.tgz at the end.
 # Exit: 0 when every step passed, 1 otherwise (the summary says which).
 set -uo pipefail
@@ -42,7 +42,6 @@ step() { # step NAME COMMAND...: runs unless skipped, logs, records pass/fail wi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/summary.txt" 2>&1
 step tests env PARITY_EXPECT_GPU=1 build/parity-tests --jobs=4
 step golden bash -c 'build/parity golden verify --suite smoke && build/parity golden verify --suite gpu-nightly'
-step smoke build/parity run --suite smoke --device cuda --out "$OUT/smoke"
 bench() {
   python3 tools/bench_torch_peers.py --out "$OUT/peers.json" || return 1
   build/parity bench op all --device cuda --peers "$OUT/peers.json" --output "$OUT/bench.json" || return 1
@@ -57,6 +56,7 @@ bench() {
   return $rc
 }
 step bench bench
+step smoke build/parity run --suite smoke --device cuda --out "$OUT/smoke"
 cat "$OUT/summary.txt"
 # The device tool brings back at most 8 files: everything but the summary travels as one archive.
 (cd "$OUT" && tar czf ../gpu_verify_results.tgz --exclude=summary.txt . && find . -mindepth 1 ! -name summary.txt -delete && mv ../gpu_verify_results.tgz .)
