@@ -39,6 +39,9 @@ step() { # step NAME COMMAND...: runs unless skipped, logs, records pass/fail wi
     failed=1
   fi
 }
+# make copies the bench targets beside the binary (harness/bench/targets.tsv -> build/); a packed tree
+# (pack-for-device) carries only the binaries, so do the same here.
+[ -f build/bench_targets.tsv ] || cp harness/bench/targets.tsv build/bench_targets.tsv
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/summary.txt" 2>&1
 step tests env PARITY_EXPECT_GPU=1 build/parity-tests --jobs=4
 step golden bash -c 'build/parity golden verify --suite smoke && build/parity golden verify --suite gpu-nightly'
