@@ -7,14 +7,7 @@
 
 #include "ops/core/exec.h"
 #include "suites/tests/gpu_skip.h"
-
-static void assert_ok(parity_error *error, const char *what) {
-    if (!error) return;
-    char buffer[1024];
-    parity_error_format(error, buffer, sizeof buffer);
-    parity_error_free(error);
-    cr_assert_fail("%s failed: %s", what, buffer);
-}
+#include "suites/tests/assert_ok.h"
 
 static void expect_error(parity_error *error, parity_error_kind kind, const char *what, const char *needle) {
     cr_assert_not_null(error, "%s: expected an error", what);

@@ -13,17 +13,10 @@
 #include "ops/core/cuda_api.h"
 #include "ops/registry.h"
 #include "suites/tests/gpu_skip.h"
+#include "suites/tests/assert_ok.h"
 
 #define ROWS(table) (sizeof(table) / sizeof((table)[0]))
 #define TEST_OP "frobnicate" // a made-up op: the registry must not care which ops exist
-
-static void assert_ok(parity_error *error, const char *what) {
-    if (!error) return;
-    char buffer[1024];
-    parity_error_format(error, buffer, sizeof buffer);
-    parity_error_free(error);
-    cr_assert_fail("%s failed: %s", what, buffer);
-}
 
 static void registry_setup(void) { parity_registry_clear(); }
 

@@ -17,16 +17,9 @@
 #include "ops/core/tensor.h"
 #include "suites/tests/exec_fixture.h"
 #include "suites/tests/gpu_skip.h"
+#include "suites/tests/assert_ok.h"
 
 #define ROWS(table) (sizeof(table) / sizeof((table)[0]))
-
-static void assert_ok(parity_error *error, const char *what) {
-    if (!error) return;
-    char buffer[1024];
-    parity_error_format(error, buffer, sizeof buffer);
-    parity_error_free(error);
-    cr_assert_fail("%s failed: %s", what, buffer);
-}
 
 // ---- the generator ---------------------------------------------------------------------------
 

@@ -13,16 +13,9 @@
 #include "ops/core/memory.h"
 #include "ops/core/tensor.h"
 #include "suites/tests/gpu_skip.h"
+#include "suites/tests/assert_ok.h"
 
 #define ROWS(table) (sizeof(table) / sizeof((table)[0]))
-
-static void assert_ok(parity_error *error, const char *what) {
-    if (!error) return;
-    char buffer[1024];
-    parity_error_format(error, buffer, sizeof buffer);
-    parity_error_free(error);
-    cr_assert_fail("%s failed: %s", what, buffer);
-}
 
 // Asserts that `error` is set, of `kind`, and its formatted text contains every non-NULL needle.
 static void expect_error(parity_error *error, parity_error_kind kind, const char *what, const char *needle1,
