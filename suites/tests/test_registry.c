@@ -11,6 +11,7 @@
 
 #include "ops/core/device.h"
 #include "ops/core/cuda_api.h"
+#include "ops/op_descriptor.h"
 #include "ops/registry.h"
 #include "suites/tests/gpu_skip.h"
 #include "suites/tests/assert_ok.h"
@@ -396,7 +397,7 @@ Test(registry, check_adds_dtype_and_capabilities_to_availability) {
 }
 
 // Every op id has one name, and the name leads back to the id; every built-in backend's op has an
-// id, so a model can bind it.
+// id, so a model can bind it; so does every op descriptor.
 Test(registry, every_op_id_has_one_name) {
     for (int op = 0; op < PARITY_OP_ID_COUNT; op++) {
         const char *name = parity_op_id_name((parity_op_id)op);
@@ -409,4 +410,7 @@ Test(registry, every_op_id_has_one_name) {
     assert_ok(parity_registry_register_builtins(), "registering the built-ins");
     for (size_t i = 0; i < parity_registry_count(); i++)
         cr_expect(parity_op_id_find(parity_registry_at(i)->op, &found), "built-in op %s has no id", parity_registry_at(i)->op);
+    for (size_t i = 0; i < parity_builtin_op_count(); i++) // the descriptor list (ops/builtin_ops.c) names ids only
+        cr_expect(parity_op_id_find(parity_builtin_op_at(i)->name, &found), "op descriptor %s has no id",
+                  parity_builtin_op_at(i)->name);
 }
