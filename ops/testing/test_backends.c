@@ -21,18 +21,22 @@ static parity_error *eager_kernels(const char *op, const void **out) {
     return NULL;
 }
 
-// ---- rms_norm "test_perturbed": y = (1 + 1e-3) * rms_norm(x), forward and backward ----
-// Scaling stored values would do nothing in bf16: half an ulp of bf16 is at least 2^-9 (1.95e-3)
-// relative, so round(v * 1.001) == v for every bf16 v (and with HF's unit-initialised weights the
-// standard variant's y = w * round_bf16(x_hat) is already a bf16 value before it is stored). The
-// factor therefore sits where a kernel bug would: in the compute precision (f32 for bf16), on x_hat
-// in the forward and on dy in the backward, before anything is rounded to the storage dtype. Eager
-// runs first in the forward (validation, the saved inverse RMS); the values are then recomputed with
-// eager's own rounding points (eager.c) plus the factor.
+// ---- rms_norm "test_perturbed" and "test_perturbed_bf16_unit": y = (1 + e) * rms_norm(x) ----
+// e = 1e-3 (a quarter of bf16's unit roundoff) and e = 2^-8 (one unit of it), forward and backward.
+// Scaling stored values would do nothing for e = 1e-3 in bf16: half an ulp of bf16 is at least 2^-9
+// (1.95e-3) relative, so round(v * 1.001) == v for every bf16 v (and with HF's unit-initialised
+// weights the standard variant's y = w * round_bf16(x_hat) is already a bf16 value before it is
+// stored). The factor therefore sits where a kernel bug would: in the compute precision (f32 for
+// bf16), on x_hat in the forward and on dy in the backward, before anything is rounded to the storage
+// dtype; both perturbations use that one placement, so they differ only in e. "One bf16 unit" is a
+// relative 2^-8, bf16's unit roundoff u, not one ulp of the stored value: an ulp of a bf16 value
+// with significand m in [1, 2) is 2^-7 / m relative, between u and 2u, so one ulp would be the
+// larger (easier to see) change, and the relative u the stricter test. Eager runs first in the
+// forward (validation, the saved inverse RMS); the values are then recomputed with eager's own
+// rounding points (eager.c) plus the factor.
 
-static const double perturbation = 1.0 + PARITY_TEST_PERTURBATION;
-
-static parity_error *perturbed_forward(const parity_exec *exec, const parity_rms_norm_args *args, parity_saved *saved) {
+static parity_error *perturbed_forward(const parity_exec *exec, const parity_rms_norm_args *args, parity_saved *saved,
+                                       double perturbation) {
     const parity_rms_norm_kernels *eager = NULL;
     PARITY_TRY(eager_kernels(PARITY_OP_RMS_NORM, (const void **)&eager));
     PARITY_TRY(eager->forward(exec, args, saved));
@@ -63,8 +67,8 @@ static parity_error *perturbed_forward(const parity_exec *exec, const parity_rms
 }
 
 // Eager's backward (eager.c) of (1 + e) * y: dy enters as round_compute(dy * (1 + e)).
-static parity_error *perturbed_backward(const parity_exec *exec, const parity_rms_norm_args *args,
-                                        const parity_saved *saved, const parity_rms_norm_grads *grads) {
+static parity_error *perturbed_backward(const parity_exec *exec, const parity_rms_norm_args *args, const parity_saved *saved,
+                                        const parity_rms_norm_grads *grads, double perturbation) {
     int64_t rows, hidden;
     PARITY_TRY(parity_rms_norm_check(args, &rows, &hidden));
     PARITY_TRY(parity_rms_norm_check_grads(args, grads));
@@ -99,6 +103,25 @@ static parity_error *perturbed_backward(const parity_exec *exec, const parity_rm
     parity_cpu_values_free(&dw);
     parity_cpu_values_free(&g);
     return error;
+}
+
+// The two factors, as kernel-table entries.
+static parity_error *perturbed_1e3_forward(const parity_exec *exec, const parity_rms_norm_args *args, parity_saved *saved) {
+    return perturbed_forward(exec, args, saved, 1.0 + PARITY_TEST_PERTURBATION);
+}
+
+static parity_error *perturbed_1e3_backward(const parity_exec *exec, const parity_rms_norm_args *args,
+                                            const parity_saved *saved, const parity_rms_norm_grads *grads) {
+    return perturbed_backward(exec, args, saved, grads, 1.0 + PARITY_TEST_PERTURBATION);
+}
+
+static parity_error *perturbed_bf16_unit_forward(const parity_exec *exec, const parity_rms_norm_args *args, parity_saved *saved) {
+    return perturbed_forward(exec, args, saved, 1.0 + PARITY_TEST_PERTURBATION_BF16_UNIT);
+}
+
+static parity_error *perturbed_bf16_unit_backward(const parity_exec *exec, const parity_rms_norm_args *args,
+                                                  const parity_saved *saved, const parity_rms_norm_grads *grads) {
+    return perturbed_backward(exec, args, saved, grads, 1.0 + PARITY_TEST_PERTURBATION_BF16_UNIT);
 }
 
 // ---- rms_norm "test_wrong_eps": eps = 1e-2 ----
@@ -205,7 +228,8 @@ static parity_error *scale_backward(const parity_exec *exec, const parity_attent
     return eager->backward(exec, &changed, saved, grads);
 }
 
-static const parity_rms_norm_kernels perturbed_kernels = {perturbed_forward, perturbed_backward};
+static const parity_rms_norm_kernels perturbed_kernels = {perturbed_1e3_forward, perturbed_1e3_backward};
+static const parity_rms_norm_kernels perturbed_bf16_unit_kernels = {perturbed_bf16_unit_forward, perturbed_bf16_unit_backward};
 static const parity_rms_norm_kernels wrong_eps_kernels = {wrong_eps_forward, wrong_eps_backward};
 static const parity_rotary_kernels off_by_one_kernels = {off_by_one_forward, off_by_one_backward};
 static const parity_attention_kernels scale_kernels = {scale_forward, scale_backward};
@@ -218,6 +242,8 @@ typedef struct test_backend_row {
 
 static const test_backend_row test_backend_rows[] = {
     {PARITY_OP_RMS_NORM, "test_perturbed", &perturbed_kernels, "TEST ONLY: eager RMSNorm output * (1 + 1e-3)"},
+    {PARITY_OP_RMS_NORM, "test_perturbed_bf16_unit", &perturbed_bf16_unit_kernels,
+     "TEST ONLY: eager RMSNorm output * (1 + 2^-8), one unit of bf16 roundoff"},
     {PARITY_OP_RMS_NORM, "test_wrong_eps", &wrong_eps_kernels, "TEST ONLY: eager RMSNorm with eps 1e-2"},
     {PARITY_OP_ROTARY, "test_position_off_by_one", &off_by_one_kernels,
      "TEST ONLY: eager RoPE with the query rotated at position + 1"},

@@ -1,6 +1,7 @@
 // test_backends.h: deliberately wrong backends that prove the harness can see (capability
 // PARITY_CAP_TEST_ONLY). Each wraps the CPU eager kernel of its op and adds one realistic bug:
 //   rms_norm  "test_perturbed"            output * (1 + 1e-3), applied before the output is rounded
+//   rms_norm  "test_perturbed_bf16_unit"  output * (1 + 2^-8), the same, by one unit of bf16 roundoff
 //   rms_norm  "test_wrong_eps"            eps = 1e-2 instead of the model's
 //   rotary    "test_position_off_by_one"  the query is rotated at position + 1 (the key is not)
 //   attention "test_scale_1pct"           softmax scale * 1.01
@@ -19,12 +20,13 @@
 extern "C" {
 #endif
 
-#define PARITY_TEST_PERTURBATION 1e-3   // test_perturbed: relative change of the rms_norm output
-#define PARITY_TEST_WRONG_EPS 1e-2      // test_wrong_eps: the eps used instead of the model's
-#define PARITY_TEST_SCALE_FACTOR 1.01   // test_scale_1pct: softmax scale multiplier
-#define PARITY_TEST_POSITION_OFFSET 1   // test_position_off_by_one: query position shift
+#define PARITY_TEST_PERTURBATION 1e-3            // test_perturbed: relative change of the rms_norm output
+#define PARITY_TEST_PERTURBATION_BF16_UNIT 0x1p-8 // test_perturbed_bf16_unit: the same, 2^-8 = bf16's unit roundoff
+#define PARITY_TEST_WRONG_EPS 1e-2               // test_wrong_eps: the eps used instead of the model's
+#define PARITY_TEST_SCALE_FACTOR 1.01            // test_scale_1pct: softmax scale multiplier
+#define PARITY_TEST_POSITION_OFFSET 1            // test_position_off_by_one: query position shift
 
-// Registers the four test-only CPU backends (idempotent; needs the built-ins registered first).
+// Registers the five test-only CPU backends (idempotent; needs the built-ins registered first).
 parity_error *parity_test_backends_register(void);
 
 #ifdef __cplusplus
