@@ -183,6 +183,10 @@ static parity_error *verify_one(const parity_case *c, const char *path, void *co
     parity_golden stored;
     parity_error *error = parity_golden_read(path, &stored);
     if (error) return parity_error_wrap(error, __FILE__, __LINE__, "golden %s", path);
+    if ((error = parity_golden_check_owner(path, &stored, c))) { // foreign: an error (exit 3), not drift
+        parity_golden_release(&stored);
+        return error;
+    }
     state->checked++;
     error = parity_golden_check_case(path, &stored, c);
     if (error) {
