@@ -35,7 +35,8 @@ void parity_golden_seal(uint8_t *image, size_t size, int format) {
     memcpy(image, block, PARITY_GOLDEN_SEAL_BYTES);
 }
 
-// Reads "<key> <decimal>\n" at *cursor (no sign, no leading zero but "0", at most 18 digits).
+// Reads "<key> <decimal>\n" at *cursor (at most 18 digits, no sign). Lenient (leading zeros pass):
+// it only finds the words for a seal the byte comparison has already rejected.
 static bool parse_number_line(const char **cursor, const char *key, long long *out) {
     size_t key_length = strlen(key);
     const char *p = *cursor;
