@@ -1,9 +1,12 @@
-// golden.c: reads and writes the eager fp64 golden (golden.h) as an HDF5 file. The layout, schema
-// version 1 (docs/golden-format.md says the same with examples):
+// golden.c: reads and writes the eager fp64 golden (golden.h) as a sealed HDF5 file. The layout,
+// schema version 2 (docs/golden-format.md says the same with examples):
 //
+//   bytes [0, 512)          the seal (golden_seal.h): signature, format, payload length, SHA-256 of
+//                           the bytes after it. HDF5 sees it as the file's user block.
 //   /                       attributes
 //       schema_version      int32, = PARITY_GOLDEN_SCHEMA_VERSION
 //       git_sha, created, host, device, compiler, libraries, command      provenance, strings
+//       migrated            string, only in a golden converted from an older schema
 //       suite, model, case, model_type                                    what was run, strings
 //       weight_source, weight_sha256, batch_source, batch_sha256          inputs, strings (sha256: 64 hex)
 //       weight_seed         uint64
@@ -20,9 +23,14 @@
 //
 // Strings are written as variable-length UTF-8 and read in either variable- or fixed-length form.
 // Every tensor dataset carries a "dtype" attribute; bf16 tensors are uint16 bit patterns with
-// dtype = "bf16" (golden_hdf5.h). Reading checks all of it and names the file and the first item
-// that is missing or wrong; writing goes to a temporary file beside it, renamed into place
-// (parity_write_file_atomic, ops/core/file.h).
+// dtype = "bf16" (golden_hdf5.h). Numeric datasets are chunked with fletcher32 and every object
+// header is checksummed (golden_hdf5.h), so libhdf5 checks them too, for any reader.
+//
+// The file is built in memory and sealed before it is written (to a temporary file beside it,
+// renamed into place: parity_write_file_atomic, ops/core/file.h). Reading takes the whole file,
+// checks the seal, and only then hands the checked bytes (never the path) to libhdf5; it checks
+// all of it and names the file and the first item that is missing or wrong. Schema 1 (the same
+// layout without seal, checksums or `migrated`) is read only to migrate it (golden_migrate.h).
 #include "golden/golden.h"
 
 #include <cjson/cJSON.h>
@@ -35,6 +43,7 @@
 #include <unistd.h>
 
 #include "golden/golden_hdf5.h"
+#include "golden/golden_seal.h"
 #include "golden/sha256.h"
 #include "ops/core/file.h"
 
@@ -130,6 +139,7 @@ static parity_error *check_golden(parity_error_kind kind, const char *path, cons
         if (!memchr(value, '\0', field->size)) return PARITY_ERROR(kind, "%s: %s is not NUL-terminated", path, field->name);
         if (value[0] == '\0') return PARITY_ERROR(kind, "%s: %s is empty", path, field->name);
     }
+    if (!memchr(golden->migrated, '\0', sizeof golden->migrated)) return PARITY_ERROR(kind, "%s: migrated is not NUL-terminated", path);
     if (!parity_sha256_is_hex(golden->weight_sha256))
         return PARITY_ERROR(kind, "%s: weight_sha256 '%.64s' is not 64 lowercase hex digits", path, golden->weight_sha256);
     if (!parity_sha256_is_hex(golden->batch_sha256))
@@ -217,6 +227,7 @@ static parity_error *write_contents(hid_t file, const char *path, const parity_g
     PARITY_TRY(parity_hdf5_write_int_attribute(file, path, "schema_version", PARITY_GOLDEN_SCHEMA_VERSION));
     for (size_t i = 0; i < COUNT_OF(string_fields); i++)
         PARITY_TRY(parity_hdf5_write_string_attribute(file, path, string_fields[i].name, (const char *)golden + string_fields[i].offset));
+    if (golden->migrated[0]) PARITY_TRY(parity_hdf5_write_string_attribute(file, path, "migrated", golden->migrated));
     PARITY_TRY(parity_hdf5_write_uint64_attribute(file, path, "weight_seed", golden->weight_seed));
 
     hid_t group = -1;
@@ -254,62 +265,106 @@ static hid_t strong_close_access(void) {
     return access;
 }
 
-// Builds the whole HDF5 file in memory (the core driver, no backing store) and returns its image
-// (malloc'ed). Building in memory keeps every disk failure out of HDF5: a file HDF5 fails to flush
-// stays open inside the library, so the disk write is ours (parity_write_file_atomic), with plain
-// errno errors.
+// File creation properties: the user block that will hold the seal; attribute creation order
+// tracked on the root group, which makes its object header (holding the provenance attributes) a
+// version-2 header, checksummed by libhdf5 (golden_hdf5.h does the same for every group and
+// dataset); and chunk B-tree nodes of K = 1 (every dataset is one chunk: the default K = 32 node
+// would add 1.5 kB to each). The superblock stays version 1 (what K != 32 needs), not 2 or 3:
+// H5Fget_file_image of HDF5 1.10 clears the status flags of a version-2 superblock without
+// updating its checksum.
+static hid_t sealed_file_creation(void) {
+    hid_t creation = H5Pcreate(H5P_FILE_CREATE);
+    if (creation >= 0 && (H5Pset_userblock(creation, PARITY_GOLDEN_SEAL_BYTES) < 0 ||
+                          H5Pset_attr_creation_order(creation, H5P_CRT_ORDER_TRACKED) < 0 ||
+                          H5Pset_istore_k(creation, 1) < 0)) {
+        H5Pclose(creation);
+        return -1;
+    }
+    return creation;
+}
+
+// Builds the whole HDF5 file in memory (the core driver, no backing store) and returns the file it
+// makes (malloc'ed): PARITY_GOLDEN_SEAL_BYTES for the seal (left zero), then HDF5's image (which
+// H5Fget_file_image of HDF5 1.10 returns without the user block; one with it is taken as the whole
+// file). Building in memory keeps every disk failure
+// out of HDF5: a file HDF5 fails to flush stays open inside the library, so the disk write is ours
+// (parity_write_file_atomic), with plain errno errors.
 // `label` names the in-memory file inside HDF5 (never created on disk); `path` names it in errors.
-static parity_error *build_image(const char *label, const char *path, const parity_golden *golden, void **image, size_t *size) {
+static parity_error *build_image(const char *label, const char *path, const parity_golden *golden, uint8_t **image, size_t *size) {
     *image = NULL;
     *size = 0;
     hid_t access = strong_close_access();
-    if (access < 0 || H5Pset_fapl_core(access, 1 << 20, false) < 0) {
-        parity_error *error = PARITY_HDF5_FAILURE(PARITY_ERROR_IO, path, "H5Pset_fapl_core", "/");
+    hid_t creation = sealed_file_creation();
+    if (access < 0 || creation < 0 || H5Pset_fapl_core(access, 1 << 20, false) < 0) {
+        parity_error *error = PARITY_HDF5_FAILURE(PARITY_ERROR_IO, path, creation < 0 ? "H5Pset_userblock" : "H5Pset_fapl_core", "/");
         if (access >= 0) H5Pclose(access);
+        if (creation >= 0) H5Pclose(creation);
         return error;
     }
-    hid_t file = H5Fcreate(label, H5F_ACC_TRUNC, H5P_DEFAULT, access);
+    hid_t file = H5Fcreate(label, H5F_ACC_TRUNC, creation, access);
     // (a successful HDF5 call clears the error stack: take HDF5's message before closing anything)
     parity_error *error = file < 0 ? PARITY_HDF5_FAILURE(PARITY_ERROR_IO, path, "H5Fcreate", "/") : NULL;
     H5Pclose(access);
+    H5Pclose(creation);
     if (error) return error;
     error = write_contents(file, path, golden);
     // H5Fget_file_image does not flush in HDF5 1.10: without this the image lacks the root group.
     if (!error && H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) error = PARITY_HDF5_FAILURE(PARITY_ERROR_IO, path, "H5Fflush", "/");
     ssize_t length = error ? 0 : H5Fget_file_image(file, NULL, 0);
     if (!error && length <= 0) error = PARITY_HDF5_FAILURE(PARITY_ERROR_IO, path, "H5Fget_file_image", "/");
-    if (!error && !(*image = malloc((size_t)length)))
-        error = PARITY_ERROR(PARITY_ERROR_MEMORY, "%s: %zd bytes for the file image", path, length);
-    if (!error && H5Fget_file_image(file, *image, (size_t)length) != length)
+    size_t total = error ? 0 : PARITY_GOLDEN_SEAL_BYTES + (size_t)length;
+    if (!error && total > PARITY_GOLDEN_MAX_BYTES)
+        error = PARITY_ERROR(PARITY_ERROR_USAGE, "%s: the golden would be %zu bytes, more than the %zu MiB a golden may hold", path,
+                             total, PARITY_GOLDEN_MAX_BYTES >> 20);
+    if (!error && !(*image = calloc(total, 1)))
+        error = PARITY_ERROR(PARITY_ERROR_MEMORY, "%s: %zu bytes for the file image", path, total);
+    if (!error && H5Fget_file_image(file, *image + PARITY_GOLDEN_SEAL_BYTES, (size_t)length) != length)
         error = PARITY_HDF5_FAILURE(PARITY_ERROR_IO, path, "H5Fget_file_image", "/");
+    static const uint8_t superblock[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    if (!error && memcmp(*image + PARITY_GOLDEN_SEAL_BYTES, superblock, sizeof superblock) != 0) {
+        // an HDF5 whose image includes the user block: it is the whole file already
+        if ((size_t)length > PARITY_GOLDEN_SEAL_BYTES + sizeof superblock &&
+            memcmp(*image + 2 * PARITY_GOLDEN_SEAL_BYTES, superblock, sizeof superblock) == 0) {
+            memmove(*image, *image + PARITY_GOLDEN_SEAL_BYTES, (size_t)length);
+            total = (size_t)length;
+        } else error = PARITY_ERROR(PARITY_ERROR_IO, "%s: H5Fget_file_image returned no HDF5 superblock where expected", path);
+    }
     if (H5Fclose(file) < 0 && !error) error = PARITY_HDF5_FAILURE(PARITY_ERROR_IO, path, "H5Fclose", "/");
     if (error) {
         free(*image);
         *image = NULL;
-    } else *size = (size_t)length;
+    } else *size = total;
     return error;
 }
 
-parity_error *parity_golden_write(const char *path, const parity_golden *golden, bool force) {
+parity_error *parity_golden_encode(const char *path, const parity_golden *golden, uint8_t **image, size_t *size) {
+    *image = NULL;
+    *size = 0;
     if (!path || !path[0]) return PARITY_ERROR(PARITY_ERROR_USAGE, "golden write: empty path");
     if (golden->schema_version != 0 && golden->schema_version != PARITY_GOLDEN_SCHEMA_VERSION)
         return PARITY_ERROR(PARITY_ERROR_USAGE, "%s: cannot write schema_version %d (this parity writes %d)", path,
                             golden->schema_version, PARITY_GOLDEN_SCHEMA_VERSION);
     PARITY_TRY(check_golden(PARITY_ERROR_USAGE, path, golden));
-    struct stat info;
-    if (lstat(path, &info) == 0) {
-        if (!force) return refuse_overwrite(path);
-        if (S_ISDIR(info.st_mode)) return PARITY_ERROR(PARITY_ERROR_IO, "%s: is a directory", path);
-    }
     char label[4200]; // the in-memory file's name inside HDF5, unlike any file HDF5 may hold open
     snprintf(label, sizeof label, "%s.image.%ld", path, (long)getpid());
-
-    void *image = NULL;
-    size_t size = 0;
     parity_hdf5_quiet quiet;
     parity_hdf5_quiet_begin(&quiet);
-    parity_error *error = build_image(label, path, golden, &image, &size);
+    parity_error *error = build_image(label, path, golden, image, size);
     parity_hdf5_quiet_end(&quiet);
+    if (!error) parity_golden_seal(*image, *size, PARITY_GOLDEN_SCHEMA_VERSION);
+    return error;
+}
+
+parity_error *parity_golden_write(const char *path, const parity_golden *golden, bool force) {
+    uint8_t *image = NULL;
+    size_t size = 0;
+    PARITY_TRY(parity_golden_encode(path, golden, &image, &size));
+    struct stat info;
+    parity_error *error = NULL;
+    if (lstat(path, &info) == 0) {
+        if (!force) error = refuse_overwrite(path);
+        else if (S_ISDIR(info.st_mode)) error = PARITY_ERROR(PARITY_ERROR_IO, "%s: is a directory", path);
+    }
     if (!error) error = parity_make_parent_directories(path);
     if (!error) error = parity_write_file_atomic(path, image, size, force);
     free(image);
@@ -404,20 +459,24 @@ static parity_error *read_precisions(hid_t file, const char *path, parity_golden
     return error;
 }
 
-static parity_error *read_contents(hid_t file, const char *path, parity_golden *out) {
+// Everything below the root of the open file `file`, a golden of schema `version`.
+static parity_error *read_contents(hid_t file, const char *path, int version, parity_golden *out) {
     // The version first: a file of another schema is reported as such, not as a list of missing items.
     bool has_version = false;
     PARITY_TRY(parity_hdf5_has_attribute(file, path, "schema_version", &has_version));
     if (!has_version) return PARITY_ERROR(PARITY_ERROR_DATA, "%s: no schema_version attribute: not a parity golden", path);
     PARITY_TRY(parity_hdf5_read_int_attribute(file, path, "schema_version", &out->schema_version));
-    if (out->schema_version != PARITY_GOLDEN_SCHEMA_VERSION)
+    if (out->schema_version != version)
         return PARITY_ERROR(PARITY_ERROR_DATA,
                             "%s: schema_version is %d, this parity reads schema_version %d (regenerate it with "
                             "`parity golden generate --force`)",
-                            path, out->schema_version, PARITY_GOLDEN_SCHEMA_VERSION);
+                            path, out->schema_version, version);
     for (size_t i = 0; i < COUNT_OF(string_fields); i++)
         PARITY_TRY(parity_hdf5_read_string_attribute(file, path, string_fields[i].name, (char *)out + string_fields[i].offset,
                                                      string_fields[i].size));
+    bool migrated = false;
+    if (version >= 2) PARITY_TRY(parity_hdf5_has_attribute(file, path, "migrated", &migrated));
+    if (migrated) PARITY_TRY(parity_hdf5_read_string_attribute(file, path, "migrated", out->migrated, sizeof out->migrated));
     PARITY_TRY(parity_hdf5_read_uint64_attribute(file, path, "weight_seed", &out->weight_seed));
 
     hid_t group = -1;
@@ -440,34 +499,55 @@ static parity_error *read_contents(hid_t file, const char *path, parity_golden *
     return check_golden(PARITY_ERROR_DATA, path, out);
 }
 
-parity_error *parity_golden_read(const char *path, parity_golden *out) {
-    memset(out, 0, sizeof *out);
-    struct stat info;
-    if (stat(path, &info) != 0) return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot open the golden: %s", path, strerror(errno));
-    if (!S_ISREG(info.st_mode)) return PARITY_ERROR(PARITY_ERROR_IO, "%s: the golden is not a regular file", path);
+// Opens the `size` bytes of a file image with libhdf5 in memory (the core driver, no backing store:
+// the disk is never touched) and reads a golden of schema `version` from it.
+static parity_error *decode_image(const char *name, const uint8_t *data, size_t size, int version, parity_golden *out) {
+    static unsigned opened; // every image gets its own label: HDF5 treats two open files of one name as one
+    char label[4200];
+    snprintf(label, sizeof label, "%s.read.%ld.%u", name, (long)getpid(), opened++);
     parity_hdf5_quiet quiet;
     parity_hdf5_quiet_begin(&quiet);
     parity_error *error = NULL;
-    hid_t file = -1;
-    htri_t is_hdf5 = H5Fis_hdf5(path);
-    if (is_hdf5 <= 0) {
-        error = is_hdf5 == 0 ? PARITY_ERROR(PARITY_ERROR_DATA, "%s: not a valid HDF5 file (truncated?)", path)
-                             : PARITY_HDF5_FAILURE(PARITY_ERROR_DATA, path, "H5Fis_hdf5", "/");
-        if (is_hdf5 < 0) error = parity_error_wrap(error, __FILE__, __LINE__, "%s: not a valid HDF5 file (truncated?)", path);
-    } else {
-        hid_t access = strong_close_access();
-        file = access < 0 ? -1 : H5Fopen(path, H5F_ACC_RDONLY, access);
-        if (file < 0)
-            error = parity_error_wrap(PARITY_HDF5_FAILURE(PARITY_ERROR_DATA, path, "H5Fopen", "/"), __FILE__, __LINE__,
-                                      "%s: not a valid HDF5 file (truncated?)", path);
-        if (access >= 0) H5Pclose(access);
-    }
-    if (!error) error = read_contents(file, path, out);
-    if (file >= 0 && H5Fclose(file) < 0 && !error) error = PARITY_HDF5_FAILURE(PARITY_ERROR_DATA, path, "H5Fclose", "/");
+    hid_t access = strong_close_access();
+    if (access < 0 || H5Pset_fapl_core(access, 1 << 16, false) < 0 || H5Pset_file_image(access, (void *)data, size) < 0)
+        error = PARITY_HDF5_FAILURE(PARITY_ERROR_DATA, name, "H5Pset_file_image", "/");
+    hid_t file = error ? -1 : H5Fopen(label, H5F_ACC_RDONLY, access);
+    if (!error && file < 0)
+        error = parity_error_wrap(PARITY_HDF5_FAILURE(PARITY_ERROR_DATA, name, "H5Fopen", "/"), __FILE__, __LINE__,
+                                  "%s: not a valid HDF5 file", name);
+    if (access >= 0) H5Pclose(access);
+    if (!error) error = read_contents(file, name, version, out);
+    if (file >= 0 && H5Fclose(file) < 0 && !error) error = PARITY_HDF5_FAILURE(PARITY_ERROR_DATA, name, "H5Fclose", "/");
     parity_hdf5_quiet_end(&quiet);
-    if (error) {
-        parity_golden_release(out);
-        return error; // every error above names the file
+    if (error) parity_golden_release(out);
+    return error; // every error above names the file
+}
+
+parity_error *parity_golden_decode(const char *name, const uint8_t *data, size_t size, parity_golden *out) {
+    memset(out, 0, sizeof *out);
+    PARITY_TRY(parity_golden_seal_check(name, data, size, PARITY_GOLDEN_SCHEMA_VERSION));
+    return decode_image(name, data, size, PARITY_GOLDEN_SCHEMA_VERSION, out);
+}
+
+parity_error *parity_golden_decode_schema1(const char *name, const uint8_t *data, size_t size, parity_golden *out) {
+    memset(out, 0, sizeof *out);
+    static const uint8_t hdf5_signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    if (size < sizeof hdf5_signature || memcmp(data, hdf5_signature, sizeof hdf5_signature) != 0) {
+        // a sealed golden (already the current schema), or damaged, or not a golden: the seal says which
+        parity_error *error = parity_golden_seal_check(name, data, size, PARITY_GOLDEN_SCHEMA_VERSION);
+        if (error) return error;
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s: already a schema_version %d golden, not schema_version 1", name,
+                            PARITY_GOLDEN_SCHEMA_VERSION);
     }
-    return NULL;
+    return decode_image(name, data, size, 1, out);
+}
+
+parity_error *parity_golden_read(const char *path, parity_golden *out) {
+    memset(out, 0, sizeof *out);
+    uint8_t *data = NULL;
+    size_t size = 0;
+    PARITY_TRY(parity_golden_read_bytes(path, &data, &size));
+    parity_error *error = parity_golden_decode(path, data, size, out);
+    free(data);
+    return error;
 }

@@ -2,7 +2,9 @@
 // combo of a suite is compared with. It records where it came from (provenance), exactly what was
 // run (model config, weight source with checksum, the batch itself), the expected fp64 values, and
 // how far eager itself lands in each lower precision (the basis of the tolerance rule).
-// The file layout is documented in golden/golden.c and docs/golden-format.md.
+// The file layout is documented in golden/golden.c and docs/golden-format.md: one HDF5 file behind
+// a 512-byte seal (golden_seal.h) that carries the SHA-256 of the HDF5 bytes, checked before libhdf5
+// sees any of them.
 #ifndef PARITY_GOLDEN_H
 #define PARITY_GOLDEN_H
 
@@ -15,7 +17,9 @@
 #include "ops/core/error.h"
 #include "ops/core/tensor.h"
 
-#define PARITY_GOLDEN_SCHEMA_VERSION 1
+// 2: sealed (golden_seal.h), fletcher32 on every numeric dataset, checksummed object headers, the
+// optional `migrated` note. 1: plain HDF5 (read only by parity_golden_decode_schema1, to migrate).
+#define PARITY_GOLDEN_SCHEMA_VERSION 2
 
 typedef struct parity_golden_precision {
     char dtype[16];           // "fp32", "bf16"
@@ -26,6 +30,7 @@ typedef struct parity_golden {
     int schema_version;
     // provenance
     char git_sha[64], created[32], host[128], device[160], compiler[128], libraries[512], command[1024];
+    char migrated[256]; // "" unless converted from an older schema: when, by what, from which version
     // what was run
     char suite[64], model[64], case_name[64];
     char model_type[64];
@@ -49,10 +54,24 @@ typedef struct parity_golden {
 // says "use --force"); nothing is left behind on failure. Checks the golden first (USAGE error naming the field): required strings set,
 // sha256 fields 64 hex digits, config JSON valid, batch 2-D integers, finite expected values, every
 // precision with the same parameter names as `expected`. schema_version 0 means "current".
+// The file written is parity_golden_encode's image: sealed before the temporary file is renamed.
 parity_error *parity_golden_write(const char *path, const parity_golden *golden, bool force);
-// Reads and validates (schema_version, required datasets and attributes). A missing, truncated or
-// schema-mismatched file is a DATA/IO error naming the file and what is wrong.
+// The whole file a golden is, in memory (malloc'ed): the seal, then the HDF5 image. Checks the golden
+// as parity_golden_write does; `path` names it in errors. Touches no file.
+parity_error *parity_golden_encode(const char *path, const parity_golden *golden, uint8_t **image, size_t *size);
+// Reads the whole file (at most PARITY_GOLDEN_MAX_BYTES) and decodes it (parity_golden_decode).
+// A missing, damaged, truncated, old-format or schema-mismatched file is a DATA/IO error naming the
+// file and what is wrong.
 parity_error *parity_golden_read(const char *path, parity_golden *out);
+// Decodes the `size` bytes of a golden file named `name` (for messages): checks the seal first
+// (parity_golden_seal_check: nothing unchecked reaches libhdf5), then opens the checked bytes in
+// memory with libhdf5 and validates every item. Never exits, never touches the disk; a failure
+// leaves `out` zeroed. The entry point for fuzzing the golden reader.
+parity_error *parity_golden_decode(const char *name, const uint8_t *data, size_t size, parity_golden *out);
+// Decodes a schema_version 1 golden (plain HDF5, no seal), for `parity golden migrate` only: such a
+// file has no checksum, so these bytes reach libhdf5 unchecked. A sealed or other-schema file is a
+// DATA error.
+parity_error *parity_golden_decode_schema1(const char *name, const uint8_t *data, size_t size, parity_golden *out);
 // Frees everything the golden owns (config text, batch tensors, name and norm arrays, which are
 // malloc'ed; logits samples) and zeroes it. Safe on a zeroed or partly filled golden.
 void parity_golden_release(parity_golden *golden);

@@ -143,6 +143,7 @@ void parity_golden_describe(const parity_golden *golden, FILE *stream) {
     print_row(stream, "compiler", golden->compiler);
     print_row(stream, "libraries", golden->libraries);
     print_row(stream, "command", golden->command);
+    if (golden->migrated[0]) print_row(stream, "migrated", golden->migrated);
 
     fprintf(stream, "\nrun\n");
     print_row(stream, "suite", golden->suite);

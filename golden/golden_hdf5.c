@@ -91,19 +91,18 @@ static hid_t variable_string_type(void) {
 parity_error *parity_hdf5_create_group(hid_t location, const char *path, const char *name, bool track_order, hid_t *out) {
     char object[320];
     link_name(location, name, object, sizeof object);
-    hid_t properties = H5P_DEFAULT;
-    if (track_order) {
-        properties = H5Pcreate(H5P_GROUP_CREATE);
-        if (properties < 0 || H5Pset_link_creation_order(properties, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0) {
-            parity_error *error = PARITY_HDF5_FAILURE(PARITY_ERROR_IO, path, "H5Pset_link_creation_order", object);
-            if (properties >= 0) H5Pclose(properties);
-            return error;
-        }
+    // attribute creation order tracked: a checksummed version-2 object header (see the header comment)
+    hid_t properties = H5Pcreate(H5P_GROUP_CREATE);
+    if (properties < 0 || H5Pset_attr_creation_order(properties, H5P_CRT_ORDER_TRACKED) < 0 ||
+        (track_order && H5Pset_link_creation_order(properties, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0)) {
+        parity_error *error = PARITY_HDF5_FAILURE(PARITY_ERROR_IO, path, "H5Pset_link_creation_order", object);
+        if (properties >= 0) H5Pclose(properties);
+        return error;
     }
     *out = H5Gcreate2(location, name, H5P_DEFAULT, properties, H5P_DEFAULT);
     // (take HDF5's message before another call clears its error stack)
     parity_error *error = *out < 0 ? PARITY_HDF5_FAILURE(PARITY_ERROR_IO, path, "H5Gcreate2", object) : NULL;
-    if (properties != H5P_DEFAULT) H5Pclose(properties);
+    H5Pclose(properties);
     return error;
 }
 
@@ -144,12 +143,37 @@ parity_error *parity_hdf5_write_double_attribute(hid_t location, const char *pat
     return write_scalar_attribute(location, path, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
 }
 
+// Dataset creation properties: a checksummed object header (attribute creation order tracked) and,
+// for a non-empty array of a fixed-size type, one chunk holding all of it with fletcher32 (HDF5 1.10
+// cannot filter variable-length strings, and a scalar or empty dataset cannot be chunked).
+static hid_t checked_dataset_creation(hid_t file_type, hid_t space) {
+    hid_t properties = H5Pcreate(H5P_DATASET_CREATE);
+    if (properties < 0) return -1;
+    bool ok = H5Pset_attr_creation_order(properties, H5P_CRT_ORDER_TRACKED) >= 0;
+    htri_t variable = H5Tis_variable_str(file_type);
+    int rank = H5Sget_simple_extent_ndims(space);
+    ok = ok && variable >= 0 && rank >= 0;
+    if (ok && !variable && rank > 0 && H5Sget_simple_extent_npoints(space) > 0) {
+        hsize_t dims[H5S_MAX_RANK];
+        ok = H5Sget_simple_extent_dims(space, dims, NULL) == rank && H5Pset_chunk(properties, rank, dims) >= 0 &&
+             H5Pset_fletcher32(properties) >= 0;
+    }
+    if (!ok) {
+        H5Pclose(properties);
+        return -1;
+    }
+    return properties;
+}
+
 // Creates dataset `name` of `file_type` over `space` and writes `data` (in `memory_type`).
 static parity_error *write_dataset(hid_t location, const char *path, const char *name, hid_t file_type, hid_t memory_type,
                                    hid_t space, const void *data, hid_t *out) {
     char object[320];
     link_name(location, name, object, sizeof object);
-    hid_t dataset = H5Dcreate2(location, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t properties = checked_dataset_creation(file_type, space);
+    if (properties < 0) return PARITY_HDF5_FAILURE(PARITY_ERROR_IO, path, "H5Pset_fletcher32", object);
+    hid_t dataset = H5Dcreate2(location, name, file_type, space, H5P_DEFAULT, properties, H5P_DEFAULT);
+    H5Pclose(properties);
     if (dataset < 0) return PARITY_HDF5_FAILURE(PARITY_ERROR_IO, path, "H5Dcreate2", object);
     if (H5Dwrite(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
         parity_error *error = PARITY_HDF5_FAILURE(PARITY_ERROR_IO, path, "H5Dwrite", object);

@@ -9,6 +9,12 @@
 // bf16 (and fp16) data has no native HDF5 type in 1.10, so it is stored as uint16 bit patterns and the
 // attribute dtype = "bf16" (or "fp16") is what says how to read them; a uint16 dataset without it is
 // rejected rather than guessed.
+//
+// Written objects let libhdf5 check them too: every group and dataset tracks attribute creation
+// order, which makes its object header (where attributes such as loss live) a version-2 header with
+// a checksum, and every non-empty numeric or fixed-length dataset is one chunk with fletcher32.
+// (Variable-length strings live in HDF5's global heap, which has no checksum; the golden's seal
+// covers them, golden_seal.h.)
 #ifndef PARITY_GOLDEN_HDF5_H
 #define PARITY_GOLDEN_HDF5_H
 

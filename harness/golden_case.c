@@ -184,8 +184,20 @@ parity_error *parity_golden_compute(const parity_case *c, parity_device device, 
     return error;
 }
 
+parity_error *parity_golden_check_owner(const char *path, const parity_golden *golden, const parity_case *c) {
+    if (strcmp(golden->suite, c->suite->name) == 0 && strcmp(golden->model, c->model->name) == 0 &&
+        strcmp(golden->case_name, c->batch_spec->name) == 0)
+        return NULL;
+    return PARITY_ERROR(PARITY_ERROR_DATA,
+                        "%s: golden of suite '%s' (model %s, batch %s), not of suite '%s' (model %s, batch %s): a golden "
+                        "belongs to the one suite case it was made for; make this one with parity golden generate --suite %s",
+                        path, golden->suite, golden->model, golden->case_name, c->suite->name, c->model->name,
+                        c->batch_spec->name, c->suite->name);
+}
+
 parity_error *parity_golden_check_case(const char *path, const parity_golden *golden, const parity_case *c) {
     const char *regenerate = "regenerate it with parity golden generate --force";
+    PARITY_TRY(parity_golden_check_owner(path, golden, c));
     if (parity_model_traits_find(golden->model_type) != c->config.traits)
         return PARITY_ERROR(PARITY_ERROR_DATA, "%s: golden is for model_type '%s', the suite's model %s is '%s'; %s", path,
                             golden->model_type, c->model->name, c->config.model_type, regenerate);

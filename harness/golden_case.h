@@ -54,8 +54,12 @@ parity_device parity_golden_device(const parity_suite *suite);
 parity_error *parity_golden_compute(const parity_case *c, parity_device device, const parity_provenance *provenance,
                                     parity_golden *out);
 
-// DATA error naming `path` when the stored golden was made for other inputs than the case has now
-// (model type, weights checksum, batch checksum): a stale golden is never compared against.
+// DATA error naming `path` and both suites when the stored golden was made for another suite case
+// (the suite, model and batch names it records): a golden copied from another suite is foreign.
+parity_error *parity_golden_check_owner(const char *path, const parity_golden *golden, const parity_case *c);
+// DATA error naming `path` when the stored golden is foreign (parity_golden_check_owner) or was made
+// for other inputs than the case has now (model type, config text, weights checksum, batch
+// checksum): a foreign or stale golden is never compared against.
 parity_error *parity_golden_check_case(const char *path, const parity_golden *golden, const parity_case *c);
 
 #endif

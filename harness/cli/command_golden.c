@@ -1,5 +1,6 @@
-// command_golden.c: `parity golden generate | verify | show`: making a suite's eager goldens,
-// recomputing them to see drift, and printing one (golden/golden.h stores them in HDF5).
+// command_golden.c: `parity golden generate | verify | show | migrate`: making a suite's eager
+// goldens, recomputing them to see drift, printing one, and converting old-format ones to the
+// current format with every value kept (golden/golden.h stores them in sealed HDF5 files).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "golden/golden.h"
+#include "golden/golden_migrate.h"
 #include "harness/cli/cli_support.h"
 #include "harness/cli/commands.h"
 #include "harness/golden_case.h"
@@ -22,6 +24,7 @@ void parity_command_golden_usage(FILE *stream) {
             "usage: parity golden generate --suite S [--model M] [--force] [--golden-dir DIR]\n"
             "       parity golden verify --suite S [--model M] [--golden-dir DIR]\n"
             "       parity golden show FILE.h5\n"
+            "       parity golden migrate FILE.h5...\n"
             "\n"
             "generate  writes DIR/<suite>/<model>/<batch>.h5 for every (model, batch) of the suite: eager fp64\n"
             "          (on cuda:0 when the suite runs on cuda or best and a GPU is present, else on the CPU),\n"
@@ -30,6 +33,15 @@ void parity_command_golden_usage(FILE *stream) {
             "verify    recomputes every golden of the suite on the device it was made on and prints the\n"
             "          largest relative drift of the fp64 values (and of eager fp32/bf16, for information)\n"
             "show      prints a golden readably\n"
+            "migrate   converts goldens of schema_version 1 (no seal, no checksums) to the current format in\n"
+            "          place, keeping every value and the provenance bit for bit (read back and compared before\n"
+            "          the file is replaced) and noting the migration in the provenance; current goldens are\n"
+            "          left as they are. An old file has no checksum: migrate goldens you trust (`golden verify`\n"
+            "          afterwards recomputes them)\n"
+            "\n"
+            "Every command that reads a golden checks its seal (sha256 of the whole file) first: a damaged,\n"
+            "truncated or old-format golden exits 3 naming the file; verify (and run) also refuse, exit 3,\n"
+            "a golden of another suite, model or batch, naming both.\n"
             "\n"
             "  --golden-dir DIR  default golden\n"
             "\n"
@@ -172,6 +184,10 @@ static parity_error *verify_one(const parity_case *c, const char *path, void *co
     parity_golden stored;
     parity_error *error = parity_golden_read(path, &stored);
     if (error) return parity_error_wrap(error, __FILE__, __LINE__, "golden %s", path);
+    if ((error = parity_golden_check_owner(path, &stored, c))) { // foreign: an error (exit 3), not drift
+        parity_golden_release(&stored);
+        return error;
+    }
     state->checked++;
     error = parity_golden_check_case(path, &stored, c);
     if (error) {
@@ -208,6 +224,35 @@ static parity_error *verify_one(const parity_case *c, const char *path, void *co
     return NULL;
 }
 
+// ---- migrate ----
+
+// Migrates every file named after `migrate`; reports each, returns the worst exit code.
+static int migrate(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "parity golden migrate: give the golden files to convert (parity golden migrate FILE.h5...)\n");
+        return PARITY_EXIT_CONFIG;
+    }
+    parity_provenance provenance;
+    parity_provenance_collect(PARITY_CPU, 0, NULL, &provenance);
+    char by[192];
+    snprintf(by, sizeof by, "on %s by parity %s (parity golden migrate)", provenance.created, provenance.git_sha);
+    int status = PARITY_EXIT_OK;
+    for (int i = 2; i < argc; i++) {
+        parity_golden_migration migration;
+        parity_error *error = parity_golden_migrate(argv[i], by, &migration);
+        if (error) {
+            int code = parity_cli_report_error("golden migrate", error);
+            if (code > status) status = code;
+        } else if (!migration.migrated)
+            printf("current   %s (schema_version %d already, checked, unchanged)\n", argv[i], migration.from_version);
+        else
+            printf("migrated  %s (schema_version %d -> %d; read back identical: %zu numbers, %zu strings, %zu tensor bytes)\n",
+                   argv[i], migration.from_version, PARITY_GOLDEN_SCHEMA_VERSION, migration.compared.numbers,
+                   migration.compared.strings, migration.compared.tensor_bytes);
+    }
+    return status;
+}
+
 // ---- show ----
 
 static int show(const char *file) {
@@ -225,6 +270,7 @@ int parity_command_golden(int argc, char **argv) {
         parity_command_golden_usage(stderr);
         return PARITY_EXIT_CONFIG;
     }
+    if (strcmp(argv[1], "migrate") == 0) return migrate(argc, argv);
     golden_arguments arguments;
     memset(&arguments, 0, sizeof arguments);
     int status = parse_arguments(argc, argv, &arguments);
@@ -238,7 +284,7 @@ int parity_command_golden(int argc, char **argv) {
         return show(arguments.file);
     }
     if (strcmp(action, "generate") != 0 && strcmp(action, "verify") != 0) {
-        fprintf(stderr, "parity golden: unknown action '%s' (generate, verify or show)\n", action);
+        fprintf(stderr, "parity golden: unknown action '%s' (generate, verify, show or migrate)\n", action);
         return PARITY_EXIT_CONFIG;
     }
     if (!arguments.suite || arguments.file) {

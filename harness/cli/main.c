@@ -24,7 +24,7 @@ static const parity_command commands[] = {
      parity_command_config, parity_command_config_usage},
     {"eval", "one forward + backward of a model on a batch: loss, aux loss, gradient norms, logits sum",
      parity_command_eval, parity_command_eval_usage},
-    {"golden", "make, verify or show a suite's eager fp64 goldens (HDF5)", parity_command_golden,
+    {"golden", "make, verify, show or migrate a suite's eager fp64 goldens (sealed HDF5)", parity_command_golden,
      parity_command_golden_usage},
     {"run", "run every backend combination of a suite against its goldens and write the reports", parity_command_run,
      parity_command_run_usage},

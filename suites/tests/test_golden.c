@@ -1,8 +1,10 @@
 // test_golden.c: the HDF5 golden store. A golden must come back exactly as written (every field,
-// norms bitwise); writing must be atomic (no temp file, no partial file, an old file intact) and
-// never overwrite without force; reading must reject truncated, foreign, schema-mismatched and
-// incomplete files with an error naming the file and the item; bf16 data must be stored as uint16
-// with dtype = "bf16"; and `parity golden show` (parity_golden_describe) must show the values.
+// norms bitwise, the optional migration note); writing must be atomic (no temp file, no partial
+// file, an old file intact) and never overwrite without force; reading must reject truncated,
+// foreign, schema-mismatched and incomplete files with an error naming the file and the item; bf16
+// data must be stored as uint16 with dtype = "bf16"; and `parity golden show`
+// (parity_golden_describe) must show the values.
+// (Damage to a written file, bit by bit, is test_golden_integrity.c's.)
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,6 +19,7 @@
 
 #include "golden/golden.h"
 #include "golden/golden_hdf5.h"
+#include "golden/golden_seal.h"
 
 #define NAME_WIDTH sizeof(((parity_step_result *)0)->parameter_names[0])
 
@@ -206,11 +209,13 @@ Test(golden, round_trip_keeps_every_field) {
         snprintf(path, sizeof path, "%s/smoke/qwen3_moe_tiny/case%zu.h5", directory, row); // parents created on the way
         parity_golden written, read;
         make_golden(&written, &rows[row].shape);
+        if (row == 1) snprintf(written.migrated, sizeof written.migrated, "schema_version 1 -> 2 on 2025-01-03T00:00:00Z by a test");
         parity_error *error = parity_golden_write(path, &written, false);
         cr_assert_null(error, "%s: %s", rows[row].name, error ? error_text(error) : "");
         error = parity_golden_read(path, &read);
         cr_assert_null(error, "%s: %s", rows[row].name, error ? error_text(error) : "");
         expect_goldens_equal(&written, &read);
+        cr_expect_str_eq(read.migrated, written.migrated, "%s: the migration note (absent unless set)", rows[row].name);
         cr_expect_eq(read.position_ids.numel > 0, rows[row].shape.position_ids, "%s: position_ids presence", rows[row].name);
         cr_expect_not_null(parity_golden_eager(&read, "bf16"));
         cr_expect_eq(parity_golden_eager(&read, "bf16"), &read.precisions[1].eager);
@@ -529,13 +534,28 @@ static void replace_with_garbage(const char *path) {
 static void make_empty(const char *path) { cr_assert_eq(truncate(path, 0), 0); }
 static void remove_file(const char *path) { cr_assert_eq(unlink(path), 0); }
 
-// Opens the file read-write, runs `edit` on its root, closes it.
+// Rewrites the seal of a golden file edited through HDF5 (which keeps the user block but changes
+// the bytes after it), so that what the edit tests is the reader's own checks, not the seal's.
+static void reseal(const char *path) {
+    uint8_t *data = NULL;
+    size_t size = 0;
+    cr_assert_null(parity_golden_read_bytes(path, &data, &size));
+    parity_golden_seal(data, size, PARITY_GOLDEN_SCHEMA_VERSION);
+    FILE *stream = fopen(path, "wb");
+    cr_assert_not_null(stream);
+    cr_assert_eq(fwrite(data, 1, size, stream), size);
+    fclose(stream);
+    free(data);
+}
+
+// Opens the file read-write, runs `edit` on its root, closes it and reseals it.
 #define HDF5_EDIT(function_name, ...)                                                                                  \
     static void function_name(const char *path) {                                                                      \
         hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);                                                         \
         cr_assert_geq(file, 0, "%s", path);                                                                            \
         __VA_ARGS__;                                                                                                   \
         cr_assert_geq(H5Fclose(file), 0);                                                                              \
+        reseal(path);                                                                                                  \
     }
 
 static void set_int_attribute(hid_t location, const char *name, int value) {
@@ -543,7 +563,7 @@ static void set_int_attribute(hid_t location, const char *name, int value) {
     cr_assert_null(parity_hdf5_write_int_attribute(location, "test", name, value));
 }
 
-HDF5_EDIT(schema_version_2, set_int_attribute(file, "schema_version", 2))
+HDF5_EDIT(schema_version_3, set_int_attribute(file, "schema_version", 3))
 HDF5_EDIT(schema_version_missing, cr_assert_geq(H5Adelete(file, "schema_version"), 0))
 HDF5_EDIT(labels_missing, cr_assert_geq(H5Ldelete(file, "/batch/labels", H5P_DEFAULT), 0))
 HDF5_EDIT(eager_missing, cr_assert_geq(H5Ldelete(file, "/eager", H5P_DEFAULT), 0))
@@ -581,11 +601,11 @@ Test(golden, reader_rejects_damaged_and_incomplete_files) {
         parity_error_kind kind;
         const char *expected[2]; // substrings of the error, besides the file name
     } rows[] = {
-        {"truncated to half", truncate_to_half, PARITY_ERROR_DATA, {"not a valid HDF5 file (truncated?)", "H5Fopen(/) failed: truncated file"}},
-        {"garbage", replace_with_garbage, PARITY_ERROR_DATA, {"not a valid HDF5 file (truncated?)", NULL}},
-        {"empty file", make_empty, PARITY_ERROR_DATA, {"not a valid HDF5 file", NULL}},
+        {"truncated to half", truncate_to_half, PARITY_ERROR_DATA, {"truncated golden: its seal records", "payload bytes, the file holds"}},
+        {"garbage", replace_with_garbage, PARITY_ERROR_DATA, {"not a golden: it does not start with the golden signature", NULL}},
+        {"empty file", make_empty, PARITY_ERROR_DATA, {"not a golden: the file is empty", NULL}},
         {"no such file", remove_file, PARITY_ERROR_IO, {"cannot open the golden: No such file or directory", NULL}},
-        {"schema version 2", schema_version_2, PARITY_ERROR_DATA, {"schema_version is 2", "reads schema_version 1"}},
+        {"schema version 3", schema_version_3, PARITY_ERROR_DATA, {"schema_version is 3", "reads schema_version 2"}},
         {"no schema version", schema_version_missing, PARITY_ERROR_DATA, {"no schema_version attribute", NULL}},
         {"labels missing", labels_missing, PARITY_ERROR_DATA, {"dataset /batch/labels is missing", NULL}},
         {"config missing", config_missing, PARITY_ERROR_DATA, {"dataset /model/config_json is missing", NULL}},
@@ -628,8 +648,19 @@ Test(golden, reader_rejects_damaged_and_incomplete_files) {
     remove_tree(directory);
 }
 
-// HDF5 prints its own error stack on stderr unless told not to; a damaged golden must give one
-// parity error and nothing else.
+// A resealed golden whose HDF5 superblock signature is broken: the seal matches, so the bytes reach
+// libhdf5, which fails to open them.
+static void break_hdf5_signature_and_reseal(const char *path) {
+    FILE *stream = fopen(path, "r+b");
+    cr_assert_not_null(stream);
+    cr_assert_eq(fseek(stream, PARITY_GOLDEN_SEAL_BYTES + 1, SEEK_SET), 0);
+    cr_assert_eq(fputc('X', stream), 'X'); // "\x89HDF" -> "\x89XDF"
+    fclose(stream);
+    reseal(path);
+}
+
+// HDF5 prints its own error stack on stderr unless told not to; a golden libhdf5 fails to open must
+// give one parity error and nothing else.
 Test(golden, hdf5_error_stack_is_not_printed) {
     char directory[64], path[256], capture[256];
     temporary_directory(directory, sizeof directory);
@@ -639,7 +670,7 @@ Test(golden, hdf5_error_stack_is_not_printed) {
     make_golden(&golden, &small_plain);
     cr_assert_null(parity_golden_write(path, &golden, false));
     parity_golden_release(&golden);
-    truncate_to_half(path);
+    break_hdf5_signature_and_reseal(path);
     fflush(stderr);
     int saved = dup(2);
     int sink = open(capture, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -651,6 +682,7 @@ Test(golden, hdf5_error_stack_is_not_printed) {
     close(sink);
     close(saved);
     cr_assert_not_null(error);
+    cr_expect(strstr(error_text(error), "H5Fopen(/) failed"), "libhdf5 saw the file: %s", error_text(error));
     parity_error_free(error);
     struct stat info;
     cr_assert_eq(stat(capture, &info), 0);

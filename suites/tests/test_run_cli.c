@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "cli_runner.h"
+#include "golden/golden.h"
+#include "golden/golden_seal.h"
 #include "ops/core/device.h"
 #include "reports/results.h"
 
@@ -84,17 +86,26 @@ static void truncate_to_half(const char *path) {
 }
 static void delete_file(const char *path) { cr_assert_eq(unlink(path), 0); }
 static void replace_with_text(const char *path) { write_text(path, "this is not an HDF5 file\n"); }
-static void set_schema_version_2(const char *path) {
+// Another schema_version inside an intact seal (resealed after the edit, as a future parity's file).
+static void set_schema_version_3(const char *path) {
     hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
     cr_assert_geq(file, 0);
     cr_assert_geq(H5Adelete(file, "schema_version"), 0);
     hid_t space = H5Screate(H5S_SCALAR);
     hid_t attribute = H5Acreate2(file, "schema_version", H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT);
-    int version = 2;
+    int version = 3;
     cr_assert_geq(H5Awrite(attribute, H5T_NATIVE_INT, &version), 0);
     H5Aclose(attribute);
     H5Sclose(space);
     H5Fclose(file);
+    uint8_t *data;
+    size_t size;
+    cr_assert_null(parity_golden_read_bytes(path, &data, &size));
+    parity_golden_seal(data, size, PARITY_GOLDEN_SCHEMA_VERSION);
+    FILE *stream = fopen(path, "wb");
+    cr_assert_eq(fwrite(data, 1, size, stream), size);
+    fclose(stream);
+    free(data);
 }
 
 Test(run_cli, a_damaged_golden_exits_3_naming_the_file) {
@@ -104,9 +115,9 @@ Test(run_cli, a_damaged_golden_exits_3_naming_the_file) {
         const char *problem;
     } rows[] = {
         {"missing", delete_file, "make it with: parity golden generate --suite scratch"},
-        {"truncated", truncate_to_half, "not a valid HDF5 file"},
-        {"not HDF5", replace_with_text, "not a valid HDF5 file"},
-        {"schema version 2", set_schema_version_2, "schema_version is 2"},
+        {"truncated", truncate_to_half, "truncated golden"},
+        {"not HDF5", replace_with_text, "not a golden"},
+        {"schema version 3", set_schema_version_3, "schema_version is 3"},
     };
     for (size_t row = 0; row < ROWS(rows); row++) {
         scratch s = make_scratch(true);
