@@ -1,6 +1,6 @@
-// main.c: the `parity` command. Registers the built-in backends, then dispatches to a subcommand
-// from the table below; the only place in parity that exits. A command appears in the table (and
-// in --help) once it exists; eval, golden, run, report and bench get their rows as they land.
+// main.c: the `parity` command. Takes the global --verbose out of the arguments, registers the
+// built-in backends, then dispatches to a subcommand from the table below; the only place in parity
+// that exits.
 #include <stdio.h>
 #include <string.h>
 
@@ -52,6 +52,9 @@ static void print_usage(FILE *stream) {
             "commands:\n");
     for (size_t i = 0; i < command_count; i++) fprintf(stream, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(stream,
+            "\n"
+            "options of every command:\n"
+            "  --verbose  errors also say where in parity's source they arose (file:line of each step)\n"
             "\n"
             "exit status: 0 success; 1 the command ran and found failures; 2 usage error, invalid config or\n"
             "             an unavailable backend; 3 unreadable input file, device or system failure\n");
@@ -112,4 +115,20 @@ static int run(int argc, char **argv) {
     return command->run(argc - 1, argv + 1);
 }
 
-int main(int argc, char **argv) { return run(argc, argv); }
+// Removes every --verbose from argv (it may come before or after the command); true when one was there.
+static bool take_verbose(int *argc, char **argv) {
+    bool verbose = false;
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--verbose") == 0) verbose = true;
+        else argv[kept++] = argv[i];
+    }
+    argv[kept] = NULL;
+    *argc = kept;
+    return verbose;
+}
+
+int main(int argc, char **argv) {
+    parity_error_show_locations(take_verbose(&argc, argv));
+    return run(argc, argv);
+}
