@@ -43,7 +43,7 @@ typedef struct parity_run_plan {
     size_t selected_count;
 } parity_run_plan;
 
-// USAGE for a bad --model/--device/--dtype, CONFIG for suite problems (ranks > 1 included),
+// USAGE for a bad --model/--device/--dtype or a --filter no combo matches, CONFIG for suite problems (ranks > 1 included),
 // DEVICE when a requested device is absent (not when listing).
 parity_error *parity_run_plan_build(const parity_suite *suite, const parity_run_options *options, parity_run_plan *out);
 void parity_run_plan_release(parity_run_plan *plan);

@@ -1,8 +1,11 @@
 // command_run.c: `parity run`: every combo of a suite against its goldens, into a report folder
 // (harness/runner.h does the work; this file is arguments, listing, output and the exit code).
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness/cli/cli_support.h"
@@ -34,7 +37,7 @@ void parity_command_run_usage(FILE *stream) {
             "  --filter GLOB         only combos whose id matches (fnmatch), e.g. '*/attn=sdpa,*/bf16/*'\n"
             "  --ops k=v,...         pin fields in every combo but the eager baseline (they leave the sweep)\n"
             "  --list                print the combo ids (and why a combo is excluded or not supported); run nothing\n"
-            "  --out DIR             report folder (default reports/out/<UTC time>-<suite>-<device>/)\n"
+            "  --out DIR             report folder, new or empty (default: a new reports/out/<UTC time>-<suite>-<device>/)\n"
             "  --golden-dir DIR      where golden/<suite>/<model>/<case>.h5 are (default golden)\n"
             "  --with-test-backends  add the deliberately wrong test-only backends (they must fail)\n"
             "\n"
@@ -43,8 +46,9 @@ void parity_command_run_usage(FILE *stream) {
             "k = 2 loss-like, 3 gradients; see README.\n"
             "\n"
             "exit status: 0 every combo passed (not_supported and excluded do not fail); 1 a combo failed or\n"
-            "             could not run; 2 usage or suite error; 3 missing, corrupt or stale golden, absent\n"
-            "             device, unreadable file\n");
+            "             could not run; 2 usage or suite error (an unknown --ops value, a --filter no combo\n"
+            "             matches, an --out that is a file or a folder that is not empty); 3 missing, corrupt or\n"
+            "             stale golden, absent device, unreadable file, an --out that cannot be made or written\n");
 }
 
 typedef struct run_arguments {
@@ -119,6 +123,55 @@ static int finish(const parity_results *results, const char *out) {
     return counts[PARITY_COMBO_FAIL] || counts[PARITY_COMBO_ERROR] ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
 }
 
+static bool directory_is_empty(const char *path) {
+    DIR *directory = opendir(path);
+    if (!directory) return false;
+    bool empty = true;
+    struct dirent *entry;
+    while (empty && (entry = readdir(directory)))
+        empty = strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0;
+    closedir(directory);
+    return empty;
+}
+
+// The report folder, made (or found new and empty) before anything runs, so a bad --out shows at
+// once, not after the last combo. A results folder is never mixed with another run's files: --out
+// must be a new or an empty folder, and the default reports/out/<UTC time>-<suite>-<device> is always
+// a new one (-2, -3, ... when a run of the same second took the name). *created: this call made it.
+static parity_error *prepare_out(const char *requested, const char *suite, const char *device, char *out, size_t size,
+                                 bool *created) {
+    *created = false;
+    if (requested) {
+        parity_text_format(out, size, "%s", requested);
+        struct stat info;
+        if (stat(out, &info) == 0) {
+            if (!S_ISDIR(info.st_mode)) return PARITY_ERROR(PARITY_ERROR_USAGE, "--out %s: a file is in the way (give a folder)", out);
+            if (!directory_is_empty(out))
+                return PARITY_ERROR(PARITY_ERROR_USAGE,
+                                    "--out %s: the folder is not empty (the reports of another run?); give a new or empty "
+                                    "folder: a run never mixes its files with others", out);
+        } else {
+            PARITY_TRY_CONTEXT(parity_make_directories(out), "--out %s", out);
+            *created = true;
+        }
+    } else {
+        char stamp[32], base[900];
+        parity_utc_timestamp(stamp, sizeof stamp, 1);
+        parity_text_format(base, sizeof base, "reports/out/%s-%s-%s", stamp, suite, device);
+        PARITY_TRY(parity_make_directories("reports/out"));
+        for (int attempt = 1; !*created; attempt++) {
+            if (attempt == 1) parity_text_format(out, size, "%s", base);
+            else parity_text_format(out, size, "%s-%d", base, attempt);
+            if (mkdir(out, 0777) == 0) *created = true;
+            else if (errno != EEXIST || attempt == 100)
+                return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot create the report folder: %s", out, strerror(errno));
+        }
+    }
+    if (access(out, W_OK | X_OK) != 0)
+        return PARITY_ERROR(PARITY_ERROR_IO, "%s: the report folder is not writable: %s", out, strerror(errno));
+    return NULL;
+}
+
 int parity_command_run(int argc, char **argv) {
     run_arguments arguments;
     memset(&arguments, 0, sizeof arguments);
@@ -142,7 +195,8 @@ int parity_command_run(int argc, char **argv) {
     memset(&plan, 0, sizeof plan);
     parity_results results;
     memset(&results, 0, sizeof results);
-    char path[1024];
+    char path[1024], out[1024] = "";
+    bool out_created = false;
     parity_error *error = parity_suite_locate(arguments.suite, "suites", path, sizeof path);
     if (!error) error = parity_suite_load(path, &suite);
     for (int i = 0; !error && i < arguments.ops_count; i++) error = parity_ops_override_parse(arguments.ops[i], &fixed);
@@ -152,18 +206,13 @@ int parity_command_run(int argc, char **argv) {
     if (!error && arguments.list) {
         print_list(&plan);
     } else if (!error) {
-        char out[1024];
-        if (arguments.out) parity_text_format(out, sizeof out, "%s", arguments.out);
-        else {
-            char stamp[32];
-            parity_utc_timestamp(stamp, sizeof stamp, 1);
-            parity_text_format(out, sizeof out, "reports/out/%s-%s-%s", stamp, suite->name,
-                               plan.device_count ? parity_device_type_name(plan.devices[0].type) : "none");
-        }
-        error = parity_run_execute(suite, &plan, options, &results);
-        if (!error) error = parity_make_directories(out);
+        error = prepare_out(arguments.out, suite->name,
+                            plan.device_count ? parity_device_type_name(plan.devices[0].type) : "none", out, sizeof out,
+                            &out_created);
+        if (!error) error = parity_run_execute(suite, &plan, options, &results);
         if (!error) error = parity_reports_render_all(out, &results);
         if (!error) status = finish(&results, out);
+        if (error && out_created) rmdir(out); // removed only when empty: nothing of this run is in it
     }
     if (error) status = parity_cli_report_error("run", error);
     parity_results_release(&results);

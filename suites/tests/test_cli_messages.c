@@ -39,6 +39,7 @@ Test(cli_messages, errors_carry_no_source_location_unless_verbose, .timeout = 12
         {"eval --checkpoint /nonexistent/model --batch /nonexistent/batch.safetensors", 3, "/nonexistent/model"},
         {"config check /nonexistent/ops.yaml", 3, "/nonexistent/ops.yaml"},
         {"bench render /nonexistent/bench.json", 3, "/nonexistent/bench.json"},
+        {"run --suite smoke --list --ops attn=eager --ops attn=sdpa", 2, "attn_implementation is set twice"},
     };
     for (size_t row = 0; row < ROWS(rows); row++) {
         for (int verbose = 0; verbose < 3; verbose++) { // none, --verbose after the command, before it
