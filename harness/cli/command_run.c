@@ -10,11 +10,13 @@
 
 #include "harness/cli/cli_support.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/interrupt.h"
 #include "harness/config/ops_override.h"
 #include "harness/provenance.h"
 #include "harness/runner.h"
 #include "harness/text.h"
 #include "ops/core/file.h"
+#include "ops/core/temporaries.h"
 #include "ops/testing/test_backends.h"
 #include "reports/render.h"
 #include "reports/results.h"
@@ -45,10 +47,14 @@ void parity_command_run_usage(FILE *stream) {
             "Tolerance (suite `tolerance: parity`): |x - golden| <= max(k * |eager - golden|, c * u(dtype) * |golden|),\n"
             "k = 2 loss-like, 3 gradients; see README.\n"
             "\n"
+            "SIGINT or SIGTERM stops the run after the combo in progress: the reports are written for the\n"
+            "combos that finished (results.json says \"interrupted\"); a second signal stops at once.\n"
+            "\n"
             "exit status: 0 every combo passed (not_supported and excluded do not fail); 1 a combo failed or\n"
             "             could not run; 2 usage or suite error (an unknown --ops value, a --filter no combo\n"
             "             matches, an --out that is a file or a folder that is not empty); 3 missing, corrupt or\n"
-            "             stale golden, absent device, unreadable file, an --out that cannot be made or written\n");
+            "             stale golden, absent device, unreadable file, an --out that cannot be made or written;\n"
+            "             130 / 143 interrupted by SIGINT / SIGTERM\n");
 }
 
 typedef struct run_arguments {
@@ -120,6 +126,11 @@ static int finish(const parity_results *results, const char *out) {
            counts[PARITY_COMBO_FAIL], counts[PARITY_COMBO_ERROR], counts[PARITY_COMBO_NOT_SUPPORTED],
            counts[PARITY_COMBO_EXCLUDED]);
     printf("report: %s/report.html (results.json, junit.xml, summary.md beside it)\n", out);
+    if (results->context.interrupted[0]) {
+        printf("interrupted by %s: %zu of the %zu combos selected were done; the reports hold those\n",
+               results->context.interrupted, results->combo_count, results->context.combos_selected);
+        return parity_cli_interrupt_exit_code(parity_cli_interrupt_signal());
+    }
     return counts[PARITY_COMBO_FAIL] || counts[PARITY_COMBO_ERROR] ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
 }
 
@@ -209,10 +220,20 @@ int parity_command_run(int argc, char **argv) {
         error = prepare_out(arguments.out, suite->name,
                             plan.device_count ? parity_device_type_name(plan.devices[0].type) : "none", out, sizeof out,
                             &out_created);
-        if (!error) error = parity_run_execute(suite, &plan, options, &results);
+        // A folder made for this run is tracked until its reports are in: a second signal (which ends
+        // the process at once) or a failure leaves no empty report folder behind.
+        int out_handle = -1;
+        if (!error && out_created) error = parity_temporary_track(out, true, &out_handle);
+        if (!error) {
+            parity_cli_interrupts_install("stopping after the current combo; the reports keep the combos that "
+                                          "were done (a second signal stops at once)");
+            options->stop = parity_cli_interrupt_flag();
+            error = parity_run_execute(suite, &plan, options, &results);
+        }
         if (!error) error = parity_reports_render_all(out, &results);
         if (!error) status = finish(&results, out);
         if (error && out_created) rmdir(out); // removed only when empty: nothing of this run is in it
+        parity_temporary_forget(out_handle);
     }
     if (error) status = parity_cli_report_error("run", error);
     parity_results_release(&results);

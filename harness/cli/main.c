@@ -1,11 +1,12 @@
-// main.c: the `parity` command. Takes the global --verbose out of the arguments, registers the
-// built-in backends, then dispatches to a subcommand from the table below; the only place in parity
-// that exits.
+// main.c: the `parity` command. Takes the global --verbose out of the arguments, installs the
+// SIGINT/SIGTERM handler (interrupt.h), registers the built-in backends, then dispatches to a
+// subcommand from the table below; the only place in parity that exits.
 #include <stdio.h>
 #include <string.h>
 
 #include "harness/cli/cli_support.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/interrupt.h"
 #include "harness/cli/version.h"
 #include "ops/core/cuda_api.h"
 #include "ops/registry.h"
@@ -57,7 +58,8 @@ static void print_usage(FILE *stream) {
             "  --verbose  errors also say where in parity's source they arose (file:line of each step)\n"
             "\n"
             "exit status: 0 success; 1 the command ran and found failures; 2 usage error, invalid config or\n"
-            "             an unavailable backend; 3 unreadable input file, device or system failure\n");
+            "             an unavailable backend; 3 unreadable input file, device or system failure;\n"
+            "             130 / 143 interrupted by SIGINT / SIGTERM (run and golden generate keep what finished)\n");
 }
 
 static bool is_help_flag(const char *argument) {
@@ -130,5 +132,6 @@ static bool take_verbose(int *argc, char **argv) {
 
 int main(int argc, char **argv) {
     parity_error_show_locations(take_verbose(&argc, argv));
+    parity_cli_interrupts_install(NULL); // run and golden generate ask for a graceful stop
     return run(argc, argv);
 }

@@ -1,7 +1,7 @@
 // test_cli_messages.c: what the `parity` command says when something goes wrong. Errors name what
 // went wrong, never where in parity's source, unless --verbose (before or after the command): a row
-// per command's error path. Without a CUDA driver the reason says "no CUDA driver", not the runtime's
-// "driver version is insufficient".
+// per command's error path. --help documents --verbose and the interrupt exit codes. Without a CUDA
+// driver the reason says "no CUDA driver", not the runtime's "driver version is insufficient".
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <regex.h>
@@ -59,11 +59,18 @@ Test(cli_messages, errors_carry_no_source_location_unless_verbose, .timeout = 12
     }
 }
 
-Test(cli_messages, help_documents_verbose) {
+Test(cli_messages, help_documents_verbose_and_the_interrupt_codes) {
     command_result result = run_parity("--help");
     cr_expect_eq(result.exit_code, 0);
     cr_expect(strstr(result.output, "--verbose") != NULL, "%s", result.output);
+    cr_expect(strstr(result.output, "130 / 143") != NULL, "%s", result.output);
     free(result.output);
+    static const char *const commands[] = {"run --help", "golden --help"};
+    for (size_t i = 0; i < ROWS(commands); i++) {
+        result = run_parity(commands[i]);
+        cr_expect(strstr(result.output, "130 / 143") != NULL, "%s:\n%s", commands[i], result.output);
+        free(result.output);
+    }
 }
 
 Test(cli_messages, no_cuda_driver_is_said_in_those_words) {
