@@ -3,12 +3,14 @@
 // (model, batch, dtype, device) group (always, because the tolerances derive from it), comparing
 // loss, aux_loss, grad_norm and per-parameter gradient norms with the golden under the suite's
 // rule (tolerance.h), timing warm-up + repeats, and recording everything in a parity_results.
-// A failing combo never stops the run. Goldens are read and checked against the suite before
-// anything runs: a missing, corrupt or stale golden is a DATA/IO error naming the file.
+// A failing combo never stops the run; a stop request (a signal, options.stop) does, between combos:
+// the results then hold the combos that finished and say so. Goldens are read and checked against
+// the suite before anything runs: a missing, corrupt or stale golden is a DATA/IO error naming the file.
 // The code is in harness/run/: run_plan.c, run_execute.c, run_compare.c, run_jitter.c.
 #ifndef PARITY_RUNNER_H
 #define PARITY_RUNNER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -30,6 +32,8 @@ typedef struct parity_run_options {
     bool terminal;                     // progress is a terminal: one '\r'-updated line
     int argc;                          // the command line, for provenance
     char **argv;
+    const volatile sig_atomic_t *stop; // nonzero (the number of the signal that asked): stop before the
+                                       // next combo, keeping those that finished (NULL: never asked)
 } parity_run_options;
 
 typedef struct parity_run_plan {
@@ -43,12 +47,13 @@ typedef struct parity_run_plan {
     size_t selected_count;
 } parity_run_plan;
 
-// USAGE for a bad --model/--device/--dtype, CONFIG for suite problems (ranks > 1 included),
+// USAGE for a bad --model/--device/--dtype or a --filter no combo matches, CONFIG for suite problems (ranks > 1 included),
 // DEVICE when a requested device is absent (not when listing).
 parity_error *parity_run_plan_build(const parity_suite *suite, const parity_run_options *options, parity_run_plan *out);
 void parity_run_plan_release(parity_run_plan *plan);
 
-// Runs the plan into `results` (context filled; one record per selected combo).
+// Runs the plan into `results` (context filled; one record per selected combo, or, when *options->stop
+// turned nonzero, per selected combo that finished before it: context.interrupted names the signal).
 parity_error *parity_run_execute(const parity_suite *suite, const parity_run_plan *plan, const parity_run_options *options,
                                  parity_results *results);
 

@@ -26,6 +26,11 @@ parity_error *parity_model_requirements_of(const parity_model_config *config, pa
     snprintf(out->model_type, sizeof out->model_type, "%s", config->model_type);
     for (size_t i = 0; i < count; i++) { // family_require merged repeated uses: each op once
         parity_op_id op = list[i].op;
+        bool declared = false;
+        for (size_t j = 0; j < family->op_count && !declared; j++) declared = strcmp(family->ops[j], parity_op_id_name(op)) == 0;
+        if (!declared)
+            return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s: the %s family requires op '%s', which its list of ops lacks",
+                                config->path, family->name, parity_op_id_name(op));
         out->needed.contains[op] = true;
         out->capabilities[op] = list[i].capabilities;
         out->why[op] = list[i].why;

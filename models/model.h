@@ -63,6 +63,10 @@ typedef struct parity_model_family {
     const char *name;                        // "causal-LM decoder"; each model_type's traits row names its family
     // Every op the model calls for this config, with the capabilities it needs (`*count` entries).
     parity_error *(*requirements)(const parity_model_config *config, parity_op_requirement *out, size_t capacity, size_t *count);
+    // Every op `requirements` can name for some config (PARITY_OP_* names; parity_model_requirements_of
+    // checks each answer against it): what `parity config check` counts as used by a model.
+    const char *const *ops;
+    size_t op_count;
     // Names, shapes and initializers of every parameter, for weights drawn from (seed, name).
     parity_error *(*parameter_specs)(const parity_model_config *config, parity_parameter_spec **out, size_t *count);
     // The forward: returns the loss variable (and the aux loss, logits when asked).
@@ -84,7 +88,8 @@ struct parity_model {
 // The family that builds `config` (its traits row's), or NULL for a config not read by parity_model_config_parse.
 const parity_model_family *parity_model_family_of(const parity_model_config *config);
 
-// The model's requirements (UNSUPPORTED when no family implements config->model_type).
+// The model's requirements (UNSUPPORTED when no family implements config->model_type; INTERNAL when
+// the family requires an op outside its `ops`).
 parity_error *parity_model_requirements_of(const parity_model_config *config, parity_model_requirements *out);
 
 // Resolves kernel selection into bindings, once, before the model is built: for every op in

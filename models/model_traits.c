@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "models/families/decoder_family.h"
+#include "models/model.h"
 
 static const parity_model_traits rows[] = {
     {.model_type = "llama", .family = &parity_decoder_family,
@@ -47,6 +48,15 @@ const parity_model_traits *parity_model_traits_find(const char *model_type) {
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         if (strcmp(rows[i].model_type, model_type) == 0) return &rows[i];
     return NULL;
+}
+
+void parity_model_traits_all_ops(parity_op_set *out) {
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        for (size_t j = 0; j < rows[i].family->op_count; j++) {
+            parity_op_id op;
+            if (parity_op_id_find(rows[i].family->ops[j], &op)) out->contains[op] = true;
+        }
 }
 
 parity_error *parity_model_traits_lookup(const char *model_type, const char *path, const parity_model_traits **out) {

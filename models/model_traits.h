@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "ops/core/error.h"
+#include "ops/op_id.h"
 #include "ops/moe_router/moe_router.h"
 #include "ops/rms_norm/rms_norm.h"
 #include "ops/rotary/rope_description.h"
@@ -99,6 +100,10 @@ typedef struct parity_model_traits {
     double partial_rotary_factor;               // 0: 1 (full rotary)
     bool tie_word_embeddings;
 } parity_model_traits;
+
+// Every op some supported model_type can call: the union of the `ops` of every row's family. A
+// kernel-selection field whose op is outside it is used by no model parity builds.
+void parity_model_traits_all_ops(parity_op_set *out);
 
 // The row of `model_type`, or NULL when parity does not implement it.
 const parity_model_traits *parity_model_traits_find(const char *model_type);

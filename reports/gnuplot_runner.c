@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ops/core/file.h"
+#include "ops/core/temporaries.h"
 
 bool parity_gnuplot_find(char *path, size_t size) {
     const char *search = getenv("PATH");
@@ -33,12 +34,20 @@ bool parity_gnuplot_find(char *path, size_t size) {
 parity_error *parity_gnuplot_job_start(parity_gnuplot_job *job) {
     const char *base = getenv("TMPDIR");
     if (!base || !base[0]) base = "/tmp";
+    job->tracked_count = 0;
     snprintf(job->directory, sizeof job->directory, "%s/parity-chart-XXXXXX", base);
-    if (!mkdtemp(job->directory)) {
-        int saved_errno = errno;
-        job->directory[0] = '\0';
+    sigset_t saved;
+    parity_temporaries_block(&saved); // mkdtemp picks the name: made and tracked before a signal's handler runs
+    bool made = mkdtemp(job->directory) != NULL;
+    int saved_errno = errno;
+    parity_error *error = made ? parity_temporary_track(job->directory, true, &job->tracked[0]) : NULL;
+    if (error) rmdir(job->directory);
+    parity_temporaries_unblock(&saved);
+    if (!made || error) job->directory[0] = '\0';
+    if (!made)
         return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot create a temporary directory for chart data: %s", base, strerror(saved_errno));
-    }
+    if (error) return error;
+    job->tracked_count = 1;
     return NULL;
 }
 
@@ -46,10 +55,22 @@ static void job_path(const parity_gnuplot_job *job, const char *name, char *path
     snprintf(path, size, "%s/%s", job->directory, name);
 }
 
-parity_error *parity_gnuplot_job_write(const parity_gnuplot_job *job, const char *name, const parity_text *content) {
+// Tracks the job's file `name` before it exists (a handler that meets no file removes nothing).
+static parity_error *track_file(parity_gnuplot_job *job, const char *name) {
+    char path[4200];
+    job_path(job, name, path, sizeof path);
+    if (job->tracked_count == 1 + PARITY_GNUPLOT_JOB_FILES)
+        return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s: more than %d files in one chart job", path, PARITY_GNUPLOT_JOB_FILES);
+    PARITY_TRY(parity_temporary_track(path, false, &job->tracked[job->tracked_count]));
+    job->tracked_count++;
+    return NULL;
+}
+
+parity_error *parity_gnuplot_job_write(parity_gnuplot_job *job, const char *name, const parity_text *content) {
     PARITY_TRY(parity_text_check(content, name));
     char path[4200];
     job_path(job, name, path, sizeof path);
+    PARITY_TRY(track_file(job, name));
     FILE *stream = fopen(path, "wb");
     if (!stream) return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot create: %s", path, strerror(errno));
     bool ok = content->length == 0 || fwrite(content->data, 1, content->length, stream) == content->length;
@@ -108,7 +129,7 @@ static char *inlinable_svg(const char *text, const char *prefix) {
     return out.data;
 }
 
-parity_error *parity_gnuplot_job_run(const parity_gnuplot_job *job, const char *gnuplot, int width, int height, const parity_text *script,
+parity_error *parity_gnuplot_job_run(parity_gnuplot_job *job, const char *gnuplot, int width, int height, const parity_text *script,
                                      const char *id_prefix, char **svg) {
     *svg = NULL;
     parity_text full = {0};
@@ -118,6 +139,8 @@ parity_error *parity_gnuplot_job_run(const parity_gnuplot_job *job, const char *
     parity_text_append(&full, "\nunset output\n");
     parity_error *error = parity_gnuplot_job_write(job, "script.gp", &full);
     parity_text_free(&full);
+    if (!error) error = track_file(job, "stderr.txt"); // gnuplot makes these two
+    if (!error) error = track_file(job, "chart.svg");
     if (error) return error;
     int status = run_gnuplot(job, gnuplot);
     char path[4200];
@@ -156,6 +179,8 @@ void parity_gnuplot_job_finish(parity_gnuplot_job *job) {
     }
     rmdir(job->directory);
     job->directory[0] = '\0';
+    for (int i = 0; i < job->tracked_count; i++) parity_temporary_forget(job->tracked[i]);
+    job->tracked_count = 0;
 }
 
 void parity_gnuplot_append_quoted(parity_text *script, const char *string) {

@@ -101,6 +101,12 @@ static void append_head(parity_text *html, const parity_results *results, const 
         parity_text_append(html, "</code>");
     }
     parity_text_append(html, "</p>\n");
+    if (context->interrupted[0]) {
+        parity_text_append(html, "<div class=\"verdict bad\">Interrupted by ");
+        escaped(html, context->interrupted);
+        parity_text_appendf(html, ": %zu of %zu combos finished; this report is about those</div>\n", results->combo_count,
+                            context->combos_selected);
+    }
     size_t ran = counts[PARITY_COMBO_PASS] + counts[PARITY_COMBO_FAIL];
     if (counts[PARITY_COMBO_FAIL] || counts[PARITY_COMBO_ERROR])
         parity_text_appendf(html, "<div class=\"verdict bad\">%zu of %zu combos failed, %zu could not run (error)</div>\n",
@@ -137,6 +143,7 @@ static void append_context(parity_text *html, const parity_results_context *cont
     append_context_item(html, "command", context->command);
     append_context_item(html, "started", context->started);
     append_context_item(html, "finished", context->finished);
+    append_context_item(html, "interrupted", context->interrupted);
     append_context_item(html, "tolerance rule", context->tolerance_rule);
     append_context_item(html, "timing", context->timing_method);
     parity_text_append(html, "</dl></div>\n");

@@ -42,6 +42,7 @@ static void append_header(parity_text *md, const parity_results *results) {
     char date[80] = "";
     if (context->started[0]) snprintf(date, sizeof date, "%s to %s", context->started, context->finished[0] ? context->finished : "?");
     append_context_row(md, "date", date);
+    append_context_row(md, "interrupted", context->interrupted);
     append_context_row(md, "command", context->command);
     append_context_row(md, "tolerance rule", context->tolerance_rule);
     append_context_row(md, "timing", context->timing_method);
@@ -51,6 +52,12 @@ static void append_header(parity_text *md, const parity_results *results) {
 static void append_counts(parity_text *md, const parity_results *results) {
     size_t counts[PARITY_COMBO_STATUS_COUNT];
     parity_results_counts(results, counts);
+    if (results->context.interrupted[0]) {
+        parity_text_append(md, "**Interrupted by ");
+        parity_text_append_markdown_cell(md, results->context.interrupted);
+        parity_text_appendf(md, ": %zu of %zu combos finished; this report is about those.**\n\n", results->combo_count,
+                            results->context.combos_selected);
+    }
     parity_text_appendf(md, "**%zu combos: %zu pass, %zu fail, %zu not supported, %zu error, %zu excluded**\n\n", results->combo_count,
                         counts[PARITY_COMBO_PASS], counts[PARITY_COMBO_FAIL], counts[PARITY_COMBO_NOT_SUPPORTED],
                         counts[PARITY_COMBO_ERROR], counts[PARITY_COMBO_EXCLUDED]);

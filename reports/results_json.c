@@ -51,6 +51,8 @@ static cJSON *context_json(const parity_results_context *context) {
     cJSON_AddStringToObject(object, "finished", context->finished);
     cJSON_AddStringToObject(object, "tolerance_rule", context->tolerance_rule);
     cJSON_AddStringToObject(object, "timing_method", context->timing_method);
+    cJSON_AddStringToObject(object, "interrupted", context->interrupted);
+    add_integer(object, "combos_selected", (long long)context->combos_selected);
     return object;
 }
 
@@ -237,6 +239,16 @@ static parity_error *read_context(const char *path, const cJSON *root, parity_re
     PARITY_TRY(read_string(&place, object, "finished", context->finished, sizeof context->finished));
     PARITY_TRY(read_string(&place, object, "tolerance_rule", context->tolerance_rule, sizeof context->tolerance_rule));
     PARITY_TRY(read_string(&place, object, "timing_method", context->timing_method, sizeof context->timing_method));
+    // Optional: results.json files written before these fields lack them (a run that went to its end).
+    context->interrupted[0] = '\0';
+    context->combos_selected = 0;
+    if (cJSON_GetObjectItemCaseSensitive(object, "interrupted"))
+        PARITY_TRY(read_string(&place, object, "interrupted", context->interrupted, sizeof context->interrupted));
+    if (cJSON_GetObjectItemCaseSensitive(object, "combos_selected")) {
+        long long selected;
+        PARITY_TRY(read_integer(&place, object, "combos_selected", 0, &selected));
+        context->combos_selected = (size_t)selected;
+    }
     return NULL;
 }
 

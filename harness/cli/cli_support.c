@@ -28,6 +28,12 @@ int parity_cli_report_error(const char *command, parity_error *error) {
     return code;
 }
 
+int parity_cli_report_ops_file_error(const char *command, parity_error *error) {
+    bool malformed = parity_error_kind_of(error) == PARITY_ERROR_DATA;
+    int code = parity_cli_report_error(command, error);
+    return malformed ? PARITY_EXIT_CONFIG : code;
+}
+
 parity_cli_option_match parity_cli_option_value(int argc, char **argv, int *index, const char *name,
                                                 const char **value) {
     const char *argument = argv[*index];

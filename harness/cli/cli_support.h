@@ -21,6 +21,9 @@ enum parity_exit_code {
 int parity_cli_exit_code(const parity_error *error);
 // Prints "parity CMD: " + the error chain to stderr and frees it; returns its exit code.
 int parity_cli_report_error(const char *command, parity_error *error);
+// The same for an error reading a kernel-selection YAML (harness/config/yaml_ops.h): a malformed or
+// ill-formed file is a config error (2) in every command; only an unreadable one is an I/O error (3).
+int parity_cli_report_ops_file_error(const char *command, parity_error *error);
 
 typedef enum parity_cli_option_match {
     PARITY_CLI_OPTION_NO_MATCH = 0,

@@ -1,7 +1,10 @@
 // command_config.c: `parity config check`: reads a VeOmni YAML's model.ops_implementation block
 // and any --ops overrides, resolves them for a device / SP degree / MODELING_BACKEND with every rule
 // of the seed, prints the resolved config, and lists every problem: rejections (rules broken) apart
-// from unavailable backends. Exit 0 only when every selected backend can run here.
+// from unavailable backends. Exit 0 only when every selected backend a model can use runs here. A
+// field whose op no model family of parity calls (models/model_traits.h: the union of the families'
+// ops; today dsa_indexer, dsa_attn, mhc and rope_vision) is checked for a known value that the device
+// allows, then reported as "not used by any model" instead of failing for a backend nobody can call.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,7 @@
 #include "harness/config/ops_config.h"
 #include "harness/config/ops_override.h"
 #include "harness/config/yaml_ops.h"
+#include "models/model_traits.h"
 
 enum { MAX_OVERRIDES = 32 };
 
@@ -32,7 +36,10 @@ void parity_command_config_usage(FILE *stream) {
             "  --sp N               Ulysses sequence-parallel degree (default 1)\n"
             "  --modeling-backend B veomni or hf (default: $MODELING_BACKEND, else veomni)\n"
             "\n"
-            "exit status: 0 every selected backend is available on the device\n"
+            "Fields whose op no model of parity calls (dsa_indexer, dsa_attn, mhc, rope_vision today) are\n"
+            "checked for a known value, then listed as not used by any model; their backends are not asked for.\n"
+            "\n"
+            "exit status: 0 every selected backend that a model can use is available on the device\n"
             "             2 usage error, invalid config (unknown field or value, a value not supported on the\n"
             "               device, no sequence-parallel support, malformed or ill-formed YAML), or a selected\n"
             "               backend that is unavailable here (not built yet, needs an Ascend NPU build, ...)\n"
@@ -134,16 +141,25 @@ static void print_problems(const parity_ops_config *config, parity_ops_problem_k
         if (config->problems[i].kind == kind) printf("  %s\n", config->problems[i].message);
 }
 
+// The note on fields no model uses (status "not needed"), one line each.
+static void print_unused(const parity_ops_config *config) {
+    size_t count = 0;
+    for (size_t i = 0; i < PARITY_KERNEL_FIELD_COUNT; i++) count += config->selections[i].status == PARITY_OPS_NOT_NEEDED;
+    if (!count) return;
+    printf("\nnote: not used by any model of parity (%zu): the value is checked, its backend is not asked for\n", count);
+    for (size_t i = 0; i < PARITY_KERNEL_FIELD_COUNT; i++) {
+        const parity_ops_selection *selection = &config->selections[i];
+        if (selection->status == PARITY_OPS_NOT_NEEDED)
+            printf("  %s: '%s' (op %s)\n", selection->field->name, selection->resolved, selection->field->op);
+    }
+}
+
 // Reads FILE and the --ops strings into settings. YAML problems are config errors here (exit 2);
 // only an unreadable file is an I/O error (exit 3).
 static int load_settings(const check_arguments *arguments, parity_ops_settings *settings) {
     if (arguments->file) {
         parity_error *error = parity_yaml_ops_read_file(arguments->file, settings);
-        if (error) {
-            parity_error_kind kind = parity_error_kind_of(error);
-            int code = parity_cli_report_error("config check", error);
-            return kind == PARITY_ERROR_DATA ? PARITY_EXIT_CONFIG : code;
-        }
+        if (error) return parity_cli_report_ops_file_error("config check", error);
     }
     for (int i = 0; i < arguments->override_count; i++) {
         parity_error *error = parity_ops_override_parse(arguments->overrides[i], settings);
@@ -162,6 +178,9 @@ static int config_check(int argc, char **argv) {
         parity_ops_settings_free(&settings);
         return code;
     }
+    parity_op_set used_ops; // by some model: the other fields are reported, not failed
+    parity_model_traits_all_ops(&used_ops);
+    arguments.options.needed_ops = &used_ops;
     parity_ops_config config;
     parity_error *error = parity_ops_config_build(&settings, &arguments.options, &config);
     parity_ops_settings_free(&settings);
@@ -183,8 +202,9 @@ static int config_check(int argc, char **argv) {
     }
     print_problems(&config, PARITY_OPS_PROBLEM_REJECTED, "rejected", config.rejected_count);
     print_problems(&config, PARITY_OPS_PROBLEM_UNAVAILABLE, "unavailable on this machine", config.unavailable_count);
+    print_unused(&config);
     if (config.problem_count == 0)
-        printf("\nok: every selected backend is available on %s\n", parity_device_type_name(config.device.type));
+        printf("\nok: every selected backend that a model uses is available on %s\n", parity_device_type_name(config.device.type));
     else
         printf("\nconfig check failed: %zu rejected, %zu unavailable\n", config.rejected_count,
                config.unavailable_count);

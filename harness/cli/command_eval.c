@@ -44,7 +44,8 @@ void parity_command_eval_usage(FILE *stream) {
             "  --json               print one JSON object\n"
             "\n"
             "exit status: 0 ok; 1 NaN/Inf in the loss or a gradient; 2 usage or config error (unknown or\n"
-            "             unavailable backend); 3 unreadable or malformed checkpoint, config or batch\n");
+            "             unavailable backend, a malformed --ops-file); 3 unreadable or malformed checkpoint,\n"
+            "             config or batch, an unreadable --ops-file\n");
 }
 
 typedef struct eval_arguments {
@@ -186,6 +187,10 @@ int parity_command_eval(int argc, char **argv) {
     parity_ops_settings settings = {0};
     parity_error *error = NULL;
     if (arguments.ops_file) error = parity_yaml_ops_read_file(arguments.ops_file, &settings);
+    if (error) {
+        parity_ops_settings_free(&settings);
+        return parity_cli_report_ops_file_error("eval", error);
+    }
     for (int i = 0; !error && i < arguments.ops_count; i++) error = parity_ops_override_parse(arguments.ops[i], &settings);
     if (error) {
         parity_ops_settings_free(&settings);

@@ -2,6 +2,7 @@
 // goldens, recomputing them to see drift, printing one, and converting old-format ones to the
 // current format with every value kept (golden/golden.h stores them in sealed HDF5 files).
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "golden/golden_migrate.h"
 #include "harness/cli/cli_support.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/interrupt.h"
 #include "harness/golden_case.h"
 #include "harness/provenance.h"
 #include "harness/text.h"
@@ -45,8 +47,12 @@ void parity_command_golden_usage(FILE *stream) {
             "\n"
             "  --golden-dir DIR  default golden\n"
             "\n"
+            "SIGINT or SIGTERM stops generate after the golden in progress (every golden written is whole;\n"
+            "no temporary file is left); a second signal stops at once.\n"
+            "\n"
             "exit status: 0 ok; 1 verify found fp64 drift above 1e-12 relative or changed inputs; 2 usage or\n"
-            "             suite error; 3 missing or corrupt golden, unreadable input, device failure\n");
+            "             suite error; 3 missing or corrupt golden, unreadable input, device failure;\n"
+            "             130 / 143 generate interrupted by SIGINT / SIGTERM\n");
 }
 
 typedef struct golden_arguments {
@@ -80,10 +86,11 @@ static bool file_exists(const char *path) {
     return stat(path, &info) == 0;
 }
 
-// Calls `each` for every (model, batch) of the suite (or of --model).
+// Calls `each` for every (model, batch) of the suite (or of --model); with `stop`, none after *stop
+// turned nonzero (a signal: golden generate stops between cases), and then *stopped is true.
 typedef parity_error *(*case_visitor)(const parity_case *c, const char *path, void *context);
 static parity_error *for_each_case(const char *suite_argument, const golden_arguments *arguments, parity_suite **suite_out,
-                                   case_visitor each, void *context) {
+                                   const volatile sig_atomic_t *stop, bool *stopped, case_visitor each, void *context) {
     char suite_path[1024];
     PARITY_TRY(parity_suite_locate(suite_argument, "suites", suite_path, sizeof suite_path));
     PARITY_TRY(parity_suite_load(suite_path, suite_out));
@@ -96,6 +103,10 @@ static parity_error *for_each_case(const char *suite_argument, const golden_argu
         size_t batch_count;
         const parity_suite_batch *batches = parity_suite_model_batches(suite, model, &batch_count);
         for (size_t b = 0; b < batch_count; b++) {
+            if (stop && *stop) {
+                *stopped = true;
+                return NULL;
+            }
             char path[1400];
             parity_golden_path_of(arguments->golden_dir, suite->name, model->name, batches[b].name, path, sizeof path);
             parity_case c;
@@ -122,6 +133,7 @@ static parity_error *generate_one(const parity_case *c, const char *path, void *
     generate_state *state = context;
     if (file_exists(path) && !state->arguments->force) {
         printf("kept     %s (exists; --force regenerates it)\n", path);
+        fflush(stdout); // each line as it happens, also into a pipe or a log
         state->kept++;
         return NULL;
     }
@@ -134,6 +146,7 @@ static parity_error *generate_one(const parity_case *c, const char *path, void *
     if (!error)
         printf("written  %s  (loss %.17g, grad_norm %.17g, %zu parameters, eager on %s)\n", path, golden.expected.loss,
                golden.expected.grad_norm, golden.expected.parameter_count, provenance.device);
+    fflush(stdout);
     parity_golden_release(&golden);
     if (!error) state->written++;
     return error;
@@ -306,12 +319,20 @@ int parity_command_golden(int argc, char **argv) {
             for (int i = 0; i < argc; i++) command_line[i + 1] = argv[i];
         }
         state.argv = command_line;
-        if (!error) error = for_each_case(arguments.suite, &arguments, &suite, generate_one, &state);
+        parity_cli_interrupts_install("stopping after the golden in progress (a second signal stops at once)");
+        bool stopped = false;
+        if (!error)
+            error = for_each_case(arguments.suite, &arguments, &suite, parity_cli_interrupt_flag(), &stopped, generate_one, &state);
         free(command_line);
         if (!error) printf("%zu written, %zu kept\n", state.written, state.kept);
+        if (!error && stopped) {
+            int signal_number = parity_cli_interrupt_signal();
+            printf("interrupted by SIG%s: the goldens above are whole; the rest were not made\n", sigabbrev_np(signal_number));
+            status = parity_cli_interrupt_exit_code(signal_number);
+        }
     } else {
         verify_state state = {0, 0};
-        error = for_each_case(arguments.suite, &arguments, &suite, verify_one, &state);
+        error = for_each_case(arguments.suite, &arguments, &suite, NULL, NULL, verify_one, &state);
         if (!error) {
             printf("%zu goldens checked, %zu drifted\n", state.checked, state.drifted);
             status = state.drifted ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;

@@ -1,17 +1,22 @@
 // command_run.c: `parity run`: every combo of a suite against its goldens, into a report folder
 // (harness/runner.h does the work; this file is arguments, listing, output and the exit code).
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness/cli/cli_support.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/interrupt.h"
 #include "harness/config/ops_override.h"
 #include "harness/provenance.h"
 #include "harness/runner.h"
 #include "harness/text.h"
 #include "ops/core/file.h"
+#include "ops/core/temporaries.h"
 #include "ops/testing/test_backends.h"
 #include "reports/render.h"
 #include "reports/results.h"
@@ -34,7 +39,7 @@ void parity_command_run_usage(FILE *stream) {
             "  --filter GLOB         only combos whose id matches (fnmatch), e.g. '*/attn=sdpa,*/bf16/*'\n"
             "  --ops k=v,...         pin fields in every combo but the eager baseline (they leave the sweep)\n"
             "  --list                print the combo ids (and why a combo is excluded or not supported); run nothing\n"
-            "  --out DIR             report folder (default reports/out/<UTC time>-<suite>-<device>/)\n"
+            "  --out DIR             report folder, new or empty (default: a new reports/out/<UTC time>-<suite>-<device>/)\n"
             "  --golden-dir DIR      where golden/<suite>/<model>/<case>.h5 are (default golden)\n"
             "  --with-test-backends  add the deliberately wrong test-only backends (they must fail)\n"
             "\n"
@@ -42,9 +47,14 @@ void parity_command_run_usage(FILE *stream) {
             "Tolerance (suite `tolerance: parity`): |x - golden| <= max(k * |eager - golden|, c * u(dtype) * |golden|),\n"
             "k = 2 loss-like, 3 gradients; see README.\n"
             "\n"
+            "SIGINT or SIGTERM stops the run after the combo in progress: the reports are written for the\n"
+            "combos that finished (results.json says \"interrupted\"); a second signal stops at once.\n"
+            "\n"
             "exit status: 0 every combo passed (not_supported and excluded do not fail); 1 a combo failed or\n"
-            "             could not run; 2 usage or suite error; 3 missing, corrupt or stale golden, absent\n"
-            "             device, unreadable file\n");
+            "             could not run; 2 usage or suite error (an unknown --ops value, a --filter no combo\n"
+            "             matches, an --out that is a file or a folder that is not empty); 3 missing, corrupt or\n"
+            "             stale golden, absent device, unreadable file, an --out that cannot be made or written;\n"
+            "             130 / 143 interrupted by SIGINT / SIGTERM\n");
 }
 
 typedef struct run_arguments {
@@ -116,7 +126,61 @@ static int finish(const parity_results *results, const char *out) {
            counts[PARITY_COMBO_FAIL], counts[PARITY_COMBO_ERROR], counts[PARITY_COMBO_NOT_SUPPORTED],
            counts[PARITY_COMBO_EXCLUDED]);
     printf("report: %s/report.html (results.json, junit.xml, summary.md beside it)\n", out);
+    if (results->context.interrupted[0]) {
+        printf("interrupted by %s: %zu of the %zu combos selected were done; the reports hold those\n",
+               results->context.interrupted, results->combo_count, results->context.combos_selected);
+        return parity_cli_interrupt_exit_code(parity_cli_interrupt_signal());
+    }
     return counts[PARITY_COMBO_FAIL] || counts[PARITY_COMBO_ERROR] ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
+}
+
+static bool directory_is_empty(const char *path) {
+    DIR *directory = opendir(path);
+    if (!directory) return false;
+    bool empty = true;
+    struct dirent *entry;
+    while (empty && (entry = readdir(directory)))
+        empty = strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0;
+    closedir(directory);
+    return empty;
+}
+
+// The report folder, made (or found new and empty) before anything runs, so a bad --out shows at
+// once, not after the last combo. A results folder is never mixed with another run's files: --out
+// must be a new or an empty folder, and the default reports/out/<UTC time>-<suite>-<device> is always
+// a new one (-2, -3, ... when a run of the same second took the name). *created: this call made it.
+static parity_error *prepare_out(const char *requested, const char *suite, const char *device, char *out, size_t size,
+                                 bool *created) {
+    *created = false;
+    if (requested) {
+        parity_text_format(out, size, "%s", requested);
+        struct stat info;
+        if (stat(out, &info) == 0) {
+            if (!S_ISDIR(info.st_mode)) return PARITY_ERROR(PARITY_ERROR_USAGE, "--out %s: a file is in the way (give a folder)", out);
+            if (!directory_is_empty(out))
+                return PARITY_ERROR(PARITY_ERROR_USAGE,
+                                    "--out %s: the folder is not empty (the reports of another run?); give a new or empty "
+                                    "folder: a run never mixes its files with others", out);
+        } else {
+            PARITY_TRY_CONTEXT(parity_make_directories(out), "--out %s", out);
+            *created = true;
+        }
+    } else {
+        char stamp[32], base[900];
+        parity_utc_timestamp(stamp, sizeof stamp, 1);
+        parity_text_format(base, sizeof base, "reports/out/%s-%s-%s", stamp, suite, device);
+        PARITY_TRY(parity_make_directories("reports/out"));
+        for (int attempt = 1; !*created; attempt++) {
+            if (attempt == 1) parity_text_format(out, size, "%s", base);
+            else parity_text_format(out, size, "%s-%d", base, attempt);
+            if (mkdir(out, 0777) == 0) *created = true;
+            else if (errno != EEXIST || attempt == 100)
+                return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot create the report folder: %s", out, strerror(errno));
+        }
+    }
+    if (access(out, W_OK | X_OK) != 0)
+        return PARITY_ERROR(PARITY_ERROR_IO, "%s: the report folder is not writable: %s", out, strerror(errno));
+    return NULL;
 }
 
 int parity_command_run(int argc, char **argv) {
@@ -142,7 +206,8 @@ int parity_command_run(int argc, char **argv) {
     memset(&plan, 0, sizeof plan);
     parity_results results;
     memset(&results, 0, sizeof results);
-    char path[1024];
+    char path[1024], out[1024] = "";
+    bool out_created = false;
     parity_error *error = parity_suite_locate(arguments.suite, "suites", path, sizeof path);
     if (!error) error = parity_suite_load(path, &suite);
     for (int i = 0; !error && i < arguments.ops_count; i++) error = parity_ops_override_parse(arguments.ops[i], &fixed);
@@ -152,18 +217,23 @@ int parity_command_run(int argc, char **argv) {
     if (!error && arguments.list) {
         print_list(&plan);
     } else if (!error) {
-        char out[1024];
-        if (arguments.out) parity_text_format(out, sizeof out, "%s", arguments.out);
-        else {
-            char stamp[32];
-            parity_utc_timestamp(stamp, sizeof stamp, 1);
-            parity_text_format(out, sizeof out, "reports/out/%s-%s-%s", stamp, suite->name,
-                               plan.device_count ? parity_device_type_name(plan.devices[0].type) : "none");
+        error = prepare_out(arguments.out, suite->name,
+                            plan.device_count ? parity_device_type_name(plan.devices[0].type) : "none", out, sizeof out,
+                            &out_created);
+        // A folder made for this run is tracked until its reports are in: a second signal (which ends
+        // the process at once) or a failure leaves no empty report folder behind.
+        int out_handle = -1;
+        if (!error && out_created) error = parity_temporary_track(out, true, &out_handle);
+        if (!error) {
+            parity_cli_interrupts_install("stopping after the current combo; the reports keep the combos that "
+                                          "were done (a second signal stops at once)");
+            options->stop = parity_cli_interrupt_flag();
+            error = parity_run_execute(suite, &plan, options, &results);
         }
-        error = parity_run_execute(suite, &plan, options, &results);
-        if (!error) error = parity_make_directories(out);
         if (!error) error = parity_reports_render_all(out, &results);
         if (!error) status = finish(&results, out);
+        if (error && out_created) rmdir(out); // removed only when empty: nothing of this run is in it
+        parity_temporary_forget(out_handle);
     }
     if (error) status = parity_cli_report_error("run", error);
     parity_results_release(&results);

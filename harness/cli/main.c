@@ -1,11 +1,12 @@
-// main.c: the `parity` command. Registers the built-in backends, then dispatches to a subcommand
-// from the table below; the only place in parity that exits. A command appears in the table (and
-// in --help) once it exists; eval, golden, run, report and bench get their rows as they land.
+// main.c: the `parity` command. Takes the global --verbose out of the arguments, installs the
+// SIGINT/SIGTERM handler (interrupt.h), registers the built-in backends, then dispatches to a
+// subcommand from the table below; the only place in parity that exits.
 #include <stdio.h>
 #include <string.h>
 
 #include "harness/cli/cli_support.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/interrupt.h"
 #include "harness/cli/version.h"
 #include "ops/core/cuda_api.h"
 #include "ops/registry.h"
@@ -53,8 +54,12 @@ static void print_usage(FILE *stream) {
     for (size_t i = 0; i < command_count; i++) fprintf(stream, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(stream,
             "\n"
+            "options of every command:\n"
+            "  --verbose  errors also say where in parity's source they arose (file:line of each step)\n"
+            "\n"
             "exit status: 0 success; 1 the command ran and found failures; 2 usage error, invalid config or\n"
-            "             an unavailable backend; 3 unreadable input file, device or system failure\n");
+            "             an unavailable backend; 3 unreadable input file, device or system failure;\n"
+            "             130 / 143 interrupted by SIGINT / SIGTERM (run and golden generate keep what finished)\n");
 }
 
 static bool is_help_flag(const char *argument) {
@@ -112,4 +117,21 @@ static int run(int argc, char **argv) {
     return command->run(argc - 1, argv + 1);
 }
 
-int main(int argc, char **argv) { return run(argc, argv); }
+// Removes every --verbose from argv (it may come before or after the command); true when one was there.
+static bool take_verbose(int *argc, char **argv) {
+    bool verbose = false;
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--verbose") == 0) verbose = true;
+        else argv[kept++] = argv[i];
+    }
+    argv[kept] = NULL;
+    *argc = kept;
+    return verbose;
+}
+
+int main(int argc, char **argv) {
+    parity_error_show_locations(take_verbose(&argc, argv));
+    parity_cli_interrupts_install(NULL); // run and golden generate ask for a graceful stop
+    return run(argc, argv);
+}

@@ -27,6 +27,7 @@ parity_ops_config_options parity_ops_config_options_default(void) {
         .modeling_backend = PARITY_MODELING_FROM_ENVIRONMENT,
         .needed_ops = NULL,
         .skip_availability = false,
+        .vocabulary_only = false,
     };
 }
 
@@ -142,6 +143,10 @@ parity_error *parity_ops_config_build(const parity_ops_settings *settings, const
     for (size_t i = 0; settings && i < settings->count; i++) apply_setting(config, &settings->items[i]);
     for (size_t i = 0; i < PARITY_KERNEL_FIELD_COUNT; i++) {
         parity_ops_selection *selection = &config->selections[i];
+        if (options->vocabulary_only) {
+            if (parity_ops_check_vocabulary(config, selection)) selection->status = PARITY_OPS_NOT_CHECKED;
+            continue;
+        }
         parity_ops_resolve_selection(config, selection, op_is_needed(selection->field->op, options->needed_ops),
                                      !options->skip_availability);
     }

@@ -73,6 +73,9 @@ typedef struct parity_ops_config_options {
     const parity_op_set *needed_ops;      // the ops the caller will run (a model's requirements);
                                           // NULL = every kernel-selection op
     bool skip_availability;               // validate and resolve only; never ask the registry
+    bool vocabulary_only;                 // only known fields and values, each field set once: no device,
+                                          // SP or availability rule (`parity run --ops`, whose combos
+                                          // judge each device; status NOT_CHECKED)
 } parity_ops_config_options;
 
 typedef struct parity_ops_config {

@@ -156,24 +156,31 @@ static bool apply_device_rules(parity_ops_config *config, parity_ops_selection *
     return true;
 }
 
-void parity_ops_resolve_selection(parity_ops_config *config, parity_ops_selection *selection, bool needed,
-                                  bool check_availability) {
+bool parity_ops_check_vocabulary(parity_ops_config *config, parity_ops_selection *selection) {
     const parity_kernel_field *field = selection->field;
-    parity_device_type device = config->device.type;
     selection->status = PARITY_OPS_AVAILABLE;
     selection->backend[0] = selection->resolved[0] = selection->reason[0] = '\0';
     if (strlen(selection->requested) + 1 >= sizeof selection->requested) {
         reject(config, selection, "value too long", "value '%.40s...' is too long (at most %d characters)",
                selection->requested, PARITY_OPS_VALUE_MAX - 2);
-        return;
+        return false;
     }
     if (!parity_kernel_value_known(field, selection->requested)) {
         char allowed[512];
         reject(config, selection, "unknown value", "'%s' is not a known value (allowed: %s)", selection->requested,
                parity_kernel_field_allowed_values(field, allowed, sizeof allowed));
-        return;
+        return false;
     }
     snprintf(selection->backend, sizeof selection->backend, "%s", selection->requested);
+    snprintf(selection->resolved, sizeof selection->resolved, "%s", selection->requested);
+    return true;
+}
+
+void parity_ops_resolve_selection(parity_ops_config *config, parity_ops_selection *selection, bool needed,
+                                  bool check_availability) {
+    const parity_kernel_field *field = selection->field;
+    parity_device_type device = config->device.type;
+    if (!parity_ops_check_vocabulary(config, selection)) return;
     bool device_ok = apply_device_rules(config, selection, needed);
     snprintf(selection->resolved, sizeof selection->resolved, "%s", selection->backend);
     if (strcmp(field->op, PARITY_OP_ATTENTION) == 0) apply_sequence_parallel_rules(config, selection);

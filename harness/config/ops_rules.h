@@ -17,6 +17,10 @@ bool parity_ops_config_add_problem(parity_ops_config *config, parity_ops_problem
 void parity_ops_selection_add_note(parity_ops_selection *selection, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 
+// The vocabulary rule alone: a known value of the field (and not too long). On success backend and
+// resolved are the requested value and the status is AVAILABLE; otherwise the selection is rejected.
+bool parity_ops_check_vocabulary(parity_ops_config *config, parity_ops_selection *selection);
+
 // Resolves selection (requested value and source already set) under config's device, SP degree
 // and modeling backend: fills backend, resolved, notes, status and reason, and reports problems.
 // `needed`: the caller runs this op (availability and model-time rules apply).

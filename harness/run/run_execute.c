@@ -4,6 +4,7 @@
 #include "harness/runner.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,7 +210,9 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
 
     parity_run_group group;
     memset(&group, 0, sizeof group);
+    int stopped_by = 0;
     for (size_t i = 0; i < plan->combos.count && !error; i++) {
+        if (options->stop && (stopped_by = *options->stop) != 0) break;
         const parity_combo_plan *combo = &plan->combos.items[i];
         if (combo->is_baseline) {
             parity_step_result_release(&group.eager);
@@ -262,6 +265,12 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
     char finished[32];
     parity_text_format(results->context.finished, sizeof results->context.finished, "%s",
                        parity_utc_timestamp(finished, sizeof finished, 0));
+    results->context.combos_selected = plan->selected_count;
+    if (stopped_by) {
+        const char *name = sigabbrev_np(stopped_by);
+        if (name) parity_text_format(results->context.interrupted, sizeof results->context.interrupted, "SIG%s", name);
+        else parity_text_format(results->context.interrupted, sizeof results->context.interrupted, "signal %d", stopped_by);
+    }
     for (size_t k = 0; k < plan->case_count; k++)
         if (loaded[k]) parity_golden_release(&goldens[k]);
     free(goldens);

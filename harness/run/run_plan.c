@@ -1,11 +1,12 @@
 // run_plan.c: planning a suite run (runner.h): the devices, dtypes, cases (model, batch) and combos,
-// and which combos --filter selects.
+// and which combos --filter selects (a filter that selects none is a USAGE error).
 #include "harness/runner.h"
 
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/config/ops_config.h"
 #include "harness/text.h"
 
 void parity_run_plan_release(parity_run_plan *plan) {
@@ -61,9 +62,37 @@ static parity_error *plan_dtypes(const parity_suite *suite, const parity_run_opt
     return NULL;
 }
 
+// The --ops pins are known values of their fields, each field set once: the vocabulary rule of
+// `parity config check` (harness/config/ops_config.h), with its messages, so a value no backend has
+// is a CONFIG error in both. Device and availability rules stay with the combos: a known value that
+// cannot run on a device makes that device's combos not_supported, with the reason. Unknown fields
+// are named by the combo enumeration (combos.c).
+static parity_error *check_pins(const parity_ops_settings *fixed) {
+    if (!fixed || fixed->count == 0) return NULL;
+    parity_ops_config_options options = parity_ops_config_options_default();
+    options.vocabulary_only = true;
+    options.modeling_backend = PARITY_MODELING_VEOMNI; // MODELING_BACKEND is not read by `parity run`
+    parity_ops_config config;
+    parity_error *error = parity_ops_config_build(fixed, &options, &config);
+    if (error && parity_error_kind_of(error) == PARITY_ERROR_MEMORY) {
+        parity_ops_config_release(&config);
+        return error;
+    }
+    parity_error_free(error); // the problems are in config.problems
+    char problems[900] = "";
+    size_t shown = 0;
+    for (size_t i = 0; i < config.problem_count; i++) {
+        if (!config.problems[i].field) continue;
+        parity_text_extend(problems, sizeof problems, "%s%s", shown++ ? "; " : "", config.problems[i].message);
+    }
+    parity_ops_config_release(&config);
+    return shown ? PARITY_ERROR(PARITY_ERROR_CONFIG, "%s", problems) : NULL;
+}
+
 parity_error *parity_run_plan_build(const parity_suite *suite, const parity_run_options *options, parity_run_plan *out) {
     memset(out, 0, sizeof *out);
     PARITY_TRY(parity_suite_check_ranks(suite));
+    PARITY_TRY(check_pins(options->fixed));
     if (options->model && !parity_suite_find_model(suite, options->model)) {
         char names[512] = "";
         for (size_t i = 0; i < suite->model_count; i++)
@@ -119,6 +148,10 @@ parity_error *parity_run_plan_build(const parity_suite *suite, const parity_run_
         out->selected[i] = !options->filter || fnmatch(options->filter, out->combos.items[i].id, 0) == 0;
         out->selected_count += out->selected[i];
     }
+    if (!error && options->filter && out->selected_count == 0) // as pytest's "no tests ran": not a pass
+        error = PARITY_ERROR(PARITY_ERROR_USAGE,
+                             "--filter '%s': no combo matches (of the %zu combos planned; `parity run --suite %s --list` "
+                             "shows their ids)", options->filter, out->combos.count, suite->name);
     if (error) parity_run_plan_release(out);
     return error;
 }

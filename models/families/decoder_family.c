@@ -235,9 +235,20 @@ static parity_error *decoder_parameter_specs(const parity_model_config *config, 
     return NULL;
 }
 
+// Every op decoder_requirements can name (the union over configs).
+static const char *const decoder_ops[] = {
+    PARITY_OP_EMBEDDING, PARITY_OP_LINEAR, PARITY_OP_ADD, PARITY_OP_RMS_NORM, PARITY_OP_CROSS_ENTROPY,
+    PARITY_OP_ATTENTION, PARITY_OP_ROTARY,                                   // attention layers
+    PARITY_OP_SPLIT, PARITY_OP_SIGMOID_GATE, PARITY_OP_CONCAT, PARITY_OP_BROADCAST_HEADS, // gates, MLA
+    PARITY_OP_CAUSAL_CONV1D, PARITY_OP_GATED_DELTA_RULE, PARITY_OP_GDN_GATING, PARITY_OP_RMS_NORM_GATED, // GatedDeltaNet
+    PARITY_OP_SWIGLU, PARITY_OP_MOE_ROUTER, PARITY_OP_MOE_EXPERTS, PARITY_OP_LOAD_BALANCING_LOSS,      // MLP, MoE
+};
+
 const parity_model_family parity_decoder_family = {
     .name = "causal-LM decoder",
     .requirements = decoder_requirements,
+    .ops = decoder_ops,
+    .op_count = sizeof decoder_ops / sizeof decoder_ops[0],
     .parameter_specs = decoder_parameter_specs,
     .forward = decoder_forward,
 };

@@ -50,6 +50,10 @@ parity_error *parity_error_wrap(parity_error *inner, const char *file, int line,
     return outer;
 }
 
+static bool show_locations = true;
+
+void parity_error_show_locations(bool show) { show_locations = show; }
+
 static const parity_error *innermost(const parity_error *error) {
     while (error && error->inner) error = error->inner;
     return error;
@@ -91,7 +95,7 @@ const char *parity_error_format(const parity_error *error, char *buffer, size_t 
         used += (size_t)written;
     }
     const parity_error *root = innermost(error);
-    if (root) snprintf(buffer + used, size - used, " (%s:%d)", root->file, root->line);
+    if (root && show_locations) snprintf(buffer + used, size - used, " (%s:%d)", root->file, root->line);
     return buffer;
 }
 
@@ -99,9 +103,11 @@ void parity_error_print(const parity_error *error, FILE *stream) {
     if (!error) return;
     const parity_error *root = innermost(error);
     fprintf(stream, "error: %s: %s\n", parity_error_kind_name(root->kind), root->message);
-    fprintf(stream, "  at %s:%d\n", root->file, root->line);
+    if (show_locations) fprintf(stream, "  at %s:%d\n", root->file, root->line);
     for (const parity_error *frame = error; frame && frame != root; frame = frame->inner) {
-        if (frame->message[0]) fprintf(stream, "  while %s (%s:%d)\n", frame->message, frame->file, frame->line);
+        if (!frame->message[0]) continue;
+        if (show_locations) fprintf(stream, "  while %s (%s:%d)\n", frame->message, frame->file, frame->line);
+        else fprintf(stream, "  while %s\n", frame->message);
     }
 }
 

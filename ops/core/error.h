@@ -42,10 +42,16 @@ parity_error_kind parity_error_kind_of(const parity_error *error);
 const char *parity_error_kind_name(parity_error_kind kind);
 // The innermost message alone (without file:line or context).
 const char *parity_error_message(const parity_error *error);
-// Renders "context: context: message (file:line)" into `buffer`; returns buffer.
+// Renders "context: context: message (file:line)" into `buffer`; returns buffer. Without source
+// locations (parity_error_show_locations(false)): "context: context: message".
 const char *parity_error_format(const parity_error *error, char *buffer, size_t size);
-// Prints the full chain, one frame per line, each with its file:line.
+// Prints the full chain, one frame per line, each with its file:line (when locations are shown).
 void parity_error_print(const parity_error *error, FILE *stream);
+// Whether parity_error_format and parity_error_print add the file:line every error carries. On by
+// default (tests and library users see where an error arose); the `parity` command turns it off
+// unless --verbose, so a user reads what went wrong, not where in parity's source. A display
+// setting of the process: set it once, before any thread formats an error.
+void parity_error_show_locations(bool show);
 void parity_error_free(parity_error *error);
 
 #define PARITY_ERROR(kind, ...) parity_error_new((kind), __FILE__, __LINE__, __VA_ARGS__)

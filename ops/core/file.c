@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ops/core/temporaries.h"
+
 // Writes every byte to `descriptor`, syncs and closes it; `temporary` names it in errors.
 static parity_error *write_all(int descriptor, const char *temporary, const void *data, size_t size) {
     const char *bytes = data;
@@ -57,11 +59,24 @@ parity_error *parity_write_file_atomic(const char *path, const void *data, size_
     if (!path || !path[0]) return PARITY_ERROR(PARITY_ERROR_USAGE, "writing a file: empty path");
     if (snprintf(temporary, sizeof temporary, "%s.tmp.XXXXXX", path) >= (int)sizeof temporary)
         return PARITY_ERROR(PARITY_ERROR_USAGE, "%.200s...: path too long", path);
+    // Created and tracked with SIGINT/SIGTERM held off: a signal's handler may remove it from then on
+    // (ops/core/temporaries.h), so a kill between this write and its rename leaves no temporary file.
+    sigset_t saved;
+    parity_temporaries_block(&saved);
     int descriptor = mkostemp(temporary, O_CLOEXEC);
-    if (descriptor < 0) return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot create: %s", temporary, strerror(errno));
-    parity_error *error = write_all(descriptor, temporary, data, size);
+    int saved_errno = errno, handle = -1;
+    parity_error *error = descriptor < 0 ? NULL : parity_temporary_track(temporary, false, &handle);
+    if (error) {
+        close(descriptor);
+        unlink(temporary);
+    }
+    parity_temporaries_unblock(&saved);
+    if (descriptor < 0) return PARITY_ERROR(PARITY_ERROR_IO, "%s: cannot create: %s", temporary, strerror(saved_errno));
+    if (error) return error;
+    error = write_all(descriptor, temporary, data, size);
     if (!error) error = publish(temporary, path, replace);
     if (error) unlink(temporary); // ours alone: mkostemp made the name unique
+    parity_temporary_forget(handle);
     return error;
 }
 

@@ -16,7 +16,9 @@
 // replaced, not even one that appeared meanwhile (renameat2 RENAME_NOREPLACE; where the file system
 // lacks it, check then rename): a USAGE error. On any failure the temporary file is removed and an
 // old `path` stays as it was; errors name the file and the step ("cannot create", "write failed").
-// The parent directory must exist (parity_make_parent_directories).
+// The parent directory must exist (parity_make_parent_directories). The temporary file is tracked
+// (ops/core/temporaries.h) from its creation to its rename: a signal handler that ends the process
+// removes it.
 parity_error *parity_write_file_atomic(const char *path, const void *data, size_t size, bool replace);
 // mkdir -p: creates `directory` and its missing parents (mode 0777 less the umask); an existing
 // directory is fine, a file in the way is an IO error naming it.

@@ -3,7 +3,9 @@
 #ifndef PARITY_CLI_RUNNER_H
 #define PARITY_CLI_RUNNER_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef struct command_result {
     int exit_code;
@@ -17,5 +19,22 @@ command_result run_parity(const char *arguments);
 command_result run_parity_from(const char *directory, const char *parity, const char *arguments);
 // The parity binary beside the test binary.
 void parity_binary_path(char *path, size_t size);
+
+// A `parity ARGUMENTS` running in the background, for tests that signal it while it works: started
+// through /bin/sh (`exec env ... parity ...`, NO_COLOR=1, MODELING_BACKEND unset, TMPDIR=`tmpdir`
+// when not NULL) with SIGINT and SIGTERM at their defaults and unblocked, whatever the test runner
+// set; stdout and stderr go into one pipe the test reads.
+typedef struct parity_child {
+    pid_t pid;
+    int output;      // read end of the pipe
+    char *text;      // everything read so far, NUL-terminated
+    size_t length, capacity;
+} parity_child;
+parity_child start_parity(const char *arguments, const char *tmpdir);
+// Reads the child's output until `needle` appears (true) or it closes the pipe or `seconds` pass (false).
+bool wait_for_output(parity_child *child, const char *needle, double seconds);
+// Reads the rest and waits for the child. exit_code is its exit status, or 128 + the signal that
+// ended it (as a shell reports it); output takes over child->text.
+command_result finish_parity(parity_child *child);
 
 #endif

@@ -75,7 +75,7 @@ Test(cli, usage_and_errors_have_documented_exit_codes) {
         {"list things", 2, "unknown list 'things'"},
         {"list backends --device tpu", 2, "unknown device 'tpu'"},
         {"list ops --device all", 2, "unknown device 'all'"},
-        {"list backends --verbose", 2, "unknown argument '--verbose'"},
+        {"list backends --frobnicate", 2, "unknown argument '--frobnicate'"},
         {"config", 2, "say what to do: check"},
         {"config fix", 2, "unknown action 'fix'"},
         {"config check --device", 2, "option --device needs a value"},

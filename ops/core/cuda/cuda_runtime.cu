@@ -1,5 +1,6 @@
 // cuda_runtime.cu: the CUDA door (cuda_api.h) over the CUDA runtime: device discovery, allocation,
 // copies, streams and events. Every call checks its status and returns a parity error naming the call.
+#include <dlfcn.h>
 #include <stdio.h>
 
 #include "ops/core/cuda/cuda_check.h"
@@ -10,12 +11,31 @@ extern "C" {
 
 extern "C" bool parity_cuda_built(void) { return true; }
 
+// Why cudaGetDeviceCount failed, in words a user can act on. The runtime says "CUDA driver version is
+// insufficient for CUDA runtime version" also when there is no driver at all: when libcuda.so.1 cannot
+// be loaded, that is what is said instead.
+static void describe_no_device(cudaError_t status, char *reason, size_t reason_size) {
+    if (status == cudaErrorInsufficientDriver) {
+        void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+        if (!driver) {
+            const char *why = dlerror();
+            snprintf(reason, reason_size, "no CUDA device present (no CUDA driver: %s)",
+                     why ? why : "libcuda.so.1 cannot be loaded");
+            return;
+        }
+        dlclose(driver);
+    } else if (status == cudaErrorNoDevice) {
+        snprintf(reason, reason_size, "no CUDA device present (the CUDA driver sees no device)");
+        return;
+    }
+    snprintf(reason, reason_size, "no CUDA device present (%s)", cudaGetErrorString(status));
+}
+
 extern "C" int parity_cuda_runtime_device_count(char *reason, size_t reason_size) {
     int count = 0;
     cudaError_t status = cudaGetDeviceCount(&count);
     if (status != cudaSuccess) {
-        if (reason && reason_size)
-            snprintf(reason, reason_size, "no CUDA device present (%s)", cudaGetErrorString(status));
+        if (reason && reason_size) describe_no_device(status, reason, reason_size);
         cudaGetLastError(); // clear the sticky-free error state
         return 0;
     }
