@@ -79,10 +79,15 @@ parity_error *parity_model_create(const parity_model_config *config, parity_para
     parity_parameter_spec *specs = NULL;
     size_t spec_count = 0;
     parity_error *error = family->parameter_specs(config, &specs, &spec_count);
+    // A tensor the config implies is looked for where the values came from (the checkpoint file).
+    const char *source = parameters->source[0] ? parameters->source : "the parameters";
     for (size_t i = 0; !error && i < spec_count; i++) {
-        parity_parameter *parameter;
-        error = parity_parameters_require(parameters, specs[i].name, config->path, &parameter);
-        if (error) break;
+        parity_parameter *parameter = parity_parameters_find(parameters, specs[i].name);
+        if (!parameter) {
+            error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: no tensor named '%s', which the config implies (%s, model_type %s)",
+                                 source, specs[i].name, config->path, config->model_type);
+            break;
+        }
         bool shape_ok = parameter->value.ndim == specs[i].ndim;
         for (int dim = 0; shape_ok && dim < specs[i].ndim; dim++) shape_ok = parameter->value.shape[dim] == specs[i].shape[dim];
         if (!shape_ok) {
@@ -91,8 +96,9 @@ parity_error *parity_model_create(const parity_model_config *config, parity_para
                 snprintf(expected + strlen(expected), sizeof expected - strlen(expected), "%s%lld", dim ? ", " : "",
                          (long long)specs[i].shape[dim]);
             strncat(expected, ")", sizeof expected - strlen(expected) - 1);
-            error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: tensor '%s' has shape %s, the config implies %s", config->path,
-                                 specs[i].name, parity_tensor_shape_string(&parameter->value, actual, sizeof actual), expected);
+            error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: tensor '%s' has shape %s, the config implies %s (%s)", source,
+                                 specs[i].name, parity_tensor_shape_string(&parameter->value, actual, sizeof actual), expected,
+                                 config->path);
             break;
         }
         parity_tensor converted;

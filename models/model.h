@@ -97,7 +97,8 @@ parity_error *parity_model_bind(const parity_model_requirements *requirements, c
 
 // Builds a model from a parsed config and CPU parameters (taken over and moved to device/dtype),
 // running its ops on `bindings` (from parity_model_bind; copied). A node whose op has no binding
-// fails with an error naming the op.
+// fails with an error naming the op. A tensor the config implies that is missing or misshapen is a
+// DATA error naming parameters->source (the checkpoint file) and the tensor.
 parity_error *parity_model_create(const parity_model_config *config, parity_parameters *parameters, parity_device device,
                                   parity_dtype dtype, const parity_bindings *bindings, parity_model **out);
 // Draws every parameter from the Philox stream (seed, HF name) in f64 on the CPU.
