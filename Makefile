@@ -33,9 +33,11 @@ NVCCFLAGS := -std=c++17 -O2 -g -lineinfo -I. -Xcompiler -Wall,-Wno-unused-parame
 NVCC_GENCODE := $(if $(filter sm_90a,$(CUDA_ARCH)),-gencode=arch=compute_90a$(comma)code=sm_90a,-arch=$(CUDA_ARCH))
 comma := ,
 
+# SAN=1: a UBSan finding aborts like an ASan one (by default UBSan prints and goes on, so a test
+# would still pass).
 ifeq ($(SAN),1)
-  CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
-  LDFLAGS += -fsanitize=address,undefined
+  CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1
+  LDFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined
 endif
 
 # Sources: everything under the layer folders, except the CLI entry point and tests.

@@ -91,7 +91,16 @@ static parity_error *draw_ids(uint64_t seed, int64_t vocab_size, parity_case_bat
 
 parity_error *parity_case_batch_make(const parity_suite_batch *spec, int64_t vocab_size, parity_case_batch *out) {
     memset(out, 0, sizeof *out);
-    if (spec->kind == PARITY_SUITE_BATCH_FILE) return load_file(spec, out);
+    if (spec->kind == PARITY_SUITE_BATCH_FILE) {
+        PARITY_TRY(load_file(spec, out));
+        // The file's ids and labels against the model's vocabulary (the model-ready batch checks them),
+        // so a bad file is refused here, naming it, before any golden or run uses it.
+        parity_batch checked;
+        parity_error *error = parity_case_batch_to_batch(out, vocab_size, &checked);
+        if (error) parity_case_batch_release(out);
+        else parity_batch_release(&checked);
+        return error;
+    }
     if (vocab_size <= 0) return PARITY_ERROR(PARITY_ERROR_DATA, "batch '%s': the model has no vocabulary size", spec->name);
     bool packed = spec->kind == PARITY_SUITE_BATCH_PACKED;
     PARITY_TRY(allocate(out, spec->rows, spec->length, packed));

@@ -95,6 +95,7 @@ parity_error *parity_case_evaluate(const parity_case *c, parity_dtype dtype, par
                                    const parity_exec *exec, const parity_op_names *names, bool want_logits,
                                    parity_timer *timer, int warmup_steps, int timed_steps, uint64_t jitter_seed,
                                    parity_evaluation *out) {
+    memset(out, 0, sizeof *out); // released by every caller, also when the batch is refused below
     parity_batch batch;
     PARITY_TRY(parity_case_batch_to_batch(&c->batch, c->config.vocab_size, &batch));
     parity_evaluation_options options = {

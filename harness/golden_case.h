@@ -39,7 +39,8 @@ void parity_golden_path_of(const char *golden_dir, const char *suite, const char
 // One forward + backward of the case with the backends `names` chooses (a planned combo's, already
 // checked: parity_combo_op_names; NULL: every op eager); a non-zero `jitter_seed` nudges the
 // embedding table by rounding-level noise first (harness/evaluate.h). `exec`: the caller's context
-// on `device`, or NULL (one is made for the call); a timer records on it.
+// on `device`, or NULL (one is made for the call); a timer records on it. `out` is filled (zeroed
+// first) whether or not the call fails: release it with parity_evaluation_release either way.
 parity_error *parity_case_evaluate(const parity_case *c, parity_dtype dtype, parity_device device,
                                    const parity_exec *exec, const parity_op_names *names, bool want_logits,
                                    parity_timer *timer, int warmup_steps, int timed_steps, uint64_t jitter_seed,

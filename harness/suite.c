@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "harness/yaml_limits.h"
+
 // ---- problems: collected, then returned as one CONFIG error ----
 
 typedef struct suite_reader {
@@ -74,6 +76,13 @@ static bool expect_kind(suite_reader *reader, const yaml_node_t *node, yaml_node
 
 // Checks a mapping's keys: scalars, each allowed, none twice. `allowed` is NULL-terminated.
 static void check_keys(suite_reader *reader, const yaml_node_t *mapping, const char *const *allowed, const char *what) {
+    size_t *first = NULL;
+    parity_error *error = parity_yaml_first_keys(reader->document, mapping, &first);
+    if (error) {
+        problem(reader, line_of(mapping), "%s", parity_error_message(error));
+        parity_error_free(error);
+        return;
+    }
     for (yaml_node_pair_t *pair = mapping->data.mapping.pairs.start; pair < mapping->data.mapping.pairs.top; pair++) {
         yaml_node_t *key = node_at(reader, pair->key);
         const char *text = scalar_text(key);
@@ -90,15 +99,12 @@ static void check_keys(suite_reader *reader, const yaml_node_t *mapping, const c
                 used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", allowed[i]);
             problem(reader, line_of(key), "unknown key '%s' in %s (allowed: %s)", text, what, list);
         }
-        for (yaml_node_pair_t *earlier = mapping->data.mapping.pairs.start; earlier < pair; earlier++) {
-            const char *earlier_text = scalar_text(node_at(reader, earlier->key));
-            if (earlier_text && strcmp(earlier_text, text) == 0) {
-                problem(reader, line_of(key), "duplicate key '%s' in %s (first at line %d)", text, what,
-                        line_of(node_at(reader, earlier->key)));
-                break;
-            }
-        }
+        size_t earlier = first[pair - mapping->data.mapping.pairs.start];
+        if (mapping->data.mapping.pairs.start + earlier != pair)
+            problem(reader, line_of(key), "duplicate key '%s' in %s (first at line %d)", text, what,
+                    line_of(node_at(reader, mapping->data.mapping.pairs.start[earlier].key)));
     }
+    free(first);
 }
 
 // The value of `key` in `mapping` (the first, if duplicated), or NULL.
@@ -432,6 +438,12 @@ static void add_required_field(suite_reader *reader, const yaml_node_t *item, vo
         problem(reader, line_of(item), "mode requires: '%s' is not a kernel-selection field", text);
         return;
     }
+    // Each field once: so the list never holds more than the PARITY_KERNEL_FIELD_COUNT fields.
+    for (size_t i = 0; i < mode->require_count; i++)
+        if (mode->requires[i] == field) {
+            problem(reader, line_of(item), "mode requires: field '%s' is listed twice", field->name);
+            return;
+        }
     mode->requires[mode->require_count++] = field;
 }
 
@@ -613,6 +625,12 @@ parity_error *parity_suite_parse(const char *text, size_t length, const char *pa
     const char *slash = strrchr(path, '/');
     if (slash) snprintf(reader.directory, sizeof reader.directory, "%.*s", (int)(slash - path), path);
 
+    size_t deep_line, deep_column;
+    if (parity_yaml_too_deep(text, length, &deep_line, &deep_column)) {
+        free(suite);
+        return PARITY_ERROR(PARITY_ERROR_CONFIG, "%s:%zu:%zu: the YAML nests deeper than %d levels (a suite needs 7)", path,
+                            deep_line, deep_column, PARITY_YAML_MAX_DEPTH);
+    }
     yaml_parser_t parser;
     yaml_document_t document;
     if (!yaml_parser_initialize(&parser)) {

@@ -4,6 +4,7 @@
 #include "models/model.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,16 +79,22 @@ parity_error *parity_model_create(const parity_model_config *config, parity_para
     model->dtype = dtype;
     model->family = family;
     model->bindings = *bindings;
+    model->locate_non_finite = true;
     // Every parameter the model declares must be there with its declared shape; they are taken in
     // the declared (HF module) order and moved to the run's device and dtype. Tensors the model does
     // not use (e.g. extra prediction heads) are left out.
     parity_parameter_spec *specs = NULL;
     size_t spec_count = 0;
     parity_error *error = family->parameter_specs(config, &specs, &spec_count);
+    // A tensor the config implies is looked for where the values came from (the checkpoint file).
+    const char *source = parameters->source[0] ? parameters->source : "the parameters";
     for (size_t i = 0; !error && i < spec_count; i++) {
-        parity_parameter *parameter;
-        error = parity_parameters_require(parameters, specs[i].name, config->path, &parameter);
-        if (error) break;
+        parity_parameter *parameter = parity_parameters_find(parameters, specs[i].name);
+        if (!parameter) {
+            error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: no tensor named '%s', which the config implies (%s, model_type %s)",
+                                 source, specs[i].name, config->path, config->model_type);
+            break;
+        }
         bool shape_ok = parameter->value.ndim == specs[i].ndim;
         for (int dim = 0; shape_ok && dim < specs[i].ndim; dim++) shape_ok = parameter->value.shape[dim] == specs[i].shape[dim];
         if (!shape_ok) {
@@ -96,8 +103,9 @@ parity_error *parity_model_create(const parity_model_config *config, parity_para
                 snprintf(expected + strlen(expected), sizeof expected - strlen(expected), "%s%lld", dim ? ", " : "",
                          (long long)specs[i].shape[dim]);
             strncat(expected, ")", sizeof expected - strlen(expected) - 1);
-            error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: tensor '%s' has shape %s, the config implies %s", config->path,
-                                 specs[i].name, parity_tensor_shape_string(&parameter->value, actual, sizeof actual), expected);
+            error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: tensor '%s' has shape %s, the config implies %s (%s)", source,
+                                 specs[i].name, parity_tensor_shape_string(&parameter->value, actual, sizeof actual), expected,
+                                 config->path);
             break;
         }
         parity_tensor converted;
@@ -207,6 +215,39 @@ static parity_error *norm_of(const parity_exec *exec, const parity_tensor *tenso
     return NULL;
 }
 
+// snprintf for the step's 192-character description of where NaN/Inf appeared (truncation accepted).
+static void describe(char *out, size_t size, const char *format, ...) __attribute__((format(printf, 3, 4)));
+static void describe(char *out, size_t size, const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    vsnprintf(out, size, format, args);
+    va_end(args);
+}
+
+// Where NaN/Inf first appeared in a step that met some: the step again on a checking tape, the
+// forward's values in the order they were made (parameters as first used, then each node's
+// outputs), then each node's backward gradients in the order the backward writes them. One more
+// step and one reduction per tensor, only for a step that met NaN/Inf. `where` stays "" when the
+// rerun meets none.
+static parity_error *locate_non_finite(parity_model *model, const parity_exec *exec, const parity_batch *batch,
+                                       bool want_logits, char *where, size_t size) {
+    where[0] = '\0';
+    parity_tape tape;
+    parity_tape_init(&tape, exec, model->dtype, true);
+    tape.check_gradients = true;
+    memset(model->parameter_variables, 0, model->parameters.count * sizeof *model->parameter_variables);
+    parity_forward_outputs outputs = {.want_logits = want_logits};
+    parity_error *error = model->family->forward(model, &tape, batch, &outputs);
+    if (!error) error = parity_tape_find_non_finite_value(&tape, where, size);
+    if (!error && !where[0] && outputs.loss) {
+        error = parity_tape_backward(&tape, outputs.loss);
+        if (!error) snprintf(where, size, "%s", tape.first_non_finite);
+    }
+    parity_tape_release(&tape);
+    memset(model->parameter_variables, 0, model->parameters.count * sizeof *model->parameter_variables);
+    return error;
+}
+
 parity_error *parity_model_step(parity_model *model, const parity_exec *exec, const parity_batch *batch,
                                 bool want_logits, parity_step_result *result) {
     memset(result, 0, sizeof *result);
@@ -266,8 +307,27 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
     result->grad_norm = sqrt(total);
     if (!error && !isfinite(result->loss) && !result->first_non_finite[0])
         snprintf(result->first_non_finite, sizeof result->first_non_finite, "loss");
+    if (!error && result->has_aux_loss && !isfinite(result->aux_loss) && !result->first_non_finite[0])
+        snprintf(result->first_non_finite, sizeof result->first_non_finite, "aux_loss");
     parity_tape_release(&tape);
     memset(model->parameter_variables, 0, model->parameters.count * sizeof *model->parameter_variables);
+    // What was found so far is the first gradient in parameter order, not where NaN/Inf appeared.
+    if (!error && result->first_non_finite[0] && model->locate_non_finite) {
+        char where[sizeof result->first_non_finite];
+        parity_error *rerun = locate_non_finite(model, exec, batch, want_logits, where, sizeof where);
+        char found[sizeof result->first_non_finite];
+        memcpy(found, result->first_non_finite, sizeof found);
+        if (rerun) {
+            char message[160];
+            describe(result->first_non_finite, sizeof result->first_non_finite, "%s (a checked rerun to locate it failed: %s)",
+                     found, parity_error_format(rerun, message, sizeof message));
+            parity_error_free(rerun);
+        } else if (where[0]) {
+            memcpy(result->first_non_finite, where, sizeof where);
+        } else {
+            describe(result->first_non_finite, sizeof result->first_non_finite, "%s (not met again in a checked rerun)", found);
+        }
+    }
     if (error) parity_step_result_release(result);
     return error;
 }

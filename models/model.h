@@ -83,6 +83,9 @@ struct parity_model {
     parity_bindings bindings;        // the backend of every op it calls (family_backend reads them)
     parity_variable **parameter_variables; // per step: one tape variable per parameter (tied weights share it)
     parity_tape_profile *profile;          // NULL, or where steps add their per-op times (tape_profile.h)
+    // True (the default): a step that meets NaN/Inf runs once more on a checking tape to name where
+    // it first appeared (parity_model_step). The timed steps after a measured one turn it off.
+    bool locate_non_finite;
 };
 
 // The family that builds `config` (its traits row's), or NULL for a config not read by parity_model_config_parse.
@@ -102,7 +105,8 @@ parity_error *parity_model_bind(const parity_model_requirements *requirements, c
 
 // Builds a model from a parsed config and CPU parameters (taken over and moved to device/dtype),
 // running its ops on `bindings` (from parity_model_bind; copied). A node whose op has no binding
-// fails with an error naming the op.
+// fails with an error naming the op. A tensor the config implies that is missing or misshapen is a
+// DATA error naming parameters->source (the checkpoint file) and the tensor.
 parity_error *parity_model_create(const parity_model_config *config, parity_parameters *parameters, parity_device device,
                                   parity_dtype dtype, const parity_bindings *bindings, parity_model **out);
 // Draws every parameter from the Philox stream (seed, HF name) in f64 on the CPU.
@@ -121,6 +125,10 @@ parity_error *parity_model_parameter(parity_model *model, parity_tape *tape, con
 
 // One forward + backward on `exec` (a context on the model's device, owned by whoever runs the step);
 // fills `result` (free with parity_step_result_release). Gradients stay in model->parameters[i].gradient.
+// NaN/Inf costs nothing extra to detect (each gradient norm is reduced anyway); a step that meets
+// some is rerun with checks (model->locate_non_finite) so result->first_non_finite names the first
+// tensor where it appeared: a parameter, a forward output with its op and backend, or a gradient
+// with the backward that wrote it.
 parity_error *parity_model_step(parity_model *model, const parity_exec *exec, const parity_batch *batch,
                                 bool want_logits, parity_step_result *result);
 

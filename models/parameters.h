@@ -16,6 +16,9 @@ typedef struct parity_parameter {
 typedef struct parity_parameters {
     parity_parameter *items;
     size_t count, capacity;
+    size_t *index;            // hash slots of the names: item index + 1, 0 = empty (parameters.c)
+    size_t index_capacity;    // a power of two, at least twice count
+    char source[1100];        // where the values came from, for messages (the checkpoint file), or ""
 } parity_parameters;
 
 // Takes ownership of `value` (the caller's struct is reset). Duplicate names are an error.

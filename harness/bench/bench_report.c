@@ -40,6 +40,21 @@ static parity_error *read_file(const char *path, char **out) {
     return NULL;
 }
 
+// The parsed file, or a DATA error quoting the text where parsing stopped (cJSON's error pointer
+// points into the text, so the message is made before the text is freed).
+static parity_error *read_json(const char *path, cJSON **out) {
+    char *text;
+    PARITY_TRY(read_file(path, &text));
+    *out = cJSON_Parse(text);
+    parity_error *error = NULL;
+    if (!*out) {
+        const char *near = cJSON_GetErrorPtr();
+        error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: not valid JSON (near '%.40s')", path, near ? near : "");
+    }
+    free(text);
+    return error;
+}
+
 static const char *json_string(const cJSON *object, const char *name) {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, name);
     return cJSON_IsString(item) ? item->valuestring : NULL;
@@ -98,11 +113,8 @@ static parity_error *peer_row(const char *path, const cJSON *item, int index, pa
 }
 
 parity_error *parity_bench_read_peers(const char *path, parity_bench_report *report) {
-    char *text;
-    PARITY_TRY(read_file(path, &text));
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    if (!root) return PARITY_ERROR(PARITY_ERROR_DATA, "%s: not valid JSON (near '%.40s')", path, cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+    cJSON *root;
+    PARITY_TRY(read_json(path, &root));
     parity_error *error = NULL;
     const cJSON *peers = cJSON_GetObjectItemCaseSensitive(root, "peers");
     if (!cJSON_IsArray(peers)) error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: field 'peers' must be an array", path);
@@ -196,11 +208,8 @@ static parity_error *read_row(const char *path, const cJSON *item, int index, pa
 }
 
 parity_error *parity_bench_read_report(const char *path, parity_bench_report *report) {
-    char *text;
-    PARITY_TRY(read_file(path, &text));
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    if (!root) return PARITY_ERROR(PARITY_ERROR_DATA, "%s: not valid JSON (near '%.40s')", path, cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+    cJSON *root;
+    PARITY_TRY(read_json(path, &root));
     parity_error *error = NULL;
     const cJSON *context = cJSON_GetObjectItemCaseSensitive(root, "context");
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "benchmarks");

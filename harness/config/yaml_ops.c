@@ -10,6 +10,9 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "harness/yaml_limits.h"
+#include "ops/core/file.h"
+
 #define OPS_PATH "model.ops_implementation"
 
 // Problems found while walking the document, joined into one message.
@@ -77,6 +80,9 @@ static yaml_node_t *mapping_lookup(yaml_document_t *document, yaml_node_t *mappi
 // Reads the ops mapping into `settings`, reporting every bad entry.
 static void read_ops_block(yaml_document_t *document, yaml_node_t *block, const char *name,
                            parity_ops_settings *settings, problem_list *problems, parity_error **error) {
+    size_t *first = NULL;
+    *error = parity_yaml_first_keys(document, block, &first);
+    if (*error) return;
     for (yaml_node_pair_t *pair = block->data.mapping.pairs.start; pair < block->data.mapping.pairs.top; pair++) {
         yaml_node_t *key_node = yaml_document_get_node(document, pair->key);
         yaml_node_t *value_node = yaml_document_get_node(document, pair->value);
@@ -86,17 +92,12 @@ static void read_ops_block(yaml_document_t *document, yaml_node_t *block, const 
                         line_of(key_node), node_kind(key_node));
             continue;
         }
-        bool duplicate = false;
-        for (yaml_node_pair_t *earlier = block->data.mapping.pairs.start; earlier < pair && !duplicate; earlier++) {
-            yaml_node_t *earlier_key = yaml_document_get_node(document, earlier->key);
-            const char *earlier_text = scalar_text(earlier_key);
-            if (earlier_text && strcmp(earlier_text, key) == 0) {
-                add_problem(problems, "%s:%d: duplicate key '%s' in " OPS_PATH " (first at line %d)", name,
-                            line_of(key_node), key, line_of(earlier_key));
-                duplicate = true;
-            }
+        yaml_node_pair_t *earlier = block->data.mapping.pairs.start + first[pair - block->data.mapping.pairs.start];
+        if (earlier != pair) {
+            add_problem(problems, "%s:%d: duplicate key '%s' in " OPS_PATH " (first at line %d)", name, line_of(key_node),
+                        key, line_of(yaml_document_get_node(document, earlier->key)));
+            continue;
         }
-        if (duplicate) continue;
         if (value_node->type != YAML_SCALAR_NODE) {
             add_problem(problems, "%s:%d: " OPS_PATH ".%s is %s, expected a scalar value", name, line_of(value_node),
                         key, node_kind(value_node));
@@ -112,6 +113,7 @@ static void read_ops_block(yaml_document_t *document, yaml_node_t *block, const 
             *error = parity_ops_settings_add(settings, key, scalar_text(value_node), &source);
         }
     }
+    free(first);
 }
 
 // Walks root -> model -> ops_implementation of a loaded document.
@@ -167,45 +169,38 @@ static parity_error *parser_error(const yaml_parser_t *parser, const char *name)
                         parser->problem_mark.column + 1, problem);
 }
 
-// Loads the first document from an initialized parser and reads it.
-static parity_error *load_and_read(yaml_parser_t *parser, const char *name, parity_ops_settings *settings) {
-    yaml_document_t document;
-    if (!yaml_parser_load(parser, &document)) return parser_error(parser, name);
-    parity_error *error = read_document(&document, name, settings);
-    yaml_document_delete(&document);
-    return error;
-}
-
 parity_error *parity_yaml_ops_read_text(const char *text, size_t length, const char *name,
                                         parity_ops_settings *settings) {
     if (!text || !settings) return PARITY_ERROR(PARITY_ERROR_USAGE, "parity_yaml_ops_read_text needs text and settings");
     if (!name) name = "<yaml>";
+    size_t deep_line, deep_column; // checked first: libyaml takes minutes over a very deep file
+    if (parity_yaml_too_deep(text, length, &deep_line, &deep_column))
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s:%zu:%zu: the YAML nests deeper than %d levels", name, deep_line,
+                            deep_column, PARITY_YAML_MAX_DEPTH);
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) return PARITY_ERROR(PARITY_ERROR_MEMORY, "%s: initializing libyaml", name);
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, length);
-    parity_error *error = load_and_read(&parser, name, settings);
+    yaml_document_t document; // the first document
+    parity_error *error = NULL;
+    if (!yaml_parser_load(&parser, &document)) {
+        error = parser_error(&parser, name);
+    } else {
+        error = read_document(&document, name, settings);
+        yaml_document_delete(&document);
+    }
     yaml_parser_delete(&parser);
     return error;
 }
 
 parity_error *parity_yaml_ops_read_file(const char *path, parity_ops_settings *settings) {
     if (!path || !settings) return PARITY_ERROR(PARITY_ERROR_USAGE, "parity_yaml_ops_read_file needs a path and settings");
-    FILE *file = fopen(path, "rb");
-    if (!file) return PARITY_ERROR(PARITY_ERROR_IO, "cannot read %s: %s", path, strerror(errno));
     struct stat file_status;
-    if (fstat(fileno(file), &file_status) == 0 && S_ISDIR(file_status.st_mode)) {
-        fclose(file);
-        return PARITY_ERROR(PARITY_ERROR_IO, "cannot read %s: it is a directory", path);
-    }
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-        fclose(file);
-        return PARITY_ERROR(PARITY_ERROR_MEMORY, "%s: initializing libyaml", path);
-    }
-    yaml_parser_set_input_file(&parser, file);
-    parity_error *error = load_and_read(&parser, path, settings);
-    if (!error && ferror(file)) error = PARITY_ERROR(PARITY_ERROR_IO, "reading %s failed", path);
-    yaml_parser_delete(&parser);
-    fclose(file);
+    if (stat(path, &file_status) != 0) return PARITY_ERROR(PARITY_ERROR_IO, "cannot read %s: %s", path, strerror(errno));
+    if (S_ISDIR(file_status.st_mode)) return PARITY_ERROR(PARITY_ERROR_IO, "cannot read %s: it is a directory", path);
+    char *text;
+    size_t length;
+    PARITY_TRY(parity_read_file(path, &text, &length)); // whole, for the depth check before libyaml
+    parity_error *error = parity_yaml_ops_read_text(text, length, path, settings);
+    free(text);
     return error;
 }

@@ -16,7 +16,8 @@ extern "C" {
 
 // Appends every model.ops_implementation entry of the YAML file `path` to `settings`, each with
 // its file:line. Errors: IO when the file cannot be read; DATA for malformed YAML
-// ("run.yaml:4:3: found character that cannot start any token"); CONFIG naming file:line and the
+// ("run.yaml:4:3: found character that cannot start any token") and for YAML nested deeper than
+// PARITY_YAML_MAX_DEPTH (harness/yaml_depth.h); CONFIG naming file:line and the
 // key for a non-mapping block, a non-scalar or empty value, or a duplicate key (all such problems
 // in one error). On error nothing is appended.
 parity_error *parity_yaml_ops_read_file(const char *path, parity_ops_settings *settings);

@@ -1,6 +1,7 @@
 // tape.c: variables, nodes and the reverse sweep behind tape.h.
 #include "models/autograd/tape.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,7 @@ parity_error *parity_tape_push(parity_tape *tape, const char *op, const char *ba
     }
     parity_node *node = &tape->nodes[tape->node_count++];
     memset(node, 0, sizeof *node);
+    node->variable_end = tape->variable_count;
     node->op = op;
     node->backend = backend;
     node->backward = backward;
@@ -150,6 +152,7 @@ parity_error *parity_tape_record(parity_tape *tape, const char *op, const char *
 
 parity_error *parity_variable_accumulate(parity_variable *variable, const parity_tensor *contribution) {
     if (!variable->requires_gradient) return NULL;
+    variable->gradient_written = true;
     if (!variable->has_gradient) {
         PARITY_TRY(parity_tensor_alloc(&variable->gradient, variable->value.dtype, variable->value.device, variable->value.ndim,
                                        variable->value.shape));
@@ -168,6 +171,7 @@ parity_error *parity_variable_gradient_target(parity_variable *variable, parity_
     if (!variable->has_gradient) {
         PARITY_TRY(parity_tensor_alloc(&variable->gradient, variable->value.dtype, variable->value.device, variable->value.ndim,
                                        variable->value.shape));
+        variable->gradient_written = true; // the backward writes into it directly
         *target = &variable->gradient;
         *direct = true;
         return NULL;
@@ -189,6 +193,53 @@ parity_error *parity_variable_gradient_commit(parity_variable *variable, parity_
     return error;
 }
 
+// *finite = no NaN/Inf in a float tensor, by one reduction (a NaN or Inf makes the sum of squares
+// non-finite). Integer tensors and non-contiguous device views (whose source is checked) count as
+// finite.
+static parity_error *is_finite(const parity_exec *exec, const parity_tensor *tensor, bool *finite) {
+    *finite = true;
+    if (!parity_dtype_is_float(tensor->dtype) || !tensor->data || !tensor->numel) return NULL;
+    if (tensor->device.type != PARITY_DEVICE_CPU && !parity_tensor_is_contiguous(tensor)) return NULL;
+    double sum = 0;
+    PARITY_TRY(parity_tensor_sum_of_squares(exec, tensor, &sum));
+    *finite = isfinite(sum);
+    return NULL;
+}
+
+// A checking tape, after `node`'s backward: the gradients it wrote, the first non-finite one named.
+static parity_error *check_written_gradients(parity_tape *tape, const parity_node *node) {
+    for (size_t i = 0; i < tape->variable_count; i++) {
+        parity_variable *variable = tape->variables[i];
+        if (!variable->gradient_written) continue;
+        variable->gradient_written = false;
+        if (tape->first_non_finite[0] || !variable->has_gradient) continue;
+        bool finite;
+        PARITY_TRY(is_finite(tape->exec, &variable->gradient, &finite));
+        if (!finite)
+            snprintf(tape->first_non_finite, sizeof tape->first_non_finite, "gradient of %s (backward of %s, %s)",
+                     variable->name, node->op, node->backend);
+    }
+    return NULL;
+}
+
+parity_error *parity_tape_find_non_finite_value(parity_tape *tape, char *where, size_t size) {
+    where[0] = '\0';
+    size_t node = 0; // the first node pushed after variable v was made: the one that produced it
+    for (size_t v = 0; v < tape->variable_count; v++) {
+        const parity_variable *variable = tape->variables[v];
+        while (node < tape->node_count && tape->nodes[node].variable_end <= v) node++;
+        bool finite;
+        PARITY_TRY(is_finite(tape->exec, &variable->value, &finite));
+        if (finite) continue;
+        if (!variable->value.owns_data) snprintf(where, size, "%s (an input of the step)", variable->name);
+        else if (node < tape->node_count)
+            snprintf(where, size, "%s (forward of %s, %s)", variable->name, tape->nodes[node].op, tape->nodes[node].backend);
+        else snprintf(where, size, "%s (forward)", variable->name);
+        return NULL;
+    }
+    return NULL;
+}
+
 parity_error *parity_tape_backward(parity_tape *tape, parity_variable *loss) {
     if (!tape->recording) return PARITY_ERROR(PARITY_ERROR_USAGE, "backward on a tape that did not record");
     if (loss->value.numel != 1) return PARITY_ERROR(PARITY_ERROR_USAGE, "backward from %s, which is not a scalar", loss->name);
@@ -208,6 +259,7 @@ parity_error *parity_tape_backward(parity_tape *tape, parity_variable *loss) {
         double started = 0, finished = 0;
         if (tape->profile) error = parity_tape_profile_sync(tape->profile, &started);
         if (!error) error = node->backward(tape, node);
+        if (!error && tape->check_gradients) error = check_written_gradients(tape, node);
         if (!error && tape->profile) error = parity_tape_profile_sync(tape->profile, &finished);
         if (!error && tape->profile)
             error = parity_tape_profile_backward(tape->profile, node->op, node->backend, (finished - started) * 1e3);

@@ -25,6 +25,7 @@ typedef struct parity_variable {
     const parity_exec *exec;    // its tape's context: where gradients are accumulated
     bool requires_gradient;
     bool has_gradient;
+    bool gradient_written;      // set whenever its gradient is written; a checking tape clears it per node
 } parity_variable;
 
 typedef struct parity_tape parity_tape;
@@ -39,6 +40,7 @@ struct parity_node {
     parity_node_backward backward;
     parity_saved saved;         // what the backend's forward kept
     void *data;                 // the node function's own record (args copy, variable pointers), freed with free()
+    size_t variable_end;        // the tape's variable count when the node was pushed (its outputs lie below)
 };
 
 struct parity_tape {
@@ -51,6 +53,10 @@ struct parity_tape {
     parity_node *nodes;
     size_t node_count, node_capacity;
     parity_tape_profile *profile; // NULL, or per-op times of this tape's nodes (tape_profile.h)
+    // A checking tape (parity_model_step's rerun of a step that met NaN/Inf): after each node's
+    // backward, every gradient it wrote is reduced once and the first non-finite one is named here.
+    bool check_gradients;
+    char first_non_finite[192];
 };
 
 void parity_tape_init(parity_tape *tape, const parity_exec *exec, parity_dtype dtype, bool recording);
@@ -93,5 +99,11 @@ parity_error *parity_variable_gradient_commit(parity_variable *variable, parity_
 
 // Seeds d(loss)/d(loss) = 1 and runs every node backwards.
 parity_error *parity_tape_backward(parity_tape *tape, parity_variable *loss);
+
+// Where NaN/Inf first appears in the forward: the variables' values in the order they were made
+// (parameters and inputs when first used, then each node's outputs), one reduction each (a sync per
+// tensor on a GPU: for locating, not for every step). `where` gets "<variable> (forward of <op>,
+// <backend>)", "<variable> (an input of the step)" for a borrowed value, or "" when all are finite.
+parity_error *parity_tape_find_non_finite_value(parity_tape *tape, char *where, size_t size);
 
 #endif

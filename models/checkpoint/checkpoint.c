@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,20 @@ parity_error *parity_checkpoint_files(const char *directory, char ***files, size
     return error;
 }
 
+// DATA error naming the file and the tensor at its first NaN/Inf: a damaged weight is reported where
+// it is, not at the first gradient it spoils.
+static parity_error *check_finite_weight(const char *path, const char *name, const parity_tensor *tensor) {
+    for (int64_t i = 0; i < tensor->numel; i++) {
+        double value = parity_tensor_get(tensor, i);
+        if (isfinite(value)) continue;
+        char shape[160];
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s: tensor '%s' %s has %s at flat index %lld", path, name,
+                            parity_tensor_shape_string(tensor, shape, sizeof shape),
+                            isnan(value) ? "NaN" : value > 0 ? "+Inf" : "-Inf", (long long)i);
+    }
+    return NULL;
+}
+
 parity_error *parity_checkpoint_load(const char *directory, parity_dtype dtype, parity_model_config *config,
                                      parity_parameters *parameters) {
     char *config_path = join_path(directory, "config.json");
@@ -112,6 +127,9 @@ parity_error *parity_checkpoint_load(const char *directory, parity_dtype dtype, 
     char **files = NULL;
     size_t file_count = 0;
     PARITY_TRY(parity_checkpoint_files(directory, &files, &file_count));
+    // A tensor the model needs but no file has is reported against the file, or the shards' index.
+    if (file_count == 1) snprintf(parameters->source, sizeof parameters->source, "%s", files[0]);
+    else snprintf(parameters->source, sizeof parameters->source, "%s/model.safetensors.index.json", directory);
     parity_expert_converter *converter = NULL;
     error = parity_expert_converter_new(config->num_experts, config->hidden_size, config->moe_intermediate_size, &converter);
     for (size_t f = 0; f < file_count && !error; f++) {
@@ -126,11 +144,13 @@ parity_error *parity_checkpoint_load(const char *directory, parity_dtype dtype, 
                 break;
             }
             error = parity_safetensors_load(&file, name, dtype, &tensor);
+            if (error) break;
+            error = check_finite_weight(files[f], name, &tensor);
             if (!error) {
                 error = parity_expert_converter_feed(converter, name, &tensor, parameters);
                 if (error) error = parity_error_wrap(error, __FILE__, __LINE__, "%s", files[f]);
-                parity_tensor_release(&tensor);
             }
+            parity_tensor_release(&tensor);
         }
         if (!error || file.path) parity_safetensors_close(&file);
     }

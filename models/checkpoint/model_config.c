@@ -12,8 +12,22 @@
 
 // ---- typed field readers: absent -> default (or error when required); wrong type -> error ----
 
+// Bounds of the integer fields: generous multiples of the largest published models (a vocabulary
+// of 262144, hidden 25600, 128 heads of 256, 384 experts, 10M positions), so that a value like
+// hidden_size 1e12 is named here, with its file and field, instead of surfacing as an allocation
+// size later.
+enum {
+    MAX_VOCABULARY = 1 << 24,
+    MAX_WIDTH = 1 << 17,        // hidden, intermediate and low-rank sizes
+    MAX_HEADS = 1 << 12,
+    MAX_HEAD_DIM = 1 << 12,
+    MAX_EXPERTS = 1 << 14,      // experts, experts per token, groups, shared experts
+    MAX_POSITIONS = 1 << 30,    // position and window lengths
+    MAX_CONV_KERNEL = 1 << 10,
+};
+
 static parity_error *read_integer(const cJSON *object, const char *path, const char *field, bool required, int64_t minimum,
-                                  int64_t fallback, int64_t *out) {
+                                  int64_t maximum, int64_t fallback, int64_t *out) {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, field);
     if (!item || cJSON_IsNull(item)) {
         if (required) return PARITY_ERROR(PARITY_ERROR_DATA, "%s: required field '%s' is missing", path, field);
@@ -22,9 +36,9 @@ static parity_error *read_integer(const cJSON *object, const char *path, const c
     }
     if (!cJSON_IsNumber(item) || item->valuedouble != floor(item->valuedouble) || fabs(item->valuedouble) > 9e15)
         return PARITY_ERROR(PARITY_ERROR_DATA, "%s: field '%s' must be an integer", path, field);
-    if ((int64_t)item->valuedouble < minimum)
-        return PARITY_ERROR(PARITY_ERROR_DATA, "%s: field '%s' is %lld, must be >= %lld", path, field,
-                            (long long)item->valuedouble, (long long)minimum);
+    if ((int64_t)item->valuedouble < minimum || (int64_t)item->valuedouble > maximum)
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s: field '%s' is %lld, outside %lld..%lld", path, field,
+                            (long long)item->valuedouble, (long long)minimum, (long long)maximum);
     *out = (int64_t)item->valuedouble;
     return NULL;
 }
@@ -97,7 +111,7 @@ static parity_error *read_rope(const cJSON *root, const char *path, const parity
         PARITY_TRY(read_number(source, path, "factor", 1.0, &rope->factor));
         PARITY_TRY(read_number(source, path, "low_freq_factor", 1.0, &rope->low_freq_factor));
         PARITY_TRY(read_number(source, path, "high_freq_factor", 4.0, &rope->high_freq_factor));
-        PARITY_TRY(read_integer(source, path, "original_max_position_embeddings", false, 1, 0,
+        PARITY_TRY(read_integer(source, path, "original_max_position_embeddings", false, 1, MAX_POSITIONS, 0,
                                 &rope->original_max_position_embeddings));
         PARITY_TRY(read_number(source, path, "beta_fast", 0.0, &rope->beta_fast));
         PARITY_TRY(read_number(source, path, "beta_slow", 0.0, &rope->beta_slow));
@@ -146,7 +160,7 @@ static parity_error *read_layer_types(const cJSON *root, const char *path, parit
         }
     } else if (pattern == PARITY_LAYERS_HYBRID) {
         int64_t interval;
-        PARITY_TRY(read_integer(root, path, "full_attention_interval", false, 1, 4, &interval));
+        PARITY_TRY(read_integer(root, path, "full_attention_interval", false, 1, PARITY_MAX_LAYERS, 4, &interval));
         for (int64_t i = 0; i < config->num_hidden_layers; i++)
             config->layer_kinds[i] = (i + 1) % interval ? PARITY_LAYER_LINEAR_ATTENTION : PARITY_LAYER_FULL_ATTENTION;
     } else if (pattern == PARITY_LAYERS_SLIDING && config->sliding_window > 0) {
@@ -187,30 +201,27 @@ parity_error *parity_model_config_parse(const char *json_text, const char *path,
         error = parity_model_traits_lookup(config->model_type, path, &config->traits);
     }
     const parity_model_traits *traits = config->traits; // read below only when !error (then set)
-    READ(read_integer(root, path, "vocab_size", true, 1, 0, &config->vocab_size));
-    READ(read_integer(root, path, "hidden_size", true, 1, 0, &config->hidden_size));
-    READ(read_integer(root, path, "num_hidden_layers", true, 1, 0, &config->num_hidden_layers));
-    if (!error && config->num_hidden_layers > PARITY_MAX_LAYERS)
-        error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: num_hidden_layers %lld exceeds %d", path, (long long)config->num_hidden_layers,
-                             PARITY_MAX_LAYERS);
-    READ(read_integer(root, path, "num_attention_heads", true, 1, 0, &config->num_attention_heads));
-    READ(read_integer(root, path, "num_key_value_heads", false, 1, config->num_attention_heads, &config->num_key_value_heads));
+    READ(read_integer(root, path, "vocab_size", true, 1, MAX_VOCABULARY, 0, &config->vocab_size));
+    READ(read_integer(root, path, "hidden_size", true, 1, MAX_WIDTH, 0, &config->hidden_size));
+    READ(read_integer(root, path, "num_hidden_layers", true, 1, PARITY_MAX_LAYERS, 0, &config->num_hidden_layers));
+    READ(read_integer(root, path, "num_attention_heads", true, 1, MAX_HEADS, 0, &config->num_attention_heads));
+    READ(read_integer(root, path, "num_key_value_heads", false, 1, MAX_HEADS, config->num_attention_heads, &config->num_key_value_heads));
     if (!error && config->num_attention_heads % config->num_key_value_heads != 0)
         error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld", path,
                              (long long)config->num_attention_heads, (long long)config->num_key_value_heads);
-    READ(read_integer(root, path, "intermediate_size", !traits->moe, 1, 0, &config->intermediate_size));
+    READ(read_integer(root, path, "intermediate_size", !traits->moe, 1, MAX_WIDTH, 0, &config->intermediate_size));
     if (!error && !cJSON_GetObjectItemCaseSensitive(root, "head_dim") && config->hidden_size % config->num_attention_heads != 0)
         error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: no head_dim and hidden_size %lld is not divisible by %lld heads", path,
                              (long long)config->hidden_size, (long long)config->num_attention_heads);
-    READ(read_integer(root, path, "head_dim", false, 1, config->num_attention_heads ? config->hidden_size / config->num_attention_heads : 0,
-                      &config->head_dim));
+    READ(read_integer(root, path, "head_dim", false, 1, MAX_HEAD_DIM,
+                      config->num_attention_heads ? config->hidden_size / config->num_attention_heads : 0, &config->head_dim));
     READ(read_number(root, path, "rms_norm_eps", 1e-6, &config->rms_norm_eps));
     READ(read_bool(root, path, "tie_word_embeddings", traits->tie_word_embeddings, &config->tie_word_embeddings));
     READ(read_bias(root, path, traits->qkv_bias, &config->attention_bias));
     READ(read_bias(root, path, traits->o_bias, &config->attention_out_bias));
     READ(read_bias(root, path, traits->mlp_bias, &config->mlp_bias));
-    READ(read_integer(root, path, "max_position_embeddings", false, 1, 4096, &config->max_position_embeddings));
-    READ(read_integer(root, path, "pad_token_id", false, 0, -1, &config->pad_token_id));
+    READ(read_integer(root, path, "max_position_embeddings", false, 1, MAX_POSITIONS, 4096, &config->max_position_embeddings));
+    READ(read_integer(root, path, "pad_token_id", false, 0, MAX_VOCABULARY, -1, &config->pad_token_id));
     if (!error && config->pad_token_id >= config->vocab_size)
         error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: pad_token_id %lld is outside the vocabulary", path, (long long)config->pad_token_id);
     // The groups of fields the row's kinds read (model_traits.h); NULL: the group reads as absent.
@@ -232,40 +243,40 @@ parity_error *parity_model_config_parse(const char *json_text, const char *path,
     bool use_sliding = false;
     READ(read_bool(sliding_fields, path, "use_sliding_window", false, &use_sliding));
     int64_t sliding = 0;
-    READ(read_integer(sliding_fields, path, "sliding_window", false, 0, 0, &sliding));
+    READ(read_integer(sliding_fields, path, "sliding_window", false, 0, MAX_POSITIONS, 0, &sliding));
     config->sliding_window = use_sliding ? sliding : 0;
     if (!error) error = read_rope(root, path, traits, &config->rope);
     if (!error) error = read_layer_types(root, path, config);
 
     // MoE
     int64_t experts = 0;
-    READ(read_integer(moe_fields, path, "num_experts", false, 0, 0, &experts));
-    if (!error && experts == 0) error = read_integer(moe_fields, path, "num_local_experts", false, 0, 0, &experts);
-    if (!error && experts == 0) error = read_integer(moe_fields, path, "n_routed_experts", false, 0, 0, &experts);
+    READ(read_integer(moe_fields, path, "num_experts", false, 0, MAX_EXPERTS, 0, &experts));
+    if (!error && experts == 0) error = read_integer(moe_fields, path, "num_local_experts", false, 0, MAX_EXPERTS, 0, &experts);
+    if (!error && experts == 0) error = read_integer(moe_fields, path, "n_routed_experts", false, 0, MAX_EXPERTS, 0, &experts);
     config->num_experts = experts;
-    READ(read_integer(moe_fields, path, "num_experts_per_tok", experts > 0, 1, 0, &config->num_experts_per_tok));
+    READ(read_integer(moe_fields, path, "num_experts_per_tok", experts > 0, 1, MAX_EXPERTS, 0, &config->num_experts_per_tok));
     if (!error && experts > 0 && config->num_experts_per_tok > experts)
         error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: num_experts_per_tok %lld exceeds the %lld experts", path,
                              (long long)config->num_experts_per_tok, (long long)experts);
-    READ(read_integer(moe_fields, path, "moe_intermediate_size", experts > 0, 1, 0, &config->moe_intermediate_size));
+    READ(read_integer(moe_fields, path, "moe_intermediate_size", experts > 0, 1, MAX_WIDTH, 0, &config->moe_intermediate_size));
     READ(read_bool(moe_fields, path, "norm_topk_prob", traits->norm_topk_prob, &config->norm_topk_prob));
-    READ(read_integer(sparse_step_fields, path, "decoder_sparse_step", false, 1, 1, &config->decoder_sparse_step));
+    READ(read_integer(sparse_step_fields, path, "decoder_sparse_step", false, 1, PARITY_MAX_LAYERS, 1, &config->decoder_sparse_step));
     if (!error) error = read_mlp_only_layers(sparse_step_fields, path, config);
     READ(read_number(aux_fields, path, "router_aux_loss_coef", 0.001, &config->router_aux_loss_coef));
     READ(read_bool(aux_fields, path, "output_router_logits", false, &config->output_router_logits));
-    READ(read_integer(gated_shared_fields, path, "shared_expert_intermediate_size", false, 0, 0,
+    READ(read_integer(gated_shared_fields, path, "shared_expert_intermediate_size", false, 0, MAX_WIDTH, 0,
                       &config->shared_expert_intermediate_size));
 
     // DeepSeek-V3: MLA, grouped routing, plain shared experts, first dense layers
-    READ(read_integer(mla_fields, path, "q_lora_rank", false, 0, 0, &config->q_lora_rank));
-    READ(read_integer(mla_fields, path, "kv_lora_rank", false, 0, 0, &config->kv_lora_rank));
-    READ(read_integer(mla_fields, path, "qk_nope_head_dim", false, 0, 0, &config->qk_nope_head_dim));
-    READ(read_integer(mla_fields, path, "qk_rope_head_dim", false, 0, 0, &config->qk_rope_head_dim));
-    READ(read_integer(mla_fields, path, "v_head_dim", false, 0, 0, &config->v_head_dim));
-    READ(read_integer(grouped_router_fields, path, "n_group", false, 1, 1, &config->n_group));
-    READ(read_integer(grouped_router_fields, path, "topk_group", false, 1, 1, &config->topk_group));
-    READ(read_integer(plain_shared_fields, path, "n_shared_experts", false, 0, 0, &config->n_shared_experts));
-    READ(read_integer(first_dense_fields, path, "first_k_dense_replace", false, 0, 0, &config->first_k_dense_replace));
+    READ(read_integer(mla_fields, path, "q_lora_rank", false, 0, MAX_WIDTH, 0, &config->q_lora_rank));
+    READ(read_integer(mla_fields, path, "kv_lora_rank", false, 0, MAX_WIDTH, 0, &config->kv_lora_rank));
+    READ(read_integer(mla_fields, path, "qk_nope_head_dim", false, 0, MAX_HEAD_DIM, 0, &config->qk_nope_head_dim));
+    READ(read_integer(mla_fields, path, "qk_rope_head_dim", false, 0, MAX_HEAD_DIM, 0, &config->qk_rope_head_dim));
+    READ(read_integer(mla_fields, path, "v_head_dim", false, 0, MAX_HEAD_DIM, 0, &config->v_head_dim));
+    READ(read_integer(grouped_router_fields, path, "n_group", false, 1, MAX_EXPERTS, 1, &config->n_group));
+    READ(read_integer(grouped_router_fields, path, "topk_group", false, 1, MAX_EXPERTS, 1, &config->topk_group));
+    READ(read_integer(plain_shared_fields, path, "n_shared_experts", false, 0, MAX_EXPERTS, 0, &config->n_shared_experts));
+    READ(read_integer(first_dense_fields, path, "first_k_dense_replace", false, 0, PARITY_MAX_LAYERS, 0, &config->first_k_dense_replace));
     READ(read_number(grouped_router_fields, path, "routed_scaling_factor", 1.0, &config->routed_scaling_factor));
     if (!error && mla_fields) {
         if (!config->kv_lora_rank || !config->qk_nope_head_dim || !config->qk_rope_head_dim || !config->v_head_dim)
@@ -281,11 +292,11 @@ parity_error *parity_model_config_parse(const char *json_text, const char *path,
                              "topk_group <= n_group", path, (long long)experts, (long long)config->n_group);
 
     // Qwen3.5 / Qwen3-Next GatedDeltaNet
-    READ(read_integer(linear_fields, path, "linear_num_key_heads", false, 0, 0, &config->linear_num_key_heads));
-    READ(read_integer(linear_fields, path, "linear_num_value_heads", false, 0, 0, &config->linear_num_value_heads));
-    READ(read_integer(linear_fields, path, "linear_key_head_dim", false, 0, 0, &config->linear_key_head_dim));
-    READ(read_integer(linear_fields, path, "linear_value_head_dim", false, 0, 0, &config->linear_value_head_dim));
-    READ(read_integer(linear_fields, path, "linear_conv_kernel_dim", false, 0, 4, &config->linear_conv_kernel_dim));
+    READ(read_integer(linear_fields, path, "linear_num_key_heads", false, 0, MAX_HEADS, 0, &config->linear_num_key_heads));
+    READ(read_integer(linear_fields, path, "linear_num_value_heads", false, 0, MAX_HEADS, 0, &config->linear_num_value_heads));
+    READ(read_integer(linear_fields, path, "linear_key_head_dim", false, 0, MAX_HEAD_DIM, 0, &config->linear_key_head_dim));
+    READ(read_integer(linear_fields, path, "linear_value_head_dim", false, 0, MAX_HEAD_DIM, 0, &config->linear_value_head_dim));
+    READ(read_integer(linear_fields, path, "linear_conv_kernel_dim", false, 0, MAX_CONV_KERNEL, 4, &config->linear_conv_kernel_dim));
     if (!error) {
         bool has_linear = false;
         for (int64_t i = 0; i < config->num_hidden_layers; i++) has_linear |= config->layer_kinds[i] == PARITY_LAYER_LINEAR_ATTENTION;

@@ -2,8 +2,10 @@
 // little-endian header length, a JSON header {name: {dtype, shape, data_offsets}, "__metadata__":
 // {str: str}}, then the byte buffer. The reader maps the file and validates everything the format
 // specifies before handing out a tensor: header length within the file and under 100 MB, valid
-// JSON object, known dtypes, non-negative shapes, offsets that lie inside the buffer, match the
-// shape's byte size and tile the buffer exactly (no holes, no overlaps), no duplicate names.
+// JSON object, known dtypes, non-negative shapes whose element count and byte size fit int64,
+// offsets that lie inside the buffer, match the shape's byte size and tile the buffer exactly (no
+// holes, no overlaps), no duplicate names. Names are sorted once, so checking and finding them
+// costs n log n for n tensors.
 // Every error names the file and the tensor or field.
 #ifndef PARITY_SAFETENSORS_H
 #define PARITY_SAFETENSORS_H
@@ -27,8 +29,9 @@ typedef struct parity_safetensors_file {
     size_t mapping_size;
     const uint8_t *data;           // start of the byte buffer
     size_t data_size;
-    parity_safetensors_entry *entries;
+    parity_safetensors_entry *entries; // in header order
     size_t entry_count;
+    parity_safetensors_entry **by_name; // the same entries sorted by name (duplicates, lookups)
 } parity_safetensors_file;
 
 parity_error *parity_safetensors_open(const char *path, parity_safetensors_file *out);

@@ -232,6 +232,38 @@ Test(bench, committed_h200_baseline_renders_with_its_targets) {
     unlink(broken);
 }
 
+// Malformed JSON in either reader is a DATA error naming the file and quoting where parsing stopped
+// (the quote is taken before the text is freed: `make SAN=1 test` caught a use after free here).
+Test(bench, malformed_json_names_the_file_and_where_parsing_stopped) {
+    static const struct {
+        bool report; // parity_bench_read_report, else parity_bench_read_peers
+        const char *text, *expected;
+    } rows[] = {
+        {false, "{\"peers\": [", "not valid JSON (near '')"},
+        {false, "{\"peers\": [{\"op\": rms_norm}]}", "not valid JSON (near 'rms_norm}]}')"},
+        {true, "{\"context\": {\"device\": H200}, \"benchmarks\": []}", "not valid JSON (near 'H200}, \"benchmarks\": []}')"},
+        {true, "{\"context\": {", "not valid JSON (near '')"},
+        {true, "", "not valid JSON"},
+    };
+    for (size_t i = 0; i < ROWS(rows); i++) {
+        char path[64];
+        write_temporary(rows[i].text, path);
+        parity_bench_report report;
+        memset(&report, 0, sizeof report);
+        parity_error *error = rows[i].report ? parity_bench_read_report(path, &report) : parity_bench_read_peers(path, &report);
+        cr_expect_not_null(error, "row %zu accepted", i);
+        if (error) {
+            const char *message = parity_error_message(error);
+            cr_expect(strstr(message, rows[i].expected) != NULL, "row %zu: '%s' lacks '%s'", i, message, rows[i].expected);
+            cr_expect(strstr(message, path) != NULL, "row %zu: '%s' does not name the file", i, message);
+            cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_DATA);
+        }
+        parity_error_free(error);
+        parity_bench_report_release(&report);
+        unlink(path);
+    }
+}
+
 // The targets of the Markdown report are data (harness/bench/targets.tsv): the committed file reads,
 // and a malformed line is named by file and line.
 Test(bench, targets_file_reads_and_malformed_lines_are_named) {

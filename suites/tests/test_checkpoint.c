@@ -1,11 +1,15 @@
 // test_checkpoint.c: checkpoint I/O against the shipped upstream checkpoints and against corrupted
-// copies: every corruption must fail with an error that names the file and the problem.
+// copies: every corruption (a wrapping shape, a NaN weight, a missing tensor, a config field out of
+// range ...) must fail with an error that names the file and the problem; 40k tensors open quickly.
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "harness/evaluate.h"
 #include "models/batch.h"
 #include "models/checkpoint/checkpoint.h"
 #include "models/checkpoint/expert_converter.h"
@@ -127,6 +131,11 @@ Test(checkpoint, corrupt_safetensors_are_rejected_with_a_reason) {
          8, "appears twice"},
         {"trailing bytes", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 12, "trailing bytes"},
         {"bad metadata", "{\"__metadata__\":{\"format\":1}}", 0, "__metadata__ field 'format'"},
+        // 2^61 elements of 8 bytes: the byte size wraps to 0 and used to match data_offsets [0, 0]
+        {"byte size wraps", "{\"a\":{\"dtype\":\"F64\",\"shape\":[2147483648,1073741824],\"data_offsets\":[0,0]}}", 0,
+         "tensor 'a': shape [2147483648, 1073741824] of F64 is more than 2^63 - 1 bytes"},
+        {"element count wraps", "{\"a\":{\"dtype\":\"U8\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]}}", 0,
+         "tensor 'a': shape [4294967296, 4294967296] of U8 is more than 2^63 - 1 bytes"},
     };
     char directory[64], path[128];
     temporary_directory(directory, sizeof directory);
@@ -147,6 +156,198 @@ Test(checkpoint, corrupt_safetensors_are_rejected_with_a_reason) {
     }
     unlink(path);
     rmdir(directory);
+}
+
+static double seconds_now(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + now.tv_nsec * 1e-9;
+}
+
+// A header of 40k tensors opens in n log n (it took 5 s when each name was compared with every
+// earlier one), every name is found, and a duplicate among them is still named.
+Test(checkpoint, a_header_of_40k_tensors_opens_quickly) {
+    enum { TENSORS = 40000 };
+    char directory[64], path[128];
+    temporary_directory(directory, sizeof directory);
+    snprintf(path, sizeof path, "%s/many.safetensors", directory);
+    for (int duplicate = 0; duplicate < 2; duplicate++) {
+        size_t capacity = 96 * (size_t)TENSORS, used = 0;
+        char *header = malloc(capacity);
+        cr_assert_not_null(header);
+        used += (size_t)snprintf(header, capacity, "{");
+        for (int i = 0; i < TENSORS; i++) {
+            int name = duplicate && i == TENSORS - 1 ? 17 : i; // the last one reuses an early name
+            used += (size_t)snprintf(header + used, capacity - used, "%s\"layer.%05d.weight\":{\"dtype\":\"U8\",\"shape\":[1],"
+                                     "\"data_offsets\":[%d,%d]}", i ? "," : "", name, i, i + 1);
+        }
+        snprintf(header + used, capacity - used, "}");
+        unsigned char *data = calloc(TENSORS, 1);
+        write_safetensors_raw(path, header, data, TENSORS);
+        free(data);
+        free(header);
+        double started = seconds_now();
+        parity_safetensors_file file;
+        parity_error *error = parity_safetensors_open(path, &file);
+        double elapsed = seconds_now() - started;
+        cr_expect(elapsed < 2.0, "opening %d tensors took %.2f s", TENSORS, elapsed);
+        if (duplicate) {
+            cr_assert_not_null(error, "a duplicate among %d names was accepted", TENSORS);
+            const char *text = error_text(error);
+            cr_expect(strstr(text, "tensor 'layer.00017.weight' appears twice") && strstr(text, path), "%s", text);
+            continue;
+        }
+        cr_assert_null(error, "%s", error ? error_text(error) : "");
+        cr_expect_eq(file.entry_count, TENSORS);
+        for (int i = 0; i < TENSORS; i += 997) {
+            char name[32];
+            snprintf(name, sizeof name, "layer.%05d.weight", i);
+            const parity_safetensors_entry *entry = parity_safetensors_find(&file, name);
+            cr_assert_not_null(entry, "%s not found", name);
+            cr_expect_eq(entry->begin, (size_t)i, "%s", name);
+        }
+        cr_expect_null(parity_safetensors_find(&file, "layer.40000.weight"));
+        parity_safetensors_close(&file);
+    }
+    unlink(path);
+    rmdir(directory);
+}
+
+// A checkpoint of 40k tensors (qwen3_tiny's and 40k small extras) is written and loaded in n log n:
+// each name used to be compared with every earlier one when writing, opening and adding it to the
+// parameters (10 s for `golden generate` of such a checkpoint).
+Test(checkpoint, a_checkpoint_of_40k_tensors_writes_and_loads_quickly) {
+    enum { EXTRA = 40000 };
+    char directory[64], path[160];
+    temporary_directory(directory, sizeof directory);
+    parity_safetensors_file original;
+    cr_assert_null(parity_safetensors_open(UPSTREAM "/qwen3_tiny/model.safetensors", &original));
+    size_t count = original.entry_count + EXTRA;
+    parity_tensor *tensors = calloc(count, sizeof *tensors);
+    parity_safetensors_item *items = calloc(count, sizeof *items);
+    char (*names)[32] = calloc(EXTRA, sizeof *names);
+    float one = 1.0f;
+    for (size_t i = 0; i < count; i++) {
+        if (i < original.entry_count) {
+            cr_assert_null(parity_safetensors_load(&original, original.entries[i].name, original.entries[i].dtype, &tensors[i]));
+            items[i] = (parity_safetensors_item){original.entries[i].name, &tensors[i]};
+        } else {
+            snprintf(names[i - original.entry_count], sizeof names[0], "extra.%05zu.weight", i - original.entry_count);
+            tensors[i] = parity_tensor_wrap(&one, PARITY_F32, PARITY_CPU, PARITY_SHAPE(1));
+            items[i] = (parity_safetensors_item){names[i - original.entry_count], &tensors[i]};
+        }
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", directory);
+    double started = seconds_now();
+    parity_error *error = parity_safetensors_write(path, items, count);
+    double written = seconds_now();
+    cr_assert_null(error, "%s", error ? error_text(error) : "");
+    size_t length;
+    void *config = read_bytes(UPSTREAM "/qwen3_tiny/config.json", &length);
+    snprintf(path, sizeof path, "%s/config.json", directory);
+    write_bytes(path, config, length);
+    free(config);
+    parity_model_config loaded_config;
+    parity_parameters parameters = {0};
+    double loading = seconds_now();
+    error = parity_checkpoint_load(directory, PARITY_F32, &loaded_config, &parameters);
+    double loaded = seconds_now();
+    cr_assert_null(error, "%s", error ? error_text(error) : "");
+    cr_expect_eq(parameters.count, count);
+    cr_expect_not_null(parity_parameters_find(&parameters, "extra.39999.weight"));
+    cr_expect_not_null(parity_parameters_find(&parameters, "model.norm.weight"));
+    cr_expect_null(parity_parameters_find(&parameters, "extra.40000.weight"));
+    cr_expect(written - started < 2.0, "writing %zu tensors took %.2f s", count, written - started);
+    cr_expect(loaded - loading < 2.0, "loading %zu tensors took %.2f s", count, loaded - loading);
+    parity_parameters_release(&parameters);
+    for (size_t i = 0; i < original.entry_count; i++) parity_tensor_release(&tensors[i]);
+    free(tensors);
+    free(items);
+    free(names);
+    parity_safetensors_close(&original);
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", directory);
+    cr_assert_eq(system(command), 0);
+}
+
+// A copy of qwen3_tiny in a fresh directory whose model.safetensors the caller may damage in place
+// (`bytes`, `header_length` and the open `file` describe the copy; write it with write_checkpoint).
+typedef struct checkpoint_copy {
+    char directory[64], weights[160];
+    unsigned char *bytes;
+    size_t length, header_length;
+    parity_safetensors_file file;
+} checkpoint_copy;
+
+static void copy_checkpoint(checkpoint_copy *copy) {
+    temporary_directory(copy->directory, sizeof copy->directory);
+    char config_path[160];
+    size_t length;
+    void *config = read_bytes(UPSTREAM "/qwen3_tiny/config.json", &length);
+    snprintf(config_path, sizeof config_path, "%s/config.json", copy->directory);
+    write_bytes(config_path, config, length);
+    free(config);
+    snprintf(copy->weights, sizeof copy->weights, "%s/model.safetensors", copy->directory);
+    copy->bytes = read_bytes(UPSTREAM "/qwen3_tiny/model.safetensors", &copy->length);
+    copy->header_length = 0;
+    for (int i = 7; i >= 0; i--) copy->header_length = copy->header_length << 8 | copy->bytes[i];
+    cr_assert_null(parity_safetensors_open(UPSTREAM "/qwen3_tiny/model.safetensors", &copy->file));
+}
+
+static void write_checkpoint(const checkpoint_copy *copy) { write_bytes(copy->weights, copy->bytes, copy->length); }
+
+static void remove_checkpoint(checkpoint_copy *copy) {
+    parity_safetensors_close(&copy->file);
+    free(copy->bytes);
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", copy->directory);
+    cr_assert_eq(system(command), 0);
+}
+
+// A weight with NaN/Inf is refused at load naming the file and the tensor (it used to be blamed on
+// the embedding's gradient, the first in parameter order); a tensor the config implies but the file
+// lacks is named against the file, not config.json.
+Test(checkpoint, a_damaged_weight_or_a_missing_tensor_names_the_file_and_tensor) {
+    static const char down_proj[] = "model.layers.1.mlp.down_proj.weight";
+    static const struct {
+        const char *what;
+        float value; // written over the tensor's element 3; 0: rename the tensor instead
+        const char *expected;
+    } rows[] = {
+        {"NaN", NAN, "model.safetensors: tensor 'model.layers.1.mlp.down_proj.weight' (64, 128) has NaN at flat index 3"},
+        {"-Inf", -INFINITY, "model.safetensors: tensor 'model.layers.1.mlp.down_proj.weight' (64, 128) has -Inf at flat index 3"},
+        {"missing", 0, "model.safetensors: no tensor named 'model.layers.1.mlp.down_proj.weight', which the config implies"},
+    };
+    for (size_t row = 0; row < sizeof rows / sizeof rows[0]; row++) {
+        checkpoint_copy copy;
+        copy_checkpoint(&copy);
+        if (rows[row].value != 0) {
+            const parity_safetensors_entry *entry = parity_safetensors_find(&copy.file, down_proj);
+            cr_assert_not_null(entry);
+            cr_assert_eq(entry->dtype, PARITY_F32);
+            memcpy(copy.bytes + 8 + copy.header_length + entry->begin + 3 * sizeof(float), &rows[row].value, sizeof(float));
+        } else { // same length, so the offsets still tile the data
+            char *name = memmem(copy.bytes + 8, copy.header_length, down_proj, strlen(down_proj));
+            cr_assert_not_null(name);
+            name[strlen(down_proj) - 1] = 'X';
+        }
+        write_checkpoint(&copy);
+        parity_evaluation_options options = {
+            .checkpoint = copy.directory, .batch_path = UPSTREAM "/qwen3_tiny/batch.safetensors", .dtype = PARITY_F32,
+            .device = PARITY_CPU, .eager_baseline = true,
+        };
+        parity_evaluation evaluation;
+        parity_error *error = parity_evaluate(&options, &evaluation);
+        cr_expect_not_null(error, "%s: accepted", rows[row].what);
+        if (error) {
+            cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_DATA, "%s: a data error (exit 3)", rows[row].what);
+            const char *text = error_text(error);
+            cr_expect(strstr(text, rows[row].expected) && strstr(text, copy.directory), "%s: '%s' lacks '%s'", rows[row].what,
+                      text, rows[row].expected);
+        }
+        parity_evaluation_release(&evaluation);
+        remove_checkpoint(&copy);
+    }
 }
 
 Test(checkpoint, truncated_checkpoint_fails_naming_the_file) {
@@ -289,6 +490,15 @@ Test(checkpoint, bad_config_json_is_rejected_naming_the_field) {
         {"llama3 without original length",
          "{\"model_type\":\"llama\",\"vocab_size\":3,\"hidden_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
          "\"intermediate_size\":4,\"rope_theta\":500000,\"rope_scaling\":{\"type\":\"llama3\",\"factor\":8}}", "original_max_position_embeddings"},
+        {"hidden_size 1e12", "{\"model_type\":\"llama\",\"vocab_size\":3,\"hidden_size\":1e12,\"num_hidden_layers\":1}",
+         "field 'hidden_size' is 1000000000000, outside 1..131072"},
+        {"vocab_size 1e9", "{\"model_type\":\"llama\",\"vocab_size\":1000000000,\"hidden_size\":8}",
+         "field 'vocab_size' is 1000000000, outside 1..16777216"},
+        {"a million experts",
+         "{\"model_type\":\"qwen3_moe\",\"vocab_size\":3,\"hidden_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+         "\"num_experts\":1000000,\"num_experts_per_tok\":3,\"moe_intermediate_size\":4}", "field 'num_experts' is 1000000, outside 0..16384"},
+        {"too many layers", "{\"model_type\":\"llama\",\"vocab_size\":3,\"hidden_size\":8,\"num_hidden_layers\":1000}",
+         "field 'num_hidden_layers' is 1000, outside 1..256"},
         {"too many experts per token",
          "{\"model_type\":\"qwen3_moe\",\"vocab_size\":3,\"hidden_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
          "\"num_experts\":2,\"num_experts_per_tok\":3,\"moe_intermediate_size\":4}", "num_experts_per_tok 3 exceeds"},

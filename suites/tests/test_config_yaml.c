@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness/config/ops_config.h"
@@ -12,6 +13,11 @@
 #include "harness/config/yaml_ops.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
+
+// 70 nested flow lists, past the 64 levels a YAML file may nest (harness/yaml_limits.h).
+#define OPEN10 "[[[[[[[[[["
+#define CLOSE10 "]]]]]]]]]]"
+#define NESTED_70 OPEN10 OPEN10 OPEN10 OPEN10 OPEN10 OPEN10 OPEN10 CLOSE10 CLOSE10 CLOSE10 CLOSE10 CLOSE10 CLOSE10 CLOSE10
 
 // seeds/000, "Full Config Example", verbatim.
 static const char full_config_example[] =
@@ -160,6 +166,8 @@ Test(config_yaml, broken_files_name_file_line_and_key) {
         {"top-level list", "- model\n- data\n", PARITY_ERROR_CONFIG, {"%s:1: the top level is a sequence", NULL}},
         {"duplicate model", "model:\n  ops_implementation:\n    attn_implementation: eager\nmodel:\n  x: 1\n",
          PARITY_ERROR_CONFIG, {"%s:4: duplicate key 'model'", "(first at line 1)"}},
+        {"nested too deep", "model:\n  ops_implementation:\n    attn_implementation: " NESTED_70 "\n", PARITY_ERROR_DATA,
+         {"%s:3:87: the YAML nests deeper than 64 levels", NULL}},
         {"two problems at once",
          "model:\n  ops_implementation:\n    attn_implementation: [a, b]\n    moe_implementation:\n",
          PARITY_ERROR_CONFIG, {"%s:3: model.ops_implementation.attn_implementation is a sequence",
@@ -183,6 +191,65 @@ Test(config_yaml, broken_files_name_file_line_and_key) {
             }
         }
         cr_expect_eq(settings.count, 0, "%s: nothing read from a broken file", rows[row].name);
+        parity_error_free(error);
+        parity_ops_settings_free(&settings);
+        unlink(path);
+    }
+}
+
+static double seconds_now(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + now.tv_nsec * 1e-9;
+}
+
+// Hostile sizes are refused or read in time linear in the file: 100k nested lists (200 KB) took
+// minutes in libyaml before the depth bound; an ops block of 60k keys took seconds while each key
+// was compared with every earlier one for duplicates.
+Test(config_yaml, very_deep_or_very_wide_files_are_answered_quickly) {
+    enum { LEVELS = 100000, KEYS = 60000 };
+    static const struct {
+        const char *what;
+        bool deep;
+        const char *expected; // %s = the file's path; NULL: read
+        double seconds;
+    } rows[] = {
+        {"100k nested lists", true, "%s:3:87: the YAML nests deeper than 64 levels", 2.0},
+        {"60k keys", false, NULL, 8.0},
+    };
+    for (size_t row = 0; row < ROWS(rows); row++) {
+        size_t capacity = 64 + (rows[row].deep ? 2 * (size_t)LEVELS : 32 * (size_t)KEYS), used = 0;
+        char *text = malloc(capacity);
+        cr_assert_not_null(text);
+        used += (size_t)snprintf(text + used, capacity - used, "model:\n  ops_implementation:\n");
+        if (rows[row].deep) {
+            used += (size_t)snprintf(text + used, capacity - used, "    attn_implementation: ");
+            memset(text + used, '[', LEVELS);
+            memset(text + used + LEVELS, ']', LEVELS);
+            used += 2 * (size_t)LEVELS;
+            text[used] = '\0';
+        } else {
+            for (int key = 0; key < KEYS; key++) used += (size_t)snprintf(text + used, capacity - used, "    key%d: eager\n", key);
+        }
+        char path[64];
+        write_temporary(text, path);
+        free(text);
+        double started = seconds_now();
+        parity_ops_settings settings = {0};
+        parity_error *error = parity_yaml_ops_read_file(path, &settings);
+        double elapsed = seconds_now() - started;
+        if (rows[row].expected) {
+            char expected[256];
+            snprintf(expected, sizeof expected, rows[row].expected, path);
+            cr_expect_not_null(error, "%s: accepted", rows[row].what);
+            if (error)
+                cr_expect(strstr(parity_error_message(error), expected) != NULL, "%s: \"%s\" lacks \"%s\"", rows[row].what,
+                          parity_error_message(error), expected);
+        } else {
+            cr_expect_null(error, "%s: %s", rows[row].what, error ? parity_error_message(error) : "");
+            cr_expect_eq(settings.count, (size_t)KEYS, "%s", rows[row].what);
+        }
+        cr_expect(elapsed < rows[row].seconds, "%s: %.2f s (at most %.0f s)", rows[row].what, elapsed, rows[row].seconds);
         parity_error_free(error);
         parity_ops_settings_free(&settings);
         unlink(path);

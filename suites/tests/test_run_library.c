@@ -1,8 +1,9 @@
 // test_run_library.c: the runner in process (harness/runner.h), for what the command line cannot
-// set up: a backend that produces NaN fails its combo naming where NaN/Inf first appeared while
-// the run goes on; the veomni rule compares with the first mode on loss and grad_norm only; an
-// unselected baseline still runs so a --filter'ed combo has its tolerance; the jitter spread widens
-// bf16 tolerances past k * eager error where eager moves more under 1-ulp noise, never in fp64.
+// set up: a backend that produces NaN fails its combo naming where NaN/Inf first appeared (the
+// forward output or the backward's gradient, with its op and backend) while the run goes on; the
+// veomni rule compares with the first mode on loss and grad_norm only; an unselected baseline still
+// runs so a --filter'ed combo has its tolerance; the jitter spread widens bf16 tolerances past
+// k * eager error where eager moves more under 1-ulp noise, never in fp64.
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -108,12 +109,60 @@ Test(run_library, nan_fails_its_combo_naming_the_first_tensor_and_the_run_goes_o
     cr_assert_not_null(broken);
     cr_expect_eq(broken->status, PARITY_COMBO_FAIL);
     cr_expect(strstr(broken->reason, "NaN/Inf first appeared in ") != NULL, "%s", broken->reason);
+    cr_expect(strstr(broken->reason, "(forward of rms_norm, nan_norm)") != NULL, "the op that made it: %s", broken->reason);
     const parity_combo_result *after = find(&results, "qwen3_tiny/plain/ce=chunk_loss,rms_norm=eager/fp32/cpu");
     cr_assert_not_null(after, "the combos after the broken one ran");
     cr_expect_eq(after->status, PARITY_COMBO_PASS, "%s", after->reason);
     cr_expect_eq(after->sample_count, 2);
     parity_results_release(&results);
     cleanup(suite);
+}
+
+// rms_norm "nan_grad_norm": eager, with one NaN in the input gradient of its backward.
+static parity_error *nan_grad_backward(const parity_exec *exec, const parity_rms_norm_args *args, const parity_saved *saved,
+                                       const parity_rms_norm_grads *grads) {
+    const parity_rms_norm_kernels *eager = parity_registry_find(PARITY_OP_RMS_NORM, "eager", PARITY_DEVICE_CPU)->kernels;
+    PARITY_TRY(eager->backward(exec, args, saved, grads));
+    if (grads->dinput) parity_tensor_set(grads->dinput, 0, NAN);
+    return NULL;
+}
+static parity_error *eager_forward(const parity_exec *exec, const parity_rms_norm_args *args, parity_saved *saved) {
+    const parity_rms_norm_kernels *eager = parity_registry_find(PARITY_OP_RMS_NORM, "eager", PARITY_DEVICE_CPU)->kernels;
+    return eager->forward(exec, args, saved);
+}
+static const parity_rms_norm_kernels nan_grad_kernels = {eager_forward, nan_grad_backward};
+
+// NaN/Inf is named where it first appeared, not at the first parameter gradient it spoils (which
+// in HF order is the embedding's): a forward output names its op and backend, a gradient the
+// backward that wrote it.
+Test(run_library, nan_is_named_where_it_first_appeared) {
+    static const struct {
+        const char *backend;
+        const parity_rms_norm_kernels *kernels;
+        const char *expected;
+    } rows[] = {
+        {"nan_norm", &nan_kernels, "model.layers.0.input_layernorm (forward of rms_norm, nan_norm)"},
+        {"nan_grad_norm", &nan_grad_kernels, "gradient of model.layers.1 (backward of rms_norm, nan_grad_norm)"},
+    };
+    cr_assert_null(parity_registry_register_builtins());
+    const parity_backend *eager = parity_registry_find(PARITY_OP_RMS_NORM, "eager", PARITY_DEVICE_CPU);
+    for (size_t row = 0; row < sizeof rows / sizeof rows[0]; row++) {
+        cr_assert_null(parity_registry_add(&(parity_backend){
+            .op = PARITY_OP_RMS_NORM, .name = rows[row].backend, .device = PARITY_DEVICE_CPU, .dtypes = eager->dtypes,
+            .capabilities = eager->capabilities | PARITY_CAP_TEST_ONLY, .kernels = rows[row].kernels,
+            .description = "test: NaN"}));
+        parity_op_names names = {0};
+        names.name[PARITY_OP_ID_RMS_NORM] = rows[row].backend;
+        parity_evaluation_options options = {
+            .checkpoint = "golden/upstream/qwen3_tiny", .batch_path = "golden/upstream/qwen3_tiny/batch.safetensors",
+            .dtype = PARITY_F32, .device = PARITY_CPU, .names = &names, .eager_baseline = true,
+        };
+        parity_evaluation evaluation;
+        parity_error *error = parity_evaluate(&options, &evaluation);
+        cr_assert_null(error, "%s: %s", rows[row].backend, error ? parity_error_message(error) : "");
+        cr_expect_str_eq(evaluation.step.first_non_finite, rows[row].expected, "%s", rows[row].backend);
+        parity_evaluation_release(&evaluation);
+    }
 }
 
 Test(run_library, a_filtered_combo_still_gets_its_eager_baseline) {

@@ -2,11 +2,19 @@
 // of broken suite is rejected with a CONFIG error whose message names file:line and the problem.
 // Suites are parsed from text with a path under suites/, so relative paths resolve as in a real file.
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness/suite.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
+
+// 70 nested flow lists, past the 64 levels a YAML file may nest (harness/yaml_limits.h).
+#define OPEN10 "[[[[[[[[[["
+#define CLOSE10 "]]]]]]]]]]"
+#define NESTED_70 OPEN10 OPEN10 OPEN10 OPEN10 OPEN10 OPEN10 OPEN10 CLOSE10 CLOSE10 CLOSE10 CLOSE10 CLOSE10 CLOSE10 CLOSE10
+#define ATTN_15 "attn, attn, attn, attn, attn, attn, attn, attn, attn, attn, attn, attn, attn, attn, attn"
 
 // A valid model entry, reused by the bad cases so that each breaks one thing only.
 #define MODEL "  - {name: qwen3_tiny, checkpoint: ../golden/upstream/qwen3_tiny,\n" \
@@ -160,6 +168,14 @@ Test(suite_parsing, bad_files_name_file_line_and_problem) {
          {"bad.yaml:4: mode 'a': 'attention' is not a kernel-selection field"}},
         {"mode with a bad backend", "dtypes: bf16\ndevices: cpu\nmodes:\n  - {name: a, backend: torch, ops: {attn: eager}}\nmodels:\n" MODEL,
          {"bad.yaml:4: mode backend 'torch' is not hf or veomni"}},
+        {"a required field twice", "dtypes: bf16\ndevices: cpu\nmodes:\n  - {name: a, ops: {attn: eager}, requires: [attn, moe, attn]}\n"
+                                   "models:\n" MODEL,
+         {"bad.yaml:4: mode requires: field 'attn_implementation' is listed twice"}},
+        {"15 required fields (past the 14 fields)", "dtypes: bf16\ndevices: cpu\nmodes:\n"
+                                                    "  - {name: a, ops: {attn: eager}, requires: [" ATTN_15 "]}\nmodels:\n" MODEL,
+         {"bad.yaml:4: mode requires: field 'attn_implementation' is listed twice"}},
+        {"nested too deep", "dtypes: bf16\ndevices: cpu\ndescription: " NESTED_70 "\nmodels:\n" MODEL,
+         {"bad.yaml:3:77: the YAML nests deeper than 64 levels"}},
         {"two problems at once", "dtypes: [fp8]\ndevices: [tpu]\nmodels:\n" MODEL,
          {"2 problems", "bad.yaml:1: dtype 'fp8'", "bad.yaml:2: device 'tpu'"}},
     };
@@ -174,6 +190,53 @@ Test(suite_parsing, bad_files_name_file_line_and_problem) {
         for (size_t i = 0; i < 3 && rows[row].expected[i]; i++)
             cr_expect(strstr(message, rows[row].expected[i]) != NULL, "%s: expected \"%s\" in: %s", rows[row].what,
                       rows[row].expected[i], message);
+        parity_error_free(error);
+    }
+}
+
+static double seconds_now(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + now.tv_nsec * 1e-9;
+}
+
+// Hostile sizes are refused or read in time linear in the file: 100k nested lists (200 KB) took
+// over 120 s in libyaml before the depth bound; a mapping of 60k keys took about 17 s while every
+// key was compared with every earlier one for duplicates.
+Test(suite_parsing, very_deep_or_very_wide_files_are_answered_quickly) {
+    enum { LEVELS = 100000, KEYS = 60000 };
+    static const struct {
+        const char *what;
+        bool deep;
+        const char *expected;
+        double seconds;
+    } rows[] = {
+        {"100k nested lists", true, "big.yaml:2:77: the YAML nests deeper than 64 levels", 2.0},
+        {"60k keys", false, "big.yaml has 60003 problems:\n  suites/big.yaml:2: unknown key 'key0' in the suite", 8.0},
+    };
+    for (size_t row = 0; row < ROWS(rows); row++) {
+        size_t capacity = 64 + (rows[row].deep ? 2 * (size_t)LEVELS : 16 * (size_t)KEYS), used = 0;
+        char *text = malloc(capacity);
+        cr_assert_not_null(text);
+        used += (size_t)snprintf(text + used, capacity - used, "suite: big\n");
+        if (rows[row].deep) {
+            used += (size_t)snprintf(text + used, capacity - used, "description: ");
+            memset(text + used, '[', LEVELS);
+            memset(text + used + LEVELS, ']', LEVELS);
+            used += 2 * (size_t)LEVELS;
+        } else {
+            for (int key = 0; key < KEYS; key++) used += (size_t)snprintf(text + used, capacity - used, "key%d: 1\n", key);
+        }
+        double started = seconds_now();
+        parity_suite *suite = NULL;
+        parity_error *error = parity_suite_parse(text, used, "suites/big.yaml", &suite);
+        double elapsed = seconds_now() - started;
+        free(text);
+        cr_assert_not_null(error, "%s: accepted", rows[row].what);
+        cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_CONFIG, "%s: a config error (exit 2)", rows[row].what);
+        cr_expect(strstr(parity_error_message(error), rows[row].expected) != NULL, "%s: expected \"%s\" in: %.300s",
+                  rows[row].what, rows[row].expected, parity_error_message(error));
+        cr_expect(elapsed < rows[row].seconds, "%s: %.2f s (at most %.0f s)", rows[row].what, elapsed, rows[row].seconds);
         parity_error_free(error);
     }
 }
