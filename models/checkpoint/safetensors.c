@@ -63,8 +63,9 @@ static parity_error *parse_entry(const char *path, const cJSON *item, parity_saf
     entry->ndim = ndim;
     for (int dim = 0; dim < ndim; dim++) {
         const cJSON *size = cJSON_GetArrayItem(shape, dim);
-        if (!cJSON_IsNumber(size) || size->valuedouble < 0 || size->valuedouble != (double)(int64_t)size->valuedouble ||
-            size->valuedouble > 9e15)
+        // The range before the cast: converting a double outside int64's range is undefined.
+        if (!cJSON_IsNumber(size) || size->valuedouble < 0 || size->valuedouble > 9e15 ||
+            size->valuedouble != (double)(int64_t)size->valuedouble)
             return PARITY_ERROR(PARITY_ERROR_DATA, "%s: tensor '%s': shape[%d] is not a non-negative integer", path, name, dim);
         entry->shape[dim] = (int64_t)size->valuedouble;
     }
@@ -85,8 +86,9 @@ static parity_error *parse_entry(const char *path, const cJSON *item, parity_saf
     if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2)
         return PARITY_ERROR(PARITY_ERROR_DATA, "%s: tensor '%s': data_offsets must be [begin, end]", path, name);
     double begin = cJSON_GetArrayItem(offsets, 0)->valuedouble, end = cJSON_GetArrayItem(offsets, 1)->valuedouble;
+    // As for shapes, the range (end < 2^64, so begin too) before the casts.
     if (!cJSON_IsNumber(cJSON_GetArrayItem(offsets, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(offsets, 1)) || begin < 0 ||
-        end < begin || begin != (double)(uint64_t)begin || end != (double)(uint64_t)end)
+        end < begin || !(end < 0x1p64) || begin != (double)(uint64_t)begin || end != (double)(uint64_t)end)
         return PARITY_ERROR(PARITY_ERROR_DATA, "%s: tensor '%s': data_offsets [%.0f, %.0f] are not ordered non-negative integers",
                             path, name, begin, end);
     entry->begin = (size_t)begin;
