@@ -287,6 +287,12 @@ parity_error *parity_bench_parse_shape(const parity_bench_op *op, const char *te
     if (shape->count != op->descriptor->work->size_count)
         return PARITY_ERROR(PARITY_ERROR_USAGE, "bench %s: shape '%s' has %d sizes, expected %d (%s)", name, text,
                             shape->count, op->descriptor->work->size_count, format);
+    // At most 2^53 elements (exact in a double), so that the work models' int64 products of sizes
+    // (ops/<op>/descriptor.c) cannot overflow.
+    int64_t elements = 1;
+    for (int i = 0; i < shape->count; i++)
+        if (__builtin_mul_overflow(elements, shape->dims[i], &elements) || elements > (int64_t)1 << 53)
+            return PARITY_ERROR(PARITY_ERROR_USAGE, "bench %s: shape '%s' has more than 2^53 elements", name, text);
     if (op->descriptor == &parity_load_balancing_loss_op && shape->dims[2] > shape->dims[1])
         return PARITY_ERROR(PARITY_ERROR_USAGE, "bench %s: top-k %lld exceeds the %lld experts", name,
                             (long long)shape->dims[2], (long long)shape->dims[1]);

@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,20 @@ static bool json_number(const cJSON *object, const char *name, double *value) {
     return true;
 }
 
+// A count (runs, warm-ups, SMs, compute capability, the GEMM size) into an int: 0 when absent or not
+// a number, like the other fields; a number that is not an integer from 0 to INT_MAX is a DATA error
+// naming `where`.`name` (converting it would be undefined). Does nothing once *error is set.
+static void read_count(const char *path, const char *where, const cJSON *object, const char *name, int *out,
+                       parity_error **error) {
+    double value;
+    *out = 0;
+    if (*error || !json_number(object, name, &value)) return;
+    if (!(value >= 0 && value <= INT_MAX) || value != floor(value))
+        *error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: %s.%s = %g is not a count (an integer from 0 to %d)", path, where, name,
+                              value, INT_MAX);
+    else *out = (int)value;
+}
+
 static parity_error *peer_row(const char *path, const cJSON *item, int index, parity_bench_result *row) {
     memset(row, 0, sizeof *row);
     const char *op = json_string(item, "op"), *pass = json_string(item, "pass"), *shape = json_string(item, "shape");
@@ -98,7 +113,10 @@ static parity_error *peer_row(const char *path, const cJSON *item, int index, pa
     row->timing.min_ms = json_number(item, "min_ms", &value) ? value : NAN;
     row->timing.max_ms = json_number(item, "max_ms", &value) ? value : NAN;
     row->timing.noise = json_number(item, "noise", &value) ? value : NAN;
-    row->timing.runs = json_number(item, "runs", &value) ? (int)value : 0;
+    char where[32];
+    snprintf(where, sizeof where, "peers[%d]", index);
+    read_count(path, where, item, "runs", &row->timing.runs, &error);
+    if (error) return error;
     row->extra_peak_bytes = json_number(item, "extra_peak_bytes", &value) ? value : -1;
     double seconds = median * 1e-3;
     const parity_op_work_model *work = bench_op->descriptor->work;
@@ -156,14 +174,15 @@ static void copy_string(char *destination, size_t size, const cJSON *object, con
     snprintf(destination, size, "%s", value ? value : "");
 }
 
-static parity_bench_timing timing_from_json(const cJSON *object) {
+// `where` names the object in an error (read_count).
+static parity_bench_timing timing_from_json(const char *path, const char *where, const cJSON *object, parity_error **error) {
     parity_bench_timing timing = {NAN, NAN, NAN, NAN, 0};
     double value;
     if (json_number(object, "median_ms", &value)) timing.median_ms = value;
     if (json_number(object, "min_ms", &value)) timing.min_ms = value;
     if (json_number(object, "max_ms", &value)) timing.max_ms = value;
     if (json_number(object, "noise", &value)) timing.noise = value;
-    if (json_number(object, "runs", &value)) timing.runs = (int)value;
+    read_count(path, where, object, "runs", &timing.runs, error);
     return timing;
 }
 
@@ -190,7 +209,11 @@ static parity_error *read_row(const char *path, const cJSON *item, int index, pa
     row->ok = cJSON_IsObject(timing);
     row->extra_peak_bytes = -1;
     if (!row->ok) return NULL;
-    row->timing = timing_from_json(timing);
+    char where[48];
+    snprintf(where, sizeof where, "benchmarks[%d].timing", index);
+    parity_error *error = NULL;
+    row->timing = timing_from_json(path, where, timing, &error);
+    if (error) return error;
     if (!(row->timing.median_ms > 0))
         return PARITY_ERROR(PARITY_ERROR_DATA, "%s: benchmarks[%d].timing.median_ms must be a positive number", path, index);
     row->bytes = number_or(item, "bytes", 0);
@@ -219,25 +242,27 @@ parity_error *parity_bench_read_report(const char *path, parity_bench_report *re
     if (!error) {
         parity_bench_context *c = &report->context;
         copy_string(c->device_name, sizeof c->device_name, context, "device");
-        c->compute_capability = (int)number_or(context, "compute_capability", 0);
-        c->multiprocessors = (int)number_or(context, "multiprocessors", 0);
+        read_count(path, "context", context, "compute_capability", &c->compute_capability, &error);
+        read_count(path, "context", context, "multiprocessors", &c->multiprocessors, &error);
         c->l2_bytes = number_or(context, "l2_bytes", 0);
         c->memory_bytes = number_or(context, "memory_bytes", 0);
         copy_string(c->runtime, sizeof c->runtime, context, "cuda_runtime");
         copy_string(c->driver, sizeof c->driver, context, "cuda_driver");
         c->copy_bytes = number_or(context, "copy_bytes", 0);
         c->copy_gigabytes_per_second = number_or(context, "copy_gigabytes_per_second", 0);
-        c->copy_timing = timing_from_json(cJSON_GetObjectItemCaseSensitive(context, "copy_timing"));
-        c->gemm_n = (int64_t)number_or(context, "gemm_n", 0);
+        c->copy_timing = timing_from_json(path, "context.copy_timing", cJSON_GetObjectItemCaseSensitive(context, "copy_timing"), &error);
+        int gemm_n;
+        read_count(path, "context", context, "gemm_n", &gemm_n, &error);
+        c->gemm_n = gemm_n;
         c->gemm_teraflops = number_or(context, "gemm_bf16_teraflops", 0);
-        c->gemm_timing = timing_from_json(cJSON_GetObjectItemCaseSensitive(context, "gemm_timing"));
+        c->gemm_timing = timing_from_json(path, "context.gemm_timing", cJSON_GetObjectItemCaseSensitive(context, "gemm_timing"), &error);
         c->flush_bytes = number_or(context, "l2_flush_bytes", 0);
-        c->warmup = (int)number_or(context, "warmup", 0);
-        c->runs = (int)number_or(context, "runs", 0);
-        c->flop_bound_runs = (int)number_or(context, "flop_bound_runs", 0);
+        read_count(path, "context", context, "warmup", &c->warmup, &error);
+        read_count(path, "context", context, "runs", &c->runs, &error);
+        read_count(path, "context", context, "flop_bound_runs", &c->flop_bound_runs, &error);
         copy_string(c->peers_file, sizeof c->peers_file, context, "peers_file");
         copy_string(c->torch_version, sizeof c->torch_version, context, "torch");
-        if (!c->device_name[0] || !(c->copy_gigabytes_per_second > 0))
+        if (!error && (!c->device_name[0] || !(c->copy_gigabytes_per_second > 0)))
             error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: context.device and a positive context.copy_gigabytes_per_second are required",
                                  path);
     }

@@ -54,6 +54,7 @@ Test(bench, command_line_errors_have_documented_exit_codes) {
         {"bench op rms_norm --device cuda --shape 4x5x6", 2, "has 3 sizes, expected 2 (ROWSxHIDDEN)"},
         {"bench op rms_norm --device cuda --shape 0x8", 2, "is not ROWSxHIDDEN"},
         {"bench op load_balancing_loss --device cuda --shape 64x8x9", 2, "top-k 9 exceeds the 8 experts"},
+        {"bench op rms_norm --device cuda --shape 9223372036854775807x4096", 2, "has more than 2^53 elements"},
         {"bench op all --device cuda --shape 8x8", 2, "--shape needs a single op"},
         {"bench op rms_norm --device cuda --backends nope", 2, "rms_norm has no backend 'nope' on cuda"},
         {"bench op rms_norm --device cuda --dtype fp16", 2, "--dtype 'fp16' is not bf16, fp32 or fp64"},
@@ -154,6 +155,9 @@ Test(bench, peers_files_are_read_and_malformed_ones_named) {
         {"{\"peers\": [{\"op\": \"rms_norm\", \"pass\": \"fwd\", \"shape\": \"1x1\", \"dtype\": \"bf16\", \"peer\": \"x\", "
          "\"median_ms\": -1}]}",
          "a positive number median_ms"},
+        {"{\"peers\": [{\"op\": \"rms_norm\", \"pass\": \"fwd\", \"shape\": \"1x1\", \"dtype\": \"bf16\", \"peer\": \"x\", "
+         "\"median_ms\": 1, \"runs\": 1e16}]}",
+         "peers[0].runs = 1e+16 is not a count"},
         {"{\"peers\": [", "not valid JSON"},
     };
     for (size_t i = 0; i < ROWS(rows); i++) {
@@ -189,6 +193,42 @@ Test(bench, peers_files_are_read_and_malformed_ones_named) {
                           parity_error_message(error));
                 cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_DATA);
             }
+        }
+        parity_error_free(error);
+        parity_bench_report_release(&report);
+        unlink(path);
+    }
+}
+
+// A count in a report (runs, warm-ups, SMs, the GEMM size) that does not fit an int is refused, naming
+// the field (the fuzzer found the out-of-range conversion: suites/fuzz/corpus/bench_report/).
+Test(bench, report_counts_out_of_range_are_named) {
+    static const struct {
+        const char *context, *timing, *expected;
+    } rows[] = {
+        {"\"warmup\": 1e300", "\"runs\": 3", "context.warmup = 1e+300 is not a count"},
+        {"\"multiprocessors\": -1", "\"runs\": 3", "context.multiprocessors = -1 is not a count"},
+        {"\"gemm_n\": 2.5", "\"runs\": 3", "context.gemm_n = 2.5 is not a count"},
+        {"\"gemm_timing\": {\"runs\": 3e9}", "\"runs\": 3", "context.gemm_timing.runs = 3e+09 is not a count"},
+        {"\"runs\": 10", "\"runs\": 1e16", "benchmarks[0].timing.runs = 1e+16 is not a count"},
+    };
+    for (size_t i = 0; i < ROWS(rows); i++) {
+        char text[512], path[64];
+        snprintf(text, sizeof text,
+                 "{\"context\": {\"device\": \"x\", \"copy_gigabytes_per_second\": 1, %s}, \"benchmarks\": [{\"op\": \"rms_norm\", "
+                 "\"pass\": \"fwd\", \"shape\": \"1x1\", \"dtype\": \"bf16\", \"backend\": \"eager\", \"status\": \"ok\", "
+                 "\"timing\": {\"median_ms\": 1, %s}}]}",
+                 rows[i].context, rows[i].timing);
+        write_temporary(text, path);
+        parity_bench_report report;
+        memset(&report, 0, sizeof report);
+        parity_error *error = parity_bench_read_report(path, &report);
+        cr_expect_not_null(error, "row %zu accepted", i);
+        if (error) {
+            const char *message = parity_error_message(error);
+            cr_expect(strstr(message, rows[i].expected) != NULL, "row %zu: '%s' lacks '%s'", i, message, rows[i].expected);
+            cr_expect(strstr(message, path) != NULL, "row %zu: '%s' does not name the file", i, message);
+            cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_DATA);
         }
         parity_error_free(error);
         parity_bench_report_release(&report);
