@@ -7,12 +7,15 @@
 #   make CUDA=0|1|auto  GPU backends off / on / when nvcc is found (default auto)
 #   make CUDA_ARCH=sm_90a  target GPU architecture (default sm_90)
 #   make SAN=1        AddressSanitizer + UndefinedBehaviorSanitizer build (in build-san/)
+#   make fuzz         libFuzzer targets of every parser, FUZZ_SECONDS each (in build-fuzz/: mk/fuzz.mk)
+#   make fuzz-replay  every fuzz corpus file run once (what CI runs)
 
 SHELL := /bin/bash
 CUDA ?= auto
 CUDA_ARCH ?= sm_90
 SAN ?= 0
-BUILD ?= $(if $(filter 1,$(SAN)),build-san,build)
+FUZZ ?= 0
+BUILD ?= $(if $(filter 1,$(FUZZ)),build-fuzz,$(if $(filter 1,$(SAN)),build-san,build))
 NVCC ?= $(shell command -v nvcc 2>/dev/null || (test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc))
 CUDA_HOME ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)),/usr/local/cuda)
 
@@ -39,6 +42,8 @@ ifeq ($(SAN),1)
   CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1
   LDFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined
 endif
+
+include mk/fuzz.mk
 
 # Sources: everything under the layer folders, except the CLI entry point and tests.
 C_SOURCES := $(shell find ops models golden harness reports -name '*.c' 2>/dev/null | grep -v '^harness/cli/main.c$$' | sort)
@@ -112,6 +117,6 @@ run: $(PROGRAM)
 	@$(PROGRAM) run --suite smoke --device best
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
 
 -include $(OBJECTS:.o=.d) $(TEST_OBJECTS:.o=.d) $(BUILD)/harness/cli/main.d
