@@ -14,6 +14,7 @@
 #include "models/checkpoint/checkpoint.h"
 #include "models/checkpoint/expert_converter.h"
 #include "models/checkpoint/safetensors.h"
+#include "ops/core/clock.h"
 
 #define UPSTREAM "golden/upstream"
 
@@ -161,12 +162,6 @@ Test(checkpoint, corrupt_safetensors_are_rejected_with_a_reason) {
     rmdir(directory);
 }
 
-static double seconds_now(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + now.tv_nsec * 1e-9;
-}
-
 // A header of 40k tensors opens in n log n (it took 5 s when each name was compared with every
 // earlier one), every name is found, and a duplicate among them is still named.
 Test(checkpoint, a_header_of_40k_tensors_opens_quickly) {
@@ -189,10 +184,10 @@ Test(checkpoint, a_header_of_40k_tensors_opens_quickly) {
         write_safetensors_raw(path, header, data, TENSORS);
         free(data);
         free(header);
-        double started = seconds_now();
+        double started = parity_monotonic_seconds();
         parity_safetensors_file file;
         parity_error *error = parity_safetensors_open(path, &file);
-        double elapsed = seconds_now() - started;
+        double elapsed = parity_monotonic_seconds() - started;
         cr_expect(elapsed < 2.0, "opening %d tensors took %.2f s", TENSORS, elapsed);
         if (duplicate) {
             cr_assert_not_null(error, "a duplicate among %d names was accepted", TENSORS);
@@ -241,9 +236,9 @@ Test(checkpoint, a_checkpoint_of_40k_tensors_writes_and_loads_quickly) {
         }
     }
     snprintf(path, sizeof path, "%s/model.safetensors", directory);
-    double started = seconds_now();
+    double started = parity_monotonic_seconds();
     parity_error *error = parity_safetensors_write(path, items, count);
-    double written = seconds_now();
+    double written = parity_monotonic_seconds();
     cr_assert_null(error, "%s", error ? error_text(error) : "");
     size_t length;
     void *config = read_bytes(UPSTREAM "/qwen3_tiny/config.json", &length);
@@ -252,9 +247,9 @@ Test(checkpoint, a_checkpoint_of_40k_tensors_writes_and_loads_quickly) {
     free(config);
     parity_model_config loaded_config;
     parity_parameters parameters = {0};
-    double loading = seconds_now();
+    double loading = parity_monotonic_seconds();
     error = parity_checkpoint_load(directory, PARITY_F32, &loaded_config, &parameters);
-    double loaded = seconds_now();
+    double loaded = parity_monotonic_seconds();
     cr_assert_null(error, "%s", error ? error_text(error) : "");
     cr_expect_eq(parameters.count, count);
     cr_expect_not_null(parity_parameters_find(&parameters, "extra.39999.weight"));

@@ -11,6 +11,7 @@
 #include "harness/config/ops_config.h"
 #include "harness/config/ops_override.h"
 #include "harness/config/yaml_ops.h"
+#include "ops/core/clock.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
 
@@ -197,12 +198,6 @@ Test(config_yaml, broken_files_name_file_line_and_key) {
     }
 }
 
-static double seconds_now(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + now.tv_nsec * 1e-9;
-}
-
 // Hostile sizes are refused or read in time linear in the file: 100k nested lists (200 KB) took
 // minutes in libyaml before the depth bound; an ops block of 60k keys took seconds while each key
 // was compared with every earlier one for duplicates.
@@ -234,10 +229,10 @@ Test(config_yaml, very_deep_or_very_wide_files_are_answered_quickly) {
         char path[64];
         write_temporary(text, path);
         free(text);
-        double started = seconds_now();
+        double started = parity_monotonic_seconds();
         parity_ops_settings settings = {0};
         parity_error *error = parity_yaml_ops_read_file(path, &settings);
-        double elapsed = seconds_now() - started;
+        double elapsed = parity_monotonic_seconds() - started;
         if (rows[row].expected) {
             char expected[256];
             snprintf(expected, sizeof expected, rows[row].expected, path);
