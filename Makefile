@@ -109,7 +109,7 @@ $(TEST_PROGRAM): $(TEST_OBJECTS) $(LIBRARY)
 # Tests run from the repository root; --jobs 2 matches the CI machine.
 test: print-config $(TEST_PROGRAM) $(PROGRAM) $(BENCH_TARGETS)
 	@echo "parity: running tests ($(if $(filter 1,$(WITH_CUDA)),CUDA build,CPU-only build))"
-	$(TEST_PROGRAM) --jobs=2 $(TEST_ARGS)
+	$(if $(filter 1,$(SAN)),LSAN_OPTIONS=suppressions=$(CURDIR)/mk/lsan.supp )$(TEST_PROGRAM) --jobs=2 $(TEST_ARGS)
 
 # The smoke goldens are committed (golden/smoke/); `golden generate` writes only missing ones.
 run: $(PROGRAM)
