@@ -2,8 +2,11 @@
 # gpu_verify.sh: the GPU host's verification pass in one call, for a tree packed by
 # ../shared/tools/pack-for-device (build/parity, build/parity-tests and .bundle/). Run from the
 # unpacked project root on the GPU host with OUT set to a folder for the results:
-#   tools/gpu_verify.sh [--base BASE_PARITY] [--skip STEP,...]
+#   tools/gpu_verify.sh [--base BASE_PARITY] [--skip STEP,...] [--regenerate SUITE,...]
 # Steps (each logged to $OUT/<step>.log, a summary line each in $OUT/summary.txt):
+#   regenerate  (only with --regenerate) parity golden generate --suite SUITE --force for each suite,
+#            on the device its goldens are made on; the new golden/SUITE/ travel back in the archive
+#            (under golden/), to be committed after review
 #   tests    full test binary with PARITY_EXPECT_GPU=1 (a skipped GPU test is a failure)
 #   golden   parity golden verify for smoke and gpu-nightly (drift must be 0)
 #   bench    PyTorch peers + parity bench op all (+ the same bench with BASE_PARITY, when given, in the
@@ -13,17 +16,19 @@
 # Everything but summary.txt is packed into $OUT/gpu_verify_results.tgz at the end.
 # Exit: 0 when every step passed, 1 otherwise (the summary says which).
 set -uo pipefail
-: "${OUT:?set OUT to the results folder}"
 base=""
 skip=""
+regenerate=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --base) base=$2; shift 2 ;;
     --skip) skip=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --regenerate) regenerate=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "gpu_verify: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+: "${OUT:?set OUT to the results folder}"
 export LD_LIBRARY_PATH="$PWD/.bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 failed=0
 step() { # step NAME COMMAND...: runs unless skipped, logs, records pass/fail with seconds
@@ -43,6 +48,14 @@ step() { # step NAME COMMAND...: runs unless skipped, logs, records pass/fail wi
 # (pack-for-device) carries only the binaries, so do the same here.
 [ -f build/bench_targets.tsv ] || cp harness/bench/targets.tsv build/bench_targets.tsv
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/summary.txt" 2>&1
+regenerate_goldens() {
+  local suite
+  for suite in ${regenerate//,/ }; do
+    build/parity golden generate --suite "$suite" --force || return 1
+    mkdir -p "$OUT/golden" && cp -r "golden/$suite" "$OUT/golden/" || return 1
+  done
+}
+[ -n "$regenerate" ] && step regenerate regenerate_goldens
 step tests env PARITY_EXPECT_GPU=1 build/parity-tests --jobs=4
 step golden bash -c 'build/parity golden verify --suite smoke && build/parity golden verify --suite gpu-nightly'
 bench() {
