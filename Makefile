@@ -70,7 +70,7 @@ TEST_PROGRAM := $(BUILD)/parity-tests
 # directory, else from this copy beside the binary, so a copied build directory carries them.
 BENCH_TARGETS := $(BUILD)/bench_targets.tsv
 
-.PHONY: all deps test run clean check-format print-config FORCE
+.PHONY: all deps test run clean check-format mutation-check print-config FORCE
 .DEFAULT_GOAL := all
 
 all: print-config $(PROGRAM) $(BENCH_TARGETS)
@@ -115,6 +115,11 @@ test: print-config $(TEST_PROGRAM) $(PROGRAM) $(BENCH_TARGETS)
 run: $(PROGRAM)
 	@$(PROGRAM) golden generate --suite smoke
 	@$(PROGRAM) run --suite smoke --device best
+
+# tools/mutation_check: every deliberate bug of tools/mutations.json, one at a time in a scratch copy,
+# and the table of which test or run caught it (minutes: each row rebuilds and runs its detectors).
+mutation-check:
+	@tools/mutation_check $(MUTATION_ARGS)
 
 clean:
 	rm -rf build build-san build-fuzz
