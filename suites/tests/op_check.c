@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops/core/cpu_math.h"
+#include "worst_error.h"
 
 static op_check_tensor *next_slot(op_check_state *state, const char *name) {
     if (state->tensor_count >= OP_CHECK_MAX_TENSORS) return NULL;
@@ -268,6 +269,44 @@ parity_error *op_check_run(const op_check_case *test_case, op_check_run_options 
     return NULL;
 }
 
+// Records in report->non_finite the first NaN/Inf element of `tensor` ("<prefix><name>[i]"), unless
+// an earlier one is recorded.
+static void note_non_finite(op_check_error_report *report, const parity_tensor *tensor, const char *prefix,
+                            const char *name) {
+    if (report->non_finite[0] || !tensor->data || !parity_dtype_is_float(tensor->dtype)) return;
+    for (int64_t i = 0; i < tensor->numel; i++)
+        if (!isfinite(parity_tensor_get(tensor, i))) {
+            snprintf(report->non_finite, sizeof report->non_finite, "%s%s[%lld]", prefix, name, (long long)i);
+            return;
+        }
+}
+
+// The run's outputs and the input gradients its backward wrote, in slot order.
+static void note_non_finite_state(op_check_error_report *report, const op_check_state *state) {
+    for (int i = 0; i < state->tensor_count; i++) {
+        const op_check_tensor *slot = &state->tensors[i];
+        if (slot->is_output) note_non_finite(report, &slot->value, "", slot->name);
+        else if (slot->differentiable) note_non_finite(report, &slot->gradient, "d", slot->name);
+    }
+}
+
+bool op_check_within(const op_check_error_report *report, double bound, char *message, size_t message_size) {
+    if (report->non_finite[0]) {
+        snprintf(message, message_size, "%s is NaN/Inf", report->non_finite);
+        return false;
+    }
+    if (report->tensors_compared == 0) {
+        snprintf(message, message_size, "no tensor compared");
+        return false;
+    }
+    if (isnan(bound) || parity_test_worse(report->worst_error, bound)) { // a NaN bound (from a NaN reference error) fails
+        snprintf(message, message_size, "%s relative error %.3e > %.3g", report->worst_tensor, report->worst_error, bound);
+        return false;
+    }
+    if (message_size) message[0] = '\0';
+    return true;
+}
+
 // sum over differentiable outputs of <cotangent, output>
 static double cotangent_loss(const op_check_state *state) {
     double loss = 0;
@@ -290,6 +329,7 @@ parity_error *op_check_finite_differences(const op_check_case *test_case, const 
         op_check_release(&state);
         return error;
     }
+    note_non_finite_state(report, &state);
     int limit = test_case->max_checked_elements ? test_case->max_checked_elements : 48;
     for (int i = 0; i < state.tensor_count && !error; i++) {
         op_check_tensor *slot = &state.tensors[i];
@@ -322,9 +362,9 @@ parity_error *op_check_finite_differences(const op_check_case *test_case, const 
         double relative = sqrt(difference_squared) / fmax(sqrt(reference_squared), floor);
         if (reference_squared == 0 && difference_squared == 0) relative = 0;
         report->tensors_compared++;
-        if (relative > report->worst_error || isnan(relative) || report->tensors_compared == 1) {
-            report->worst_error = isnan(relative) ? INFINITY : relative;
-            snprintf(report->worst_tensor, sizeof report->worst_tensor, "%s", slot->name);
+        if (report->tensors_compared == 1 || parity_test_worse(relative, report->worst_error)) {
+            report->worst_error = relative;
+            snprintf(report->worst_tensor, sizeof report->worst_tensor, "d%s", slot->name);
         }
     }
     op_check_release(&state);
@@ -349,6 +389,7 @@ parity_error *op_check_compare_states(const op_check_state *reference, const op_
     memset(report, 0, sizeof *report);
     if (reference->tensor_count != candidate->tensor_count)
         return PARITY_ERROR(PARITY_ERROR_INTERNAL, "runs of %s have different tensors", reference->case_name);
+    note_non_finite_state(report, candidate);
     for (int i = 0; i < reference->tensor_count; i++) {
         const op_check_tensor *a = &reference->tensors[i], *b = &candidate->tensors[i];
         const parity_tensor *pair[2][2] = {{&a->value, &b->value}, {&a->gradient, &b->gradient}};
@@ -358,7 +399,7 @@ parity_error *op_check_compare_states(const op_check_state *reference, const op_
             if (!parity_dtype_is_float(pair[which][0]->dtype)) continue;
             double error = op_check_relative_error(pair[which][0], pair[which][1]);
             report->tensors_compared++;
-            if (error > report->worst_error || report->tensors_compared == 1) {
+            if (report->tensors_compared == 1 || parity_test_worse(error, report->worst_error)) {
                 report->worst_error = error;
                 snprintf(report->worst_tensor, sizeof report->worst_tensor, "%s%s", which ? "d" : "", a->name);
             }

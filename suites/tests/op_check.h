@@ -113,12 +113,20 @@ parity_error *op_check_run(const op_check_case *test_case, op_check_run_options 
 void op_check_release(op_check_state *state);
 
 typedef struct op_check_error_report {
-    char worst_tensor[40];
-    double worst_error;   // the largest error over the tensors compared
+    char worst_tensor[48];  // "y" (an output), "dx" (an input's gradient)
+    double worst_error;     // the largest error over the tensors compared; NaN wins (worst_error.h)
     int tensors_compared;
+    char non_finite[64];    // the first NaN/Inf of the checked run's outputs and gradients, "dweight[3]";
+                            // "" when none (an element never written stays the NaN it was poisoned with)
 } op_check_error_report;
 
-// Finite differences in f64 with the eager backend or `backend` (NULL = eager).
+// The verdict on a report: true when something was compared, nothing was NaN/Inf and the worst error
+// is <= bound. Otherwise false, with why in `message`: "dweight[3] is NaN/Inf", "dx relative error
+// 1.000e-03 > 1e-06", "no tensor compared" (a NaN bound fails too).
+bool op_check_within(const op_check_error_report *report, double bound, char *message, size_t message_size);
+
+// Finite differences in f64 with the eager backend or `backend` (NULL = eager); worst_tensor names
+// the gradient ("dx").
 parity_error *op_check_finite_differences(const op_check_case *test_case, const char *backend,
                                           op_check_error_report *report);
 // Relative L2 error of every output and input gradient of run `candidate` against run `reference`.
