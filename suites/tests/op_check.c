@@ -307,6 +307,148 @@ bool op_check_within(const op_check_error_report *report, double bound, char *me
     return true;
 }
 
+// ---- batch invariance ----
+
+static bool is_shared(const op_check_row_layout *layout, const char *name) {
+    for (int i = 0; layout->shared && layout->shared[i]; i++)
+        if (strcmp(layout->shared[i], name) == 0) return true;
+    return false;
+}
+
+// Rows of one per-row tensor: the product of its first row_dims dimensions (-1: it has fewer).
+static int64_t rows_of(const parity_tensor *tensor, int row_dims) {
+    if (tensor->ndim < row_dims) return -1;
+    int64_t rows = 1;
+    for (int d = 0; d < row_dims; d++) rows *= tensor->shape[d];
+    return rows;
+}
+
+parity_error *op_check_row_count(const op_check_state *state, const op_check_row_layout *layout, int64_t *rows) {
+    *rows = -1;
+    const char *first = NULL;
+    if (layout->row_dims < 1)
+        return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s: a row layout needs row_dims >= 1", state->case_name);
+    for (int i = 0; i < state->tensor_count; i++) {
+        const op_check_tensor *slot = &state->tensors[i];
+        if (is_shared(layout, slot->name) || strcmp(slot->name, "cu_seqlens") == 0) continue;
+        int64_t count = rows_of(&slot->value, layout->row_dims);
+        if (count < 0 || (*rows >= 0 && count != *rows))
+            return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s [%s]: %s has %lld rows of %d leading dimensions, %s has %lld",
+                                state->op->name, state->case_name, slot->name, (long long)count, layout->row_dims,
+                                first ? first : "none before it", (long long)*rows);
+        *rows = count;
+        first = slot->name;
+    }
+    if (*rows < 0) return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s [%s]: no per-row tensor", state->op->name, state->case_name);
+    return NULL;
+}
+
+// `out` (allocated here) = rows[0..count) of `source`, whose first row_dims dimensions are `total` rows.
+static parity_error *gather_rows(parity_tensor *out, const parity_tensor *source, int row_dims, int64_t total,
+                                 const int64_t *rows, int64_t count) {
+    int64_t shape[PARITY_MAX_DIMS];
+    for (int d = 0; d < source->ndim; d++) shape[d] = d < row_dims - 1 ? 1 : d == row_dims - 1 ? count : source->shape[d];
+    PARITY_TRY(parity_tensor_alloc(out, source->dtype, PARITY_CPU, source->ndim, shape));
+    size_t row_bytes = total ? parity_tensor_nbytes(source) / (size_t)total : 0;
+    for (int64_t r = 0; r < count; r++)
+        memcpy((char *)out->data + (size_t)r * row_bytes, (const char *)source->data + (size_t)rows[r] * row_bytes, row_bytes);
+    return NULL;
+}
+
+static parity_error *copy_whole(parity_tensor *out, const parity_tensor *source) {
+    PARITY_TRY(parity_tensor_alloc(out, source->dtype, PARITY_CPU, source->ndim, source->shape));
+    memcpy(out->data, source->data, parity_tensor_nbytes(source));
+    return NULL;
+}
+
+static parity_error *make_rows_state(const op_check_state *whole, const op_check_row_layout *layout, const int64_t *rows,
+                                     int64_t count, const int64_t *cu_seqlens, int64_t documents, op_check_state *out) {
+    int64_t total;
+    PARITY_TRY(op_check_row_count(whole, layout, &total));
+    for (int64_t r = 0; r < count; r++)
+        if (rows[r] < 0 || rows[r] >= total)
+            return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s: row %lld of a batch of %lld", whole->case_name, (long long)rows[r],
+                                (long long)total);
+    for (int i = 0; i < whole->tensor_count; i++) {
+        const op_check_tensor *source = &whole->tensors[i];
+        op_check_tensor *slot = next_slot(out, source->name);
+        if (!slot) return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s: too many tensors", whole->case_name);
+        slot->is_output = source->is_output;
+        slot->differentiable = source->differentiable;
+        if (strcmp(source->name, "cu_seqlens") == 0 && cu_seqlens) {
+            parity_tensor offsets = parity_tensor_wrap((void *)cu_seqlens, PARITY_I64, PARITY_CPU, 1, (int64_t[]){documents + 1});
+            PARITY_TRY(copy_whole(&slot->value, &offsets));
+            continue;
+        }
+        bool per_row = !is_shared(layout, source->name) && strcmp(source->name, "cu_seqlens") != 0;
+        if (per_row) PARITY_TRY(gather_rows(&slot->value, &source->value, layout->row_dims, total, rows, count));
+        else PARITY_TRY(copy_whole(&slot->value, &source->value));
+        if (!source->gradient.data) continue;
+        if (source->is_output) { // the cotangent
+            if (per_row) PARITY_TRY(gather_rows(&slot->gradient, &source->gradient, layout->row_dims, total, rows, count));
+            else PARITY_TRY(copy_whole(&slot->gradient, &source->gradient));
+        } else {
+            PARITY_TRY(parity_tensor_alloc(&slot->gradient, slot->value.dtype, PARITY_CPU, slot->value.ndim, slot->value.shape));
+        }
+    }
+    return NULL;
+}
+
+parity_error *op_check_run_rows(const op_check_case *test_case, const op_check_state *whole, const op_check_row_layout *layout,
+                                const int64_t *rows, int64_t count, const int64_t *cu_seqlens, int64_t documents,
+                                op_check_state *out) {
+    memset(out, 0, sizeof *out);
+    out->op = whole->op;
+    out->case_name = whole->case_name;
+    out->dtype = whole->dtype;
+    out->input_precision = whole->input_precision;
+    out->device = whole->device;
+    out->exec = whole->exec;
+    out->seed = whole->seed;
+    out->backend = whole->backend;
+    out->has_attributes = whole->has_attributes;
+    memcpy(out->attributes, whole->attributes, sizeof out->attributes);
+    PARITY_TRY_CONTEXT(make_rows_state(whole, layout, rows, count, cu_seqlens, documents, out), "%s [%s], a batch of %lld rows",
+                       test_case->op->name, test_case->name, (long long)count);
+    if (out->device.type != PARITY_DEVICE_CPU)
+        PARITY_TRY_CONTEXT(mirror_to_device(out), "%s [%s]", test_case->op->name, test_case->name);
+    PARITY_TRY(run_forward(test_case, out));
+    PARITY_TRY(run_backward(test_case, out));
+    return NULL;
+}
+
+bool op_check_rows_equal(const op_check_state *whole, const op_check_state *part, const op_check_row_layout *layout,
+                         const int64_t *rows, int64_t count, char *differing, size_t differing_size) {
+    int64_t total;
+    parity_error *error = op_check_row_count(whole, layout, &total);
+    if (error || whole->tensor_count != part->tensor_count) {
+        if (differing) snprintf(differing, differing_size, "%s", error ? parity_error_message(error) : "different tensors");
+        parity_error_free(error);
+        return false;
+    }
+    for (int i = 0; i < whole->tensor_count; i++) {
+        const op_check_tensor *a = &whole->tensors[i], *b = &part->tensors[i];
+        if (is_shared(layout, a->name) || strcmp(a->name, "cu_seqlens") == 0) continue;
+        const parity_tensor *x = a->is_output ? &a->value : &a->gradient, *y = b->is_output ? &b->value : &b->gradient;
+        if (!x->data) continue; // an input without a gradient
+        size_t row_bytes = total ? parity_tensor_nbytes(x) / (size_t)total : 0;
+        if (parity_tensor_nbytes(y) != row_bytes * (size_t)count) {
+            if (differing) snprintf(differing, differing_size, "%s%s has %zu bytes, expected %zu", a->is_output ? "" : "d",
+                                    a->name, parity_tensor_nbytes(y), row_bytes * (size_t)count);
+            return false;
+        }
+        for (int64_t r = 0; r < count; r++)
+            if (memcmp((const char *)y->data + (size_t)r * row_bytes, (const char *)x->data + (size_t)rows[r] * row_bytes,
+                       row_bytes) != 0) {
+                if (differing)
+                    snprintf(differing, differing_size, "%s%s row %lld (row %lld of the whole batch)", a->is_output ? "" : "d",
+                             a->name, (long long)r, (long long)rows[r]);
+                return false;
+            }
+    }
+    return true;
+}
+
 // sum over differentiable outputs of <cotangent, output>
 static double cotangent_loss(const op_check_state *state) {
     double loss = 0;
