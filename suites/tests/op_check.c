@@ -350,14 +350,14 @@ static parity_error *gather_rows(parity_tensor *out, const parity_tensor *source
     for (int d = 0; d < source->ndim; d++) shape[d] = d < row_dims - 1 ? 1 : d == row_dims - 1 ? count : source->shape[d];
     PARITY_TRY(parity_tensor_alloc(out, source->dtype, PARITY_CPU, source->ndim, shape));
     size_t row_bytes = total ? parity_tensor_nbytes(source) / (size_t)total : 0;
-    for (int64_t r = 0; r < count; r++)
+    for (int64_t r = 0; r < count && row_bytes; r++)
         memcpy((char *)out->data + (size_t)r * row_bytes, (const char *)source->data + (size_t)rows[r] * row_bytes, row_bytes);
     return NULL;
 }
 
 static parity_error *copy_whole(parity_tensor *out, const parity_tensor *source) {
     PARITY_TRY(parity_tensor_alloc(out, source->dtype, PARITY_CPU, source->ndim, source->shape));
-    memcpy(out->data, source->data, parity_tensor_nbytes(source));
+    if (parity_tensor_nbytes(source)) memcpy(out->data, source->data, parity_tensor_nbytes(source));
     return NULL;
 }
 
@@ -437,7 +437,7 @@ bool op_check_rows_equal(const op_check_state *whole, const op_check_state *part
                                     a->name, parity_tensor_nbytes(y), row_bytes * (size_t)count);
             return false;
         }
-        for (int64_t r = 0; r < count; r++)
+        for (int64_t r = 0; r < count && row_bytes; r++)
             if (memcmp((const char *)y->data + (size_t)r * row_bytes, (const char *)x->data + (size_t)rows[r] * row_bytes,
                        row_bytes) != 0) {
                 if (differing)
