@@ -136,6 +136,12 @@ parity_error *parity_bench_read_peers(const char *path, parity_bench_report *rep
     parity_error *error = NULL;
     const cJSON *peers = cJSON_GetObjectItemCaseSensitive(root, "peers");
     if (!cJSON_IsArray(peers)) error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: field 'peers' must be an array", path);
+    // the peers are measured in the same device call, so on the device this report ran on
+    const char *device = json_string(root, "device");
+    if (!error && report->context.device_name[0] && (!device || strcmp(device, report->context.device_name) != 0))
+        error = PARITY_ERROR(PARITY_ERROR_DATA,
+                             "%s: peers measured on '%s', this bench ran on '%s': a peer must be measured in the same run",
+                             path, device ? device : "(no field 'device')", report->context.device_name);
     const char *torch = json_string(root, "torch");
     snprintf(report->context.torch_version, sizeof report->context.torch_version, "%s", torch ? torch : "");
     snprintf(report->context.peers_file, sizeof report->context.peers_file, "%s", path);
@@ -466,13 +472,15 @@ static void target_line(const parity_bench_report *report, const parity_bench_ta
             snprintf(verdict, sizeof verdict, "missed by %.0f GB/s (%.1f%%)",
                      target->minimum_gigabytes_per_second - row->gigabytes_per_second,
                      100 * (1 - row->gigabytes_per_second / target->minimum_gigabytes_per_second));
+    } else if (!(row->peer_median_ms > 0)) { // a peer target needs its peer measured in this run
+        snprintf(measured, sizeof measured, "%s: %.2f ms, extra peak %.2f GiB (+ %.2f GiB gradients)", row->backend,
+                 row->timing.median_ms, row->extra_peak_bytes / gibibyte, row->gradient_bytes / gibibyte);
+        snprintf(verdict, sizeof verdict, "no verdict: no torch peer measured in this run");
     } else {
-        double peer = row->peer_median_ms > 0 ? row->peer_median_ms : target->anchor_peer_ms;
         double extra_gib = row->extra_peak_bytes / gibibyte;
-        snprintf(measured, sizeof measured, "%s: %.2f ms vs torch %.2f ms%s, extra peak %.2f GiB (+ %.2f GiB gradients)",
-                 row->backend, row->timing.median_ms, peer, row->peer_median_ms > 0 ? "" : " (anchor)", extra_gib,
-                 row->gradient_bytes / gibibyte);
-        bool fast = row->timing.median_ms <= peer, small = extra_gib <= target->maximum_extra_gib;
+        snprintf(measured, sizeof measured, "%s: %.2f ms vs torch %.2f ms, extra peak %.2f GiB (+ %.2f GiB gradients)",
+                 row->backend, row->timing.median_ms, row->peer_median_ms, extra_gib, row->gradient_bytes / gibibyte);
+        bool fast = row->timing.median_ms <= row->peer_median_ms, small = extra_gib <= target->maximum_extra_gib;
         if (fast && small) snprintf(verdict, sizeof verdict, "met");
         else
             snprintf(verdict, sizeof verdict, "missed:%s%s", fast ? "" : " slower than torch", small ? "" : " memory over");
@@ -480,9 +488,16 @@ static void target_line(const parity_bench_report *report, const parity_bench_ta
     fprintf(stream, "| %s | %s | %s |\n", target->what, measured, verdict);
 }
 
-static parity_error *markdown_body(const parity_bench_report *report, const parity_bench_targets *targets, FILE *stream) {
+// "#" repeated `level` times (1 to 5).
+static const char *heading(int level) {
+    static const char marks[] = "#####";
+    return marks + sizeof marks - 1 - (level < 1 ? 1 : level > 5 ? 5 : level);
+}
+
+static parity_error *markdown_at(const parity_bench_report *report, const parity_bench_targets *targets, int level,
+                                 FILE *stream) {
     const parity_bench_context *c = &report->context;
-    fprintf(stream, "# parity bench: %s\n\n", c->device_name);
+    fprintf(stream, "%s parity bench: %s\n\n", heading(level), c->device_name);
     fprintf(stream, "CUDA runtime %s, driver %s, SM %d.%d, %d SMs, L2 %.0f MiB. Ceilings measured in the same run: "
                     "device copy **%.0f GB/s** (2 GiB, read + write, noise %.1f%%), cuBLAS bf16 GEMM %lld^3 **%.0f TFLOP/s** "
                     "(noise %.1f%%).\n\n",
@@ -498,10 +513,11 @@ static parity_error *markdown_body(const parity_bench_report *report, const pari
             c->flush_bytes / 1048576.0, c->warmup, c->runs, c->flop_bound_runs,
             c->peers_file[0] ? " PyTorch peers (torch " : "", c->peers_file[0] ? c->torch_version : "",
             c->peers_file[0] ? ") from tools/bench_torch_peers.py in the same device call; speedup = torch median / parity median." : "");
-    fprintf(stream, "## Targets\n\n| target | parity (the best backend unless the target names one) | verdict |\n|---|---|---|\n");
+    fprintf(stream, "%s Targets\n\n| target | parity (the best backend unless the target names one) | verdict |\n|---|---|---|\n",
+            heading(level + 1));
     for (size_t t = 0; t < targets->count; t++) target_line(report, &targets->items[t], stream);
-    fprintf(stream, "\n## Results\n\n| op | shape | dtype | pass | backend | median ms | noise | rate | of ceiling | extra peak | gradients | vs torch |\n"
-                    "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    fprintf(stream, "\n%s Results\n\n| op | shape | dtype | pass | backend | median ms | noise | rate | of ceiling | extra peak | gradients | vs torch |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|---|---|\n", heading(level + 1));
     for (size_t i = 0; i < report->count; i++) {
         const parity_bench_result *row = &report->results[i];
         char rate[32], fraction[32], extra[32], gradients[32], speedup[16];
@@ -518,6 +534,25 @@ static parity_error *markdown_body(const parity_bench_report *report, const pari
                     row->backend, row->status);
     }
     return ferror(stream) ? PARITY_ERROR(PARITY_ERROR_IO, "parity bench: writing Markdown failed") : NULL;
+}
+
+static parity_error *markdown_body(const parity_bench_report *report, const parity_bench_targets *targets, FILE *stream) {
+    return markdown_at(report, targets, 1, stream);
+}
+
+parity_error *parity_bench_render_markdown(const parity_bench_report *report, const parity_bench_targets *targets,
+                                           int heading_level, char **out) {
+    *out = NULL;
+    size_t size = 0;
+    FILE *stream = open_memstream(out, &size);
+    if (!stream) return PARITY_ERROR(PARITY_ERROR_MEMORY, "parity bench: rendering Markdown");
+    parity_error *error = markdown_at(report, targets, heading_level, stream);
+    if (fclose(stream) != 0 && !error) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "parity bench: rendering Markdown");
+    if (error) {
+        free(*out);
+        *out = NULL;
+    }
+    return error;
 }
 
 parity_error *parity_bench_write_markdown(const parity_bench_report *report, const parity_bench_targets *targets,

@@ -16,7 +16,8 @@ extern "C" {
 #endif
 
 // Adds the peers of `path` as rows (backend "torch:<peer>") and links every parity row to its first
-// peer. DATA error naming the file and the field for malformed JSON; IO error when unreadable.
+// peer. DATA error naming the file and the field for malformed JSON, or when the report ran on a
+// device (context.device_name set) and the file's "device" is not that one; IO error when unreadable.
 parity_error *parity_bench_read_peers(const char *path, parity_bench_report *report);
 
 // Reads a report written by parity_bench_write_json (`parity bench ... --output FILE`) back, so a
@@ -29,6 +30,10 @@ parity_error *parity_bench_write_json(const parity_bench_report *report, const c
 // Markdown to `path`, with a "Targets" section checking each of `targets`.
 parity_error *parity_bench_write_markdown(const parity_bench_report *report, const parity_bench_targets *targets,
                                           const char *path);
+// The same Markdown in memory (*out malloc'ed, NUL-terminated), its title at `heading_level` (1: "#",
+// the sections "##"; 2: one level down, for a part of another document such as a baseline README).
+parity_error *parity_bench_render_markdown(const parity_bench_report *report, const parity_bench_targets *targets,
+                                           int heading_level, char **out);
 
 #ifdef __cplusplus
 }

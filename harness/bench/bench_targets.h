@@ -4,13 +4,14 @@
 //
 // Format: tab-separated lines; '#' starts a comment line; blank lines are skipped. The first other
 // line is the header, exactly
-//   op  pass  shape  backend  min_gb_per_s  torch_anchor_ms  max_extra_gib  what
+//   op  pass  shape  backend  min_gb_per_s  max_extra_gib  what
 // then one target a line: an op parity bench knows, fwd or fwd+bwd, a shape in the op's format, a
 // backend name or "best" (the fastest non-eager parity backend), and either min_gb_per_s (a
-// bandwidth target) or torch_anchor_ms and max_extra_gib (no slower than the row's first torch peer,
-// the anchor time when the report has none, with at most that much extra peak memory); "-" marks
-// the ones a target does not use; `what` is the target as the report words it. Anything else is a
-// DATA error "FILE:LINE: what is wrong".
+// bandwidth target) or max_extra_gib (a peer target: no slower than the row's first torch peer
+// measured in the same run, with at most that much extra peak memory; a report without that peer
+// gives no verdict, never one against a typed-in time); "-" marks the one a target does not use;
+// `what` is the target as the report words it. Anything else is a DATA error "FILE:LINE: what is
+// wrong".
 //
 // Where `parity bench` finds the file (parity_bench_targets_locate): harness/bench/targets.tsv under
 // the working directory (the repository root, where make, the tests and the GPU runs start), else
@@ -35,8 +36,7 @@ typedef struct parity_bench_target {
     char op[32], pass[16], shape[64];
     char backend[64];                    // "" = the best non-eager parity backend ("best" in the file)
     double minimum_gigabytes_per_second; // 0: not a bandwidth target
-    double anchor_peer_ms;               // peer targets: the torch time when the report has no peer row
-    double maximum_extra_gib;            // peer targets: extra peak memory allowed
+    double maximum_extra_gib;            // 0: not a peer target; else the extra peak memory allowed
     char what[256];
 } parity_bench_target;
 

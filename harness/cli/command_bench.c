@@ -1,16 +1,18 @@
 // command_bench.c: `parity bench op OP|all`: the CUDA backends of an op side by side on the same
 // inputs (bench_run.h), with the device ceilings measured in the same run and, with --peers, the
 // PyTorch peers measured in the same device call (tools/bench_torch_peers.py). Prints a table, or
-// JSON with --json; --output / --markdown write files atomically.
+// JSON with --json; --output / --markdown / --readme write files atomically.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/bench/bench_readme.h"
 #include "harness/bench/bench_report.h"
 #include "harness/bench/bench_run.h"
 #include "harness/bench/bench_targets.h"
 #include "harness/cli/cli_support.h"
 #include "harness/cli/commands.h"
+#include "ops/core/file.h"
 #include "ops/registry.h"
 
 enum { MAX_LIST = 32 };
@@ -19,7 +21,7 @@ void parity_command_bench_usage(FILE *stream) {
     fprintf(stream,
             "usage: parity bench op OP|all --device cuda[:N] [--backends a,b,...] [--shape S]... [--dtype bf16|fp32|fp64]\n"
             "                      [--runs N] [--warmup N] [--peers FILE] [--json] [--output FILE] [--markdown FILE]\n"
-            "       parity bench render REPORT.json [--json] [--markdown FILE]\n"
+            "       parity bench render REPORT.json [--json] [--markdown FILE] [--readme FILE]\n"
             "\n"
             "Times the CUDA backends of an op side by side on the same random inputs: CUDA events around each\n"
             "call, warm-up calls first, the L2 flushed before every run, the median of the runs with its noise\n"
@@ -50,10 +52,13 @@ void parity_command_bench_usage(FILE *stream) {
             "  --json          print the report as JSON instead of the table\n"
             "  --output FILE   also write the JSON report to FILE\n"
             "  --markdown FILE also write a Markdown table to FILE, with the targets of harness/bench/targets.tsv\n"
-            "                  checked (read from the working directory, else bench_targets.tsv beside parity)\n"
+            "                  checked (read from the working directory, else bench_targets.tsv beside parity); a\n"
+            "                  peer target (no slower than torch) has a verdict only with its peer measured in the run\n"
+            "  --readme FILE   rewrite the rendered part of FILE (between its two marker lines, see\n"
+            "                  harness/bench/bench_readme.h) with the same Markdown, headings one level down\n"
             "\n"
             "render re-reads a report written with --output (a committed baseline, say) and prints it again, or\n"
-            "writes it as Markdown: no GPU needed.\n"
+            "writes it as Markdown or into a baseline README: no GPU needed.\n"
             "\n"
             "exit status: 0 ok; 1 a backend failed while timed; 2 usage error, unknown op or backend, no CUDA\n"
             "             device; 3 unreadable peers file or device failure\n");
@@ -71,7 +76,7 @@ typedef struct bench_arguments {
     parity_dtype dtype;
     int runs, warmup;
     bool runs_given;
-    const char *peers, *output, *markdown;
+    const char *peers, *output, *markdown, *readme;
     bool json;
     bool render; // `parity bench render REPORT.json`: arguments->op is the file
 } bench_arguments;
@@ -150,6 +155,7 @@ static int parse_arguments(int argc, char **argv, bench_arguments *arguments) {
         } else if (OPTION("--peers")) arguments->peers = value;
         else if (OPTION("--output")) arguments->output = value;
         else if (OPTION("--markdown")) arguments->markdown = value;
+        else if (OPTION("--readme")) arguments->readme = value;
         else if (strcmp(argv[i], "--json") == 0) arguments->json = true;
         else {
             fprintf(stderr, "parity bench: unknown argument '%s' (see parity bench --help)\n", argv[i]);
@@ -161,7 +167,7 @@ static int parse_arguments(int argc, char **argv, bench_arguments *arguments) {
     if (arguments->render) {
         if (arguments->device_given || arguments->backend_count || arguments->shape_count || arguments->peers ||
             arguments->output) {
-            fprintf(stderr, "parity bench render: takes only --json and --markdown\n");
+            fprintf(stderr, "parity bench render: takes only --json, --markdown and --readme\n");
             return PARITY_EXIT_CONFIG;
         }
         return PARITY_EXIT_OK;
@@ -173,15 +179,30 @@ static int parse_arguments(int argc, char **argv, bench_arguments *arguments) {
     return PARITY_EXIT_OK;
 }
 
+// The rendered part of the README at `path` rewritten from `report` (bench_readme.h), atomically.
+static parity_error *write_readme(const parity_bench_report *report, const parity_bench_targets *targets, const char *path) {
+    char *readme = NULL, *rendered = NULL, *spliced = NULL;
+    size_t size;
+    parity_error *error = parity_read_file(path, &readme, &size);
+    if (!error) error = parity_bench_render_markdown(report, targets, 2, &rendered);
+    if (!error) error = parity_bench_readme_splice(readme, rendered, path, &spliced);
+    if (!error) error = parity_write_file_atomic(path, spliced, strlen(spliced), true);
+    free(readme);
+    free(rendered);
+    free(spliced);
+    return error;
+}
+
 // Prints (or writes) a report; the exit code for a successful run.
 static parity_error *emit(const bench_arguments *arguments, const parity_bench_report *report) {
     if (arguments->output) PARITY_TRY(parity_bench_write_json(report, arguments->output));
-    if (arguments->markdown) {
+    if (arguments->markdown || arguments->readme) {
         char path[4200];
         parity_bench_targets targets;
         PARITY_TRY(parity_bench_targets_locate(path, sizeof path));
         PARITY_TRY(parity_bench_targets_read(path, &targets));
-        parity_error *error = parity_bench_write_markdown(report, &targets, arguments->markdown);
+        parity_error *error = arguments->markdown ? parity_bench_write_markdown(report, &targets, arguments->markdown) : NULL;
+        if (!error && arguments->readme) error = write_readme(report, &targets, arguments->readme);
         parity_bench_targets_release(&targets);
         PARITY_TRY(error);
     }

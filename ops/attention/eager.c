@@ -262,7 +262,7 @@ PARITY_BACKEND_REGISTRATION(attention, eager, cpu) {
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
         .capabilities = PARITY_CAP_VARLEN | PARITY_CAP_GQA | PARITY_CAP_SLIDING_WINDOW | PARITY_CAP_BATCH_INVARIANT |
-                        PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL,
+                        PARITY_CAP_DETERMINISTIC,
         .kernels = &attention_eager_kernels,
         .description = "reference attention (HF eager_attention_forward: bf16 scores, f32 softmax), f64/f32/bf16",
     });

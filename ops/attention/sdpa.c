@@ -314,7 +314,7 @@ PARITY_BACKEND_REGISTRATION(attention, sdpa, cpu) {
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
         .capabilities = PARITY_CAP_VARLEN | PARITY_CAP_GQA | PARITY_CAP_SLIDING_WINDOW | PARITY_CAP_BATCH_INVARIANT |
-                        PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL,
+                        PARITY_CAP_DETERMINISTIC,
         .kernels = &attention_sdpa_kernels,
         .description = "tiled online-softmax attention (FlashAttention-2 on the CPU, 16 x 16 tiles), saves only lse",
     });

@@ -63,8 +63,7 @@ PARITY_BACKEND_REGISTRATION(broadcast_heads, eager, cpu) {
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        .capabilities = PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL |
-                        PARITY_CAP_EXPERT_PARALLEL,
+        .capabilities = PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC,
         .kernels = &broadcast_heads_eager_kernels,
         .description = "reference broadcast of one head to H heads (MLA k_pe), f64/f32/bf16",
     });

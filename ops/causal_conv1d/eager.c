@@ -153,9 +153,9 @@ PARITY_BACKEND_REGISTRATION(causal_conv1d, eager, cpu) {
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        // Channel-local over whole documents: safe under Ulysses (each rank holds full sequences).
-        .capabilities = PARITY_CAP_VARLEN | PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC |
-                        PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL,
+        // Channel-local over whole documents, so it would be safe under Ulysses (each rank holds full
+        // sequences); not flagged so until multi-rank code exists to test it (test_capability_claims.c).
+        .capabilities = PARITY_CAP_VARLEN | PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC,
         .kernels = &causal_conv1d_eager_kernels,
         .description = "reference depthwise causal conv1d (+ SiLU) over packed documents, f64/f32/bf16",
     });

@@ -143,8 +143,9 @@ static parity_error *chunk_loss_backward(const parity_exec *exec, const parity_c
 
 static const parity_cross_entropy_kernels chunk_loss_kernels = {chunk_loss_forward, chunk_loss_backward};
 
-// Per-token math, as eager, reduced with an explicit divisor, so safe under sequence and expert parallelism when
-// the caller passes the global num_items_in_batch. Not batch invariant: the mean divides by the
+// Per-token math, as eager, reduced with an explicit divisor, so it would be safe under sequence and expert
+// parallelism with the global num_items_in_batch; not flagged so until multi-rank code exists to test it
+// (test_capability_claims.c). Not batch invariant: the mean divides by the
 // batch's valid count and GEMM blocking depends on N.
 PARITY_BACKEND_REGISTRATION(cross_entropy, chunk_loss, cpu) {
     return parity_registry_add(&(parity_backend){
@@ -152,8 +153,7 @@ PARITY_BACKEND_REGISTRATION(cross_entropy, chunk_loss, cpu) {
         .name = "chunk_loss",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        .capabilities = PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL |
-                        PARITY_CAP_FUSED_LINEAR,
+        .capabilities = PARITY_CAP_DETERMINISTIC | PARITY_CAP_FUSED_LINEAR,
         .kernels = &chunk_loss_kernels,
         .description = "VeOmni chunked loss: per-chunk logits, gradients computed in the forward, never full logits",
     });

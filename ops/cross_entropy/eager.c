@@ -97,8 +97,9 @@ static parity_error *cross_entropy_eager_backward(const parity_exec *exec, const
 static const parity_cross_entropy_kernels cross_entropy_eager_kernels = {cross_entropy_eager_forward,
                                                                          cross_entropy_eager_backward};
 
-// Per-token math reduced with an explicit divisor, so safe under sequence and expert parallelism when
-// the caller passes the global num_items_in_batch. Not batch invariant: the mean divides by the
+// Per-token math reduced with an explicit divisor, so it would be safe under sequence and expert
+// parallelism with the global num_items_in_batch; not flagged so until multi-rank code exists to test it
+// (test_capability_claims.c). Not batch invariant: the mean divides by the
 // batch's valid count and GEMM blocking depends on N.
 PARITY_BACKEND_REGISTRATION(cross_entropy, eager, cpu) {
     return parity_registry_add(&(parity_backend){
@@ -106,7 +107,7 @@ PARITY_BACKEND_REGISTRATION(cross_entropy, eager, cpu) {
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        .capabilities = PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL,
+        .capabilities = PARITY_CAP_DETERMINISTIC,
         .kernels = &cross_entropy_eager_kernels,
         .description = "reference cross-entropy: full logits, f32 log-softmax, mean or sum / num_items_in_batch",
     });

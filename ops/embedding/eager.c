@@ -70,8 +70,7 @@ PARITY_BACKEND_REGISTRATION(embedding, eager, cpu) {
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        .capabilities = PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL |
-                        PARITY_CAP_EXPERT_PARALLEL,
+        .capabilities = PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC,
         .kernels = &embedding_eager_kernels,
         .description = "reference embedding lookup with scatter-add backward, f64/f32/bf16",
     });

@@ -473,8 +473,7 @@ PARITY_BACKEND_REGISTRATION(gated_delta_rule, fla, cpu) {
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
         // Chunks start at each document's first token, so chunking depends on the document, never on the batch.
-        .capabilities = PARITY_CAP_VARLEN | PARITY_CAP_GQA | PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC |
-                        PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL,
+        .capabilities = PARITY_CAP_VARLEN | PARITY_CAP_GQA | PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC,
         .kernels = &gated_delta_rule_chunked_kernels,
         .description = "chunked gated delta rule (flash-linear-attention's WY/UT algorithm, chunk 64 by default), packed "
                        "documents, grouped value heads, f64/f32/bf16",

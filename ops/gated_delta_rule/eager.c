@@ -283,9 +283,9 @@ PARITY_BACKEND_REGISTRATION(gated_delta_rule, eager, cpu) {
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        // Head-local over whole documents: safe under Ulysses (each rank holds full sequences of its heads).
-        .capabilities = PARITY_CAP_VARLEN | PARITY_CAP_GQA | PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC |
-                        PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL,
+        // Head-local over whole documents, so it would be safe under Ulysses (each rank holds full sequences
+        // of its heads); not flagged so until multi-rank code exists to test it (test_capability_claims.c).
+        .capabilities = PARITY_CAP_VARLEN | PARITY_CAP_GQA | PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC,
         .kernels = &gated_delta_rule_eager_kernels,
         .description = "reference gated delta rule, recurrent form (HF torch_recurrent_gated_delta_rule), packed "
                        "documents, grouped value heads, f64/f32/bf16",

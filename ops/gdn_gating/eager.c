@@ -94,8 +94,7 @@ PARITY_BACKEND_REGISTRATION(gdn_gating, eager, cpu) {
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        .capabilities = PARITY_CAP_VARLEN | PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC |
-                        PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL,
+        .capabilities = PARITY_CAP_VARLEN | PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC,
         .kernels = &gdn_gating_eager_kernels,
         .description = "reference GatedDeltaNet gating: g = -exp(A_log) * softplus(a + dt_bias) in f32, beta = sigmoid(b)",
     });

@@ -68,8 +68,7 @@ PARITY_BACKEND_REGISTRATION(l2_norm, eager, cpu) {
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        .capabilities = PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL |
-                        PARITY_CAP_EXPERT_PARALLEL,
+        .capabilities = PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC,
         .kernels = &l2_norm_eager_kernels,
         .description = "reference L2 normalisation over the last dimension (HF l2norm), f64/f32/bf16",
     });

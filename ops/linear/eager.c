@@ -82,7 +82,7 @@ PARITY_BACKEND_REGISTRATION(linear, eager, cpu) {
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        .capabilities = PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL,
+        .capabilities = PARITY_CAP_DETERMINISTIC,
         .kernels = &linear_eager_kernels,
         .description = "reference linear layer y = x W^T + b through CBLAS, f64/f32/bf16",
     });

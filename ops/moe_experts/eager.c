@@ -292,13 +292,14 @@ static parity_error *moe_experts_eager_backward(const parity_exec *exec, const p
 static const parity_moe_experts_kernels moe_experts_eager_kernels = {moe_experts_eager_forward, moe_experts_eager_backward};
 
 PARITY_BACKEND_REGISTRATION(moe_experts, eager, cpu) {
-    // No PARITY_CAP_EXPERT_PARALLEL: VeOmni's eager experts have no expert-parallel support.
+    // No PARITY_CAP_EXPERT_PARALLEL: VeOmni's eager experts have no expert-parallel support (and no CPU
+    // backend claims parallel safety before multi-rank code exists: test_capability_claims.c).
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_MOE_EXPERTS,
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        .capabilities = PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL,
+        .capabilities = PARITY_CAP_DETERMINISTIC,
         .kernels = &moe_experts_eager_kernels,
         .description = "reference MoE experts: HF's loop over experts, fused gate_up_proj layout, f64/f32/bf16",
     });

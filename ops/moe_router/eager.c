@@ -209,8 +209,7 @@ PARITY_BACKEND_REGISTRATION(moe_router, eager, cpu) {
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        .capabilities = PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL |
-                        PARITY_CAP_EXPERT_PARALLEL,
+        .capabilities = PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC,
         .kernels = &moe_router_eager_kernels,
         .description = "reference MoE router: softmax top-k (Qwen3-MoE) and DeepSeek-V3 grouped sigmoid, f64/f32/bf16",
     });

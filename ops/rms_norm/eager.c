@@ -92,8 +92,7 @@ PARITY_BACKEND_REGISTRATION(rms_norm, eager, cpu) {
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        .capabilities = PARITY_CAP_OFFSET_WEIGHT | PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC |
-                        PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL,
+        .capabilities = PARITY_CAP_OFFSET_WEIGHT | PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC,
         .kernels = &rms_norm_eager_kernels,
         .description = "reference RMSNorm (standard and (1 + w) offset), f64/f32/bf16",
     });

@@ -120,8 +120,7 @@ PARITY_BACKEND_REGISTRATION(rms_norm_gated, eager, cpu) {
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        .capabilities = PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL |
-                        PARITY_CAP_EXPERT_PARALLEL,
+        .capabilities = PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC,
         .kernels = &rms_norm_gated_eager_kernels,
         .description = "reference gated RMSNorm (Qwen3.5: w * x_hat * silu(gate)), f64/f32/bf16",
     });

@@ -165,7 +165,7 @@ PARITY_BACKEND_REGISTRATION(rotary, eager, cpu) {
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
         .capabilities = PARITY_CAP_PARTIAL_ROTARY | PARITY_CAP_VARLEN | PARITY_CAP_GQA | PARITY_CAP_BATCH_INVARIANT |
-                        PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL,
+                        PARITY_CAP_DETERMINISTIC,
         .kernels = &rotary_eager_kernels,
         .description = "reference RoPE on query and key (default/linear/llama3/yarn, half-split or interleaved, "
                        "partial), f64/f32/bf16",

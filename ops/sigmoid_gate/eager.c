@@ -93,8 +93,7 @@ PARITY_BACKEND_REGISTRATION(sigmoid_gate, eager, cpu) {
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        .capabilities = PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL |
-                        PARITY_CAP_EXPERT_PARALLEL,
+        .capabilities = PARITY_CAP_BATCH_INVARIANT | PARITY_CAP_DETERMINISTIC,
         .kernels = &sigmoid_gate_eager_kernels,
         .description = "reference x * sigmoid(gate), gate of x's shape or broadcast over the last dim, f64/f32/bf16",
     });

@@ -4,7 +4,8 @@
 //   [SKIP] tensor_cuda::round_trip: no CUDA device: <reason>
 // so that `make test` output always says which tests did not run and why. With a device the test
 // runs. Nightly GPU CI sets PARITY_EXPECT_GPU=1 so that a GPU host which lost its device fails the
-// GPU tests instead of skipping them.
+// GPU tests instead of skipping them. parity_test_require_no_gpu is the converse, for the few tests of
+// a machine without a device.
 #ifndef PARITY_TESTS_GPU_SKIP_H
 #define PARITY_TESTS_GPU_SKIP_H
 
@@ -25,6 +26,15 @@ static inline void parity_test_require_gpu(void) {
     fprintf(stderr, "[SKIP] %s::%s: no CUDA device: %s\n", criterion_current_test->category,
             criterion_current_test->name, reason);
     cr_skip_test("no CUDA device: %s", reason);
+}
+
+// The converse, first in a test of what happens without a CUDA device ("device cuda is absent"):
+// with one present it is skipped the same visible way ("[SKIP] ...: a CUDA device is present").
+static inline void parity_test_require_no_gpu(void) {
+    if (parity_cuda_device_count(NULL, 0) <= 0) return;
+    fprintf(stderr, "[SKIP] %s::%s: a CUDA device is present\n", criterion_current_test->category,
+            criterion_current_test->name);
+    cr_skip_test("a CUDA device is present");
 }
 
 // True when a CUDA device is usable (for tables whose expected outcome depends on it).

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops/core/cpu_math.h"
+#include "worst_error.h"
 
 static op_check_tensor *next_slot(op_check_state *state, const char *name) {
     if (state->tensor_count >= OP_CHECK_MAX_TENSORS) return NULL;
@@ -268,6 +269,186 @@ parity_error *op_check_run(const op_check_case *test_case, op_check_run_options 
     return NULL;
 }
 
+// Records in report->non_finite the first NaN/Inf element of `tensor` ("<prefix><name>[i]"), unless
+// an earlier one is recorded.
+static void note_non_finite(op_check_error_report *report, const parity_tensor *tensor, const char *prefix,
+                            const char *name) {
+    if (report->non_finite[0] || !tensor->data || !parity_dtype_is_float(tensor->dtype)) return;
+    for (int64_t i = 0; i < tensor->numel; i++)
+        if (!isfinite(parity_tensor_get(tensor, i))) {
+            snprintf(report->non_finite, sizeof report->non_finite, "%s%s[%lld]", prefix, name, (long long)i);
+            return;
+        }
+}
+
+// The run's outputs and the input gradients its backward wrote, in slot order.
+static void note_non_finite_state(op_check_error_report *report, const op_check_state *state) {
+    for (int i = 0; i < state->tensor_count; i++) {
+        const op_check_tensor *slot = &state->tensors[i];
+        if (slot->is_output) note_non_finite(report, &slot->value, "", slot->name);
+        else if (slot->differentiable) note_non_finite(report, &slot->gradient, "d", slot->name);
+    }
+}
+
+bool op_check_within(const op_check_error_report *report, double bound, char *message, size_t message_size) {
+    if (report->non_finite[0]) {
+        snprintf(message, message_size, "%s is NaN/Inf", report->non_finite);
+        return false;
+    }
+    if (report->tensors_compared == 0) {
+        snprintf(message, message_size, "no tensor compared");
+        return false;
+    }
+    if (isnan(bound) || parity_test_worse(report->worst_error, bound)) { // a NaN bound (from a NaN reference error) fails
+        snprintf(message, message_size, "%s relative error %.3e > %.3g", report->worst_tensor, report->worst_error, bound);
+        return false;
+    }
+    if (message_size) message[0] = '\0';
+    return true;
+}
+
+// ---- batch invariance ----
+
+static bool is_shared(const op_check_row_layout *layout, const char *name) {
+    for (int i = 0; layout->shared && layout->shared[i]; i++)
+        if (strcmp(layout->shared[i], name) == 0) return true;
+    return false;
+}
+
+// Rows of one per-row tensor: the product of its first row_dims dimensions (-1: it has fewer).
+static int64_t rows_of(const parity_tensor *tensor, int row_dims) {
+    if (tensor->ndim < row_dims) return -1;
+    int64_t rows = 1;
+    for (int d = 0; d < row_dims; d++) rows *= tensor->shape[d];
+    return rows;
+}
+
+parity_error *op_check_row_count(const op_check_state *state, const op_check_row_layout *layout, int64_t *rows) {
+    *rows = -1;
+    const char *first = NULL;
+    if (layout->row_dims < 1)
+        return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s: a row layout needs row_dims >= 1", state->case_name);
+    for (int i = 0; i < state->tensor_count; i++) {
+        const op_check_tensor *slot = &state->tensors[i];
+        if (is_shared(layout, slot->name) || strcmp(slot->name, "cu_seqlens") == 0) continue;
+        int64_t count = rows_of(&slot->value, layout->row_dims);
+        if (count < 0 || (*rows >= 0 && count != *rows))
+            return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s [%s]: %s has %lld rows of %d leading dimensions, %s has %lld",
+                                state->op->name, state->case_name, slot->name, (long long)count, layout->row_dims,
+                                first ? first : "none before it", (long long)*rows);
+        *rows = count;
+        first = slot->name;
+    }
+    if (*rows < 0) return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s [%s]: no per-row tensor", state->op->name, state->case_name);
+    return NULL;
+}
+
+// `out` (allocated here) = rows[0..count) of `source`, whose first row_dims dimensions are `total` rows.
+static parity_error *gather_rows(parity_tensor *out, const parity_tensor *source, int row_dims, int64_t total,
+                                 const int64_t *rows, int64_t count) {
+    int64_t shape[PARITY_MAX_DIMS];
+    for (int d = 0; d < source->ndim; d++) shape[d] = d < row_dims - 1 ? 1 : d == row_dims - 1 ? count : source->shape[d];
+    PARITY_TRY(parity_tensor_alloc(out, source->dtype, PARITY_CPU, source->ndim, shape));
+    size_t row_bytes = total ? parity_tensor_nbytes(source) / (size_t)total : 0;
+    for (int64_t r = 0; r < count && row_bytes; r++)
+        memcpy((char *)out->data + (size_t)r * row_bytes, (const char *)source->data + (size_t)rows[r] * row_bytes, row_bytes);
+    return NULL;
+}
+
+static parity_error *copy_whole(parity_tensor *out, const parity_tensor *source) {
+    PARITY_TRY(parity_tensor_alloc(out, source->dtype, PARITY_CPU, source->ndim, source->shape));
+    if (parity_tensor_nbytes(source)) memcpy(out->data, source->data, parity_tensor_nbytes(source));
+    return NULL;
+}
+
+static parity_error *make_rows_state(const op_check_state *whole, const op_check_row_layout *layout, const int64_t *rows,
+                                     int64_t count, const int64_t *cu_seqlens, int64_t documents, op_check_state *out) {
+    int64_t total;
+    PARITY_TRY(op_check_row_count(whole, layout, &total));
+    for (int64_t r = 0; r < count; r++)
+        if (rows[r] < 0 || rows[r] >= total)
+            return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s: row %lld of a batch of %lld", whole->case_name, (long long)rows[r],
+                                (long long)total);
+    for (int i = 0; i < whole->tensor_count; i++) {
+        const op_check_tensor *source = &whole->tensors[i];
+        op_check_tensor *slot = next_slot(out, source->name);
+        if (!slot) return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s: too many tensors", whole->case_name);
+        slot->is_output = source->is_output;
+        slot->differentiable = source->differentiable;
+        if (strcmp(source->name, "cu_seqlens") == 0 && cu_seqlens) {
+            parity_tensor offsets = parity_tensor_wrap((void *)cu_seqlens, PARITY_I64, PARITY_CPU, 1, (int64_t[]){documents + 1});
+            PARITY_TRY(copy_whole(&slot->value, &offsets));
+            continue;
+        }
+        bool per_row = !is_shared(layout, source->name) && strcmp(source->name, "cu_seqlens") != 0;
+        if (per_row) PARITY_TRY(gather_rows(&slot->value, &source->value, layout->row_dims, total, rows, count));
+        else PARITY_TRY(copy_whole(&slot->value, &source->value));
+        if (!source->gradient.data) continue;
+        if (source->is_output) { // the cotangent
+            if (per_row) PARITY_TRY(gather_rows(&slot->gradient, &source->gradient, layout->row_dims, total, rows, count));
+            else PARITY_TRY(copy_whole(&slot->gradient, &source->gradient));
+        } else {
+            PARITY_TRY(parity_tensor_alloc(&slot->gradient, slot->value.dtype, PARITY_CPU, slot->value.ndim, slot->value.shape));
+        }
+    }
+    return NULL;
+}
+
+parity_error *op_check_run_rows(const op_check_case *test_case, const op_check_state *whole, const op_check_row_layout *layout,
+                                const int64_t *rows, int64_t count, const int64_t *cu_seqlens, int64_t documents,
+                                op_check_state *out) {
+    memset(out, 0, sizeof *out);
+    out->op = whole->op;
+    out->case_name = whole->case_name;
+    out->dtype = whole->dtype;
+    out->input_precision = whole->input_precision;
+    out->device = whole->device;
+    out->exec = whole->exec;
+    out->seed = whole->seed;
+    out->backend = whole->backend;
+    out->has_attributes = whole->has_attributes;
+    memcpy(out->attributes, whole->attributes, sizeof out->attributes);
+    PARITY_TRY_CONTEXT(make_rows_state(whole, layout, rows, count, cu_seqlens, documents, out), "%s [%s], a batch of %lld rows",
+                       test_case->op->name, test_case->name, (long long)count);
+    if (out->device.type != PARITY_DEVICE_CPU)
+        PARITY_TRY_CONTEXT(mirror_to_device(out), "%s [%s]", test_case->op->name, test_case->name);
+    PARITY_TRY(run_forward(test_case, out));
+    PARITY_TRY(run_backward(test_case, out));
+    return NULL;
+}
+
+bool op_check_rows_equal(const op_check_state *whole, const op_check_state *part, const op_check_row_layout *layout,
+                         const int64_t *rows, int64_t count, char *differing, size_t differing_size) {
+    int64_t total;
+    parity_error *error = op_check_row_count(whole, layout, &total);
+    if (error || whole->tensor_count != part->tensor_count) {
+        if (differing) snprintf(differing, differing_size, "%s", error ? parity_error_message(error) : "different tensors");
+        parity_error_free(error);
+        return false;
+    }
+    for (int i = 0; i < whole->tensor_count; i++) {
+        const op_check_tensor *a = &whole->tensors[i], *b = &part->tensors[i];
+        if (is_shared(layout, a->name) || strcmp(a->name, "cu_seqlens") == 0) continue;
+        const parity_tensor *x = a->is_output ? &a->value : &a->gradient, *y = b->is_output ? &b->value : &b->gradient;
+        if (!x->data) continue; // an input without a gradient
+        size_t row_bytes = total ? parity_tensor_nbytes(x) / (size_t)total : 0;
+        if (parity_tensor_nbytes(y) != row_bytes * (size_t)count) {
+            if (differing) snprintf(differing, differing_size, "%s%s has %zu bytes, expected %zu", a->is_output ? "" : "d",
+                                    a->name, parity_tensor_nbytes(y), row_bytes * (size_t)count);
+            return false;
+        }
+        for (int64_t r = 0; r < count && row_bytes; r++)
+            if (memcmp((const char *)y->data + (size_t)r * row_bytes, (const char *)x->data + (size_t)rows[r] * row_bytes,
+                       row_bytes) != 0) {
+                if (differing)
+                    snprintf(differing, differing_size, "%s%s row %lld (row %lld of the whole batch)", a->is_output ? "" : "d",
+                             a->name, (long long)r, (long long)rows[r]);
+                return false;
+            }
+    }
+    return true;
+}
+
 // sum over differentiable outputs of <cotangent, output>
 static double cotangent_loss(const op_check_state *state) {
     double loss = 0;
@@ -290,6 +471,7 @@ parity_error *op_check_finite_differences(const op_check_case *test_case, const 
         op_check_release(&state);
         return error;
     }
+    note_non_finite_state(report, &state);
     int limit = test_case->max_checked_elements ? test_case->max_checked_elements : 48;
     for (int i = 0; i < state.tensor_count && !error; i++) {
         op_check_tensor *slot = &state.tensors[i];
@@ -322,9 +504,9 @@ parity_error *op_check_finite_differences(const op_check_case *test_case, const 
         double relative = sqrt(difference_squared) / fmax(sqrt(reference_squared), floor);
         if (reference_squared == 0 && difference_squared == 0) relative = 0;
         report->tensors_compared++;
-        if (relative > report->worst_error || isnan(relative) || report->tensors_compared == 1) {
-            report->worst_error = isnan(relative) ? INFINITY : relative;
-            snprintf(report->worst_tensor, sizeof report->worst_tensor, "%s", slot->name);
+        if (report->tensors_compared == 1 || parity_test_worse(relative, report->worst_error)) {
+            report->worst_error = relative;
+            snprintf(report->worst_tensor, sizeof report->worst_tensor, "d%s", slot->name);
         }
     }
     op_check_release(&state);
@@ -349,6 +531,7 @@ parity_error *op_check_compare_states(const op_check_state *reference, const op_
     memset(report, 0, sizeof *report);
     if (reference->tensor_count != candidate->tensor_count)
         return PARITY_ERROR(PARITY_ERROR_INTERNAL, "runs of %s have different tensors", reference->case_name);
+    note_non_finite_state(report, candidate);
     for (int i = 0; i < reference->tensor_count; i++) {
         const op_check_tensor *a = &reference->tensors[i], *b = &candidate->tensors[i];
         const parity_tensor *pair[2][2] = {{&a->value, &b->value}, {&a->gradient, &b->gradient}};
@@ -358,7 +541,7 @@ parity_error *op_check_compare_states(const op_check_state *reference, const op_
             if (!parity_dtype_is_float(pair[which][0]->dtype)) continue;
             double error = op_check_relative_error(pair[which][0], pair[which][1]);
             report->tensors_compared++;
-            if (error > report->worst_error || report->tensors_compared == 1) {
+            if (report->tensors_compared == 1 || parity_test_worse(error, report->worst_error)) {
                 report->worst_error = error;
                 snprintf(report->worst_tensor, sizeof report->worst_tensor, "%s%s", which ? "d" : "", a->name);
             }

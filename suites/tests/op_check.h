@@ -7,7 +7,9 @@
 //     its absolute error);
 //   - one backend against another on identical inputs and cotangents (relative L2 error);
 //   - bitwise determinism (two runs, same bytes);
-//   - outputs and gradients poisoned with NaN before every call, so an unwritten element fails.
+//   - outputs and gradients poisoned with NaN before every call, so an unwritten element fails;
+//   - batch invariance: a run on some of the rows (alone, reordered, repeated) gives bitwise the
+//     rows of the whole batch (op_check_run_rows, op_check_rows_equal).
 // A run on a GPU (options.device = cuda:N) builds the inputs on the CPU exactly as a CPU run does,
 // then mirrors every tensor of the state (values, gradients, cotangents, indices) to the device:
 // during forward/backward op_check_value and op_check_gradient return the device tensors, and the
@@ -113,12 +115,20 @@ parity_error *op_check_run(const op_check_case *test_case, op_check_run_options 
 void op_check_release(op_check_state *state);
 
 typedef struct op_check_error_report {
-    char worst_tensor[40];
-    double worst_error;   // the largest error over the tensors compared
+    char worst_tensor[48];  // "y" (an output), "dx" (an input's gradient)
+    double worst_error;     // the largest error over the tensors compared; NaN wins (worst_error.h)
     int tensors_compared;
+    char non_finite[64];    // the first NaN/Inf of the checked run's outputs and gradients, "dweight[3]";
+                            // "" when none (an element never written stays the NaN it was poisoned with)
 } op_check_error_report;
 
-// Finite differences in f64 with the eager backend or `backend` (NULL = eager).
+// The verdict on a report: true when something was compared, nothing was NaN/Inf and the worst error
+// is <= bound. Otherwise false, with why in `message`: "dweight[3] is NaN/Inf", "dx relative error
+// 1.000e-03 > 1e-06", "no tensor compared" (a NaN bound fails too).
+bool op_check_within(const op_check_error_report *report, double bound, char *message, size_t message_size);
+
+// Finite differences in f64 with the eager backend or `backend` (NULL = eager); worst_tensor names
+// the gradient ("dx").
 parity_error *op_check_finite_differences(const op_check_case *test_case, const char *backend,
                                           op_check_error_report *report);
 // Relative L2 error of every output and input gradient of run `candidate` against run `reference`.
@@ -126,6 +136,31 @@ parity_error *op_check_compare_states(const op_check_state *reference, const op_
                                       op_check_error_report *report);
 // True when both runs produced bit-identical outputs and gradients.
 bool op_check_bitwise_equal(const op_check_state *a, const op_check_state *b, char *differing, size_t differing_size);
+
+// ---- batch invariance: the same rows alone or inside other batches ----
+// Which tensors of an op are per row: all but the `shared` slots (weights, copied whole), with their
+// first `row_dims` dimensions flattened into the row index (1: shape[0] rows; 2: (batch, rows) pairs).
+// Every per-row tensor of a run must have the same number of rows.
+typedef struct op_check_row_layout {
+    int row_dims;
+    const char *const *shared;  // slot names, NULL-terminated (NULL: none)
+} op_check_row_layout;
+
+// The number of rows of a run under `layout`, or an error naming the tensor that does not fit.
+parity_error *op_check_row_count(const op_check_state *state, const op_check_row_layout *layout, int64_t *rows);
+// A run of `whole`'s backend, dtype and device on a batch of its rows: row r of every per-row tensor
+// (inputs, and the cotangents of outputs) is row rows[r] of whole's (count rows, any order, repeats
+// allowed; the leading dimensions become 1, ..., 1, count), shared tensors are copied whole, and the
+// slot "cu_seqlens", when `cu_seqlens` is not NULL, gets those `documents + 1` offsets instead (a
+// batch of whole documents). Then forward and backward, outputs and gradients poisoned first.
+parity_error *op_check_run_rows(const op_check_case *test_case, const op_check_state *whole, const op_check_row_layout *layout,
+                                const int64_t *rows, int64_t count, const int64_t *cu_seqlens, int64_t documents,
+                                op_check_state *out);
+// True when row r of every per-row output and of every per-row input gradient of `part` is, bit for
+// bit, row rows[r] of whole's; otherwise names the first that is not ("dx row 3 (row 777 of the
+// whole batch)"). Gradients of shared inputs (a weight's, a sum over the batch) are not compared.
+bool op_check_rows_equal(const op_check_state *whole, const op_check_state *part, const op_check_row_layout *layout,
+                         const int64_t *rows, int64_t count, char *differing, size_t differing_size);
 
 // Relative L2 error ||a - b|| / max(||a||, tiny) of two same-shaped tensors (any float dtype, CPU).
 double op_check_relative_error(const parity_tensor *reference, const parity_tensor *candidate);

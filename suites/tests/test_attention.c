@@ -10,6 +10,7 @@
 #include "ops/attention/attention.h"
 #include "ops/registry.h"
 #include "suites/tests/exec_fixture.h"
+#include "worst_error.h"
 
 typedef struct naive_case {
     int64_t lengths[4]; // 0-terminated
@@ -82,7 +83,7 @@ static void check_against_naive(const naive_case *c, const char *backend_name) {
     parity_attention_args args = {&q, &k, &v, &cu, c->scale, c->causal, c->window, &y};
     cr_assert_null(kernels->forward(parity_test_exec(PARITY_CPU), &args, &saved));
     double worst = 0;
-    for (int64_t i = 0; i < y.numel; i++) worst = fmax(worst, fabs(parity_tensor_get(&y, i) - expected[i]));
+    for (int64_t i = 0; i < y.numel; i++) worst = parity_test_max(worst, fabs(parity_tensor_get(&y, i) - expected[i]));
     cr_log_info("attention %-5s N=%lld Hq=%lld Hk=%lld causal=%d window=%lld: max |output - naive| %.2e", backend_name,
                 (long long)n, (long long)c->query_heads, (long long)c->kv_heads, c->causal, (long long)c->window,
                 worst);

@@ -12,6 +12,7 @@
 
 #include "models/model.h"
 #include "suites/tests/exec_fixture.h"
+#include "worst_error.h"
 
 typedef struct model_row {
     const char *name;
@@ -119,7 +120,7 @@ static void check(const model_row *row) {
         }
         // Floor: central differences (h = 1e-6) of an O(1) loss carry ~1e-10 absolute round-off per element.
         double error_relative = sqrt(difference) / fmax(sqrt(reference), 1e-4);
-        if (error_relative > worst) {
+        if (parity_test_worse(error_relative, worst)) {
             worst = error_relative;
             worst_name = parameter->name;
         }

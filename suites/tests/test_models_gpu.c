@@ -1,8 +1,10 @@
 // test_models_gpu.c: the reference models at production head sizes on the GPU, in fp64, against the CPU
 // eager: the configurations of golden/upstream's tiny checkpoints with their sizes grown (head_dim 128
 // with GQA, a GatedDeltaNet of 128 x 128 heads whose f64 state needs more than the default 48 KB of
-// shared memory, 32 experts with grouped DeepSeek-V3 routing, MLA with D != Dv), weights drawn from a
-// seed, one packed row of several documents (the longest 200 tokens). Every op runs eager. loss,
+// shared memory, 32 experts with grouped DeepSeek-V3 routing, MLA with D != Dv, q/k/v biases, GatedDeltaNet
+// with routed and shared experts), one row for every case golden/upstream ships (a test scans the folder,
+// and builds every grown model on the CPU, without a GPU), weights drawn from a seed, one packed row of
+// several documents (the longest 200 tokens). Every op runs eager. loss,
 // aux_loss, grad_norm and every parameter's gradient norm must agree to 1e-10 relative: the two devices
 // run the same math, only the order of the GEMM sums differs. This is what fp64 goldens of shapes the
 // tiny checkpoints do not reach rest on. Without a GPU every test skips visibly (gpu_skip.h).
@@ -11,10 +13,13 @@
 
 #include "upstream_compare.h"
 #include <criterion/logging.h>
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpu_skip.h"
 #include "models/model.h"
@@ -50,6 +55,29 @@ static const grown_model grown_models[] = {
      " \"v_head_dim\": 48, \"n_routed_experts\": 32, \"n_group\": 8, \"topk_group\": 4, \"num_experts_per_tok\": 6,"
      " \"moe_intermediate_size\": 64}",
      {100, 156}},
+    {"qwen2 biases GQA 4/2 D=128", "qwen2_tiny",
+     "{\"hidden_size\": 512, \"intermediate_size\": 512, \"num_attention_heads\": 4, \"num_key_value_heads\": 2}",
+     {3, 97, 156}},
+    {"qwen3 q/k-norm GQA 4/2 D=128, tied embeddings", "qwen3_tiny",
+     "{\"hidden_size\": 256, \"intermediate_size\": 512, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+     " \"head_dim\": 128}",
+     {120, 136}},
+    {"seed_oss biases GQA 4/2 D=128", "seed_oss_tiny",
+     "{\"hidden_size\": 256, \"intermediate_size\": 512, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+     " \"head_dim\": 128}",
+     {200, 1, 55}},
+    {"qwen3_next GatedDeltaNet 128x128, 16 experts top-4 + shared", "qwen3_next_tiny",
+     "{\"hidden_size\": 256, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 128,"
+     " \"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4, \"linear_key_head_dim\": 128,"
+     " \"linear_value_head_dim\": 128, \"num_experts\": 16, \"num_experts_per_tok\": 4, \"moe_intermediate_size\": 64,"
+     " \"shared_expert_intermediate_size\": 128}",
+     {64, 192}},
+    {"qwen3_5_moe GatedDeltaNet 128x128, 16 experts top-4 + shared", "qwen3_5_moe_tiny",
+     "{\"hidden_size\": 256, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 128,"
+     " \"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4, \"linear_key_head_dim\": 128,"
+     " \"linear_value_head_dim\": 128, \"num_experts\": 16, \"num_experts_per_tok\": 4, \"moe_intermediate_size\": 64,"
+     " \"shared_expert_intermediate_size\": 128}",
+     {180, 5, 71}},
 };
 
 static const double gpu_vs_cpu_bound = 1e-10;
@@ -167,8 +195,84 @@ static void check_row(const grown_model *row) {
     parity_batch_release(&batch);
 }
 
-Test(models_gpu, qwen3_5_gated_delta_net_128) { check_row(&grown_models[0]); }
-Test(models_gpu, llama_gqa_head_dim_128) { check_row(&grown_models[1]); }
-Test(models_gpu, qwen3_moe_32_experts) { check_row(&grown_models[2]); }
-Test(models_gpu, deepseek_v3_mla_grouped_routing) { check_row(&grown_models[3]); }
-Test(models_gpu, every_row_has_a_test) { cr_expect_eq(sizeof grown_models / sizeof grown_models[0], 4); }
+// Each test and the golden/upstream case whose configuration its row grows. The tests and the scan
+// below are both made from this one list, so a row cannot lack its test.
+#define GROWN_TESTS(X)                                  \
+    X(qwen3_5_gated_delta_net_128, "qwen3_5_tiny")      \
+    X(llama_gqa_head_dim_128, "llama3_tiny")            \
+    X(qwen3_moe_32_experts, "qwen3_moe_tiny")           \
+    X(deepseek_v3_mla_grouped_routing, "deepseek_v3_tiny") \
+    X(qwen2_biases_head_dim_128, "qwen2_tiny")          \
+    X(qwen3_qk_norm_head_dim_128, "qwen3_tiny")         \
+    X(seed_oss_biases_head_dim_128, "seed_oss_tiny")    \
+    X(qwen3_next_gated_delta_net_experts, "qwen3_next_tiny") \
+    X(qwen3_5_moe_gated_delta_net_experts, "qwen3_5_moe_tiny")
+
+static const grown_model *row_of(const char *base) {
+    for (size_t i = 0; i < sizeof grown_models / sizeof grown_models[0]; i++)
+        if (strcmp(grown_models[i].base, base) == 0) return &grown_models[i];
+    cr_assert_fail("no grown row of %s", base);
+    return NULL;
+}
+
+#define GROWN_TEST(test, base) Test(models_gpu, test) { check_row(row_of(base)); }
+GROWN_TESTS(GROWN_TEST)
+
+#define GROWN_BASE(test, base) base,
+static const char *const tested_bases[] = {GROWN_TESTS(GROWN_BASE)};
+#define TESTED_COUNT (sizeof tested_bases / sizeof tested_bases[0])
+
+static bool is_tested(const char *base) {
+    for (size_t i = 0; i < TESTED_COUNT; i++)
+        if (strcmp(tested_bases[i], base) == 0) return true;
+    return false;
+}
+
+// Runs without a GPU: every case shipped in golden/upstream (a folder with a config.json) has a grown
+// row and a test, every row grows a shipped case and has a test, and every grown configuration
+// parses, binds and builds on the CPU (what the GPU tests start from).
+Test(models_gpu, every_upstream_case_is_grown) {
+    DIR *directory = opendir("golden/upstream");
+    cr_assert_not_null(directory, "golden/upstream: %s", strerror(errno));
+    size_t cases = 0;
+    struct dirent *entry;
+    while ((entry = readdir(directory))) {
+        char path[512];
+        snprintf(path, sizeof path, "golden/upstream/%s/config.json", entry->d_name);
+        if (entry->d_name[0] == '.' || access(path, R_OK) != 0) continue;
+        cases++;
+        bool grown = false;
+        for (size_t i = 0; i < sizeof grown_models / sizeof grown_models[0]; i++) grown |= strcmp(grown_models[i].base, entry->d_name) == 0;
+        cr_expect(grown, "golden/upstream/%s has no grown row in test_models_gpu.c", entry->d_name);
+        cr_expect(is_tested(entry->d_name), "golden/upstream/%s has no test in GROWN_TESTS", entry->d_name);
+    }
+    closedir(directory);
+    cr_expect_gt(cases, 0, "no case in golden/upstream");
+    cr_assert_null(parity_registry_register_builtins());
+    for (size_t i = 0; i < sizeof grown_models / sizeof grown_models[0]; i++) {
+        const grown_model *row = &grown_models[i];
+        char path[512];
+        snprintf(path, sizeof path, "golden/upstream/%s/config.json", row->base);
+        cr_expect_eq(access(path, R_OK), 0, "%s grows %s, which golden/upstream does not ship", row->name, row->base);
+        cr_expect(is_tested(row->base), "%s has no test in GROWN_TESTS", row->name);
+        for (size_t j = 0; j < i; j++)
+            cr_expect(strcmp(grown_models[j].base, row->base) != 0, "%s and %s grow the same case", grown_models[j].name, row->name);
+        parity_model_config config;
+        grown_config(row, &config);
+        parity_parameters parameters = {0};
+        parity_error *error = parity_model_random_parameters(&config, weight_seed, 0.02, &parameters);
+        parity_model_requirements requirements;
+        parity_bindings bindings;
+        if (!error) error = parity_model_requirements_of(&config, &requirements);
+        if (!error) error = parity_model_bind(&requirements, NULL, PARITY_CPU, PARITY_F64, &bindings);
+        parity_model *model = NULL;
+        if (!error) error = parity_model_create(&config, &parameters, PARITY_CPU, PARITY_F64, &bindings, &model);
+        cr_expect_null(error, "%s on cpu: %s", row->name, error ? upstream_error_text(error) : "");
+        if (model) parity_model_free(model);
+    }
+    for (size_t t = 0; t < TESTED_COUNT; t++) {
+        bool has_row = false;
+        for (size_t i = 0; i < sizeof grown_models / sizeof grown_models[0]; i++) has_row |= strcmp(grown_models[i].base, tested_bases[t]) == 0;
+        cr_expect(has_row, "the test of %s has no grown row", tested_bases[t]);
+    }
+}

@@ -27,11 +27,12 @@ Test(ops, backward_matches_finite_differences) {
             fail_on_error(op_check_finite_differences(test_case, "eager", &report), test_case->name);
             double tolerance = test_case->finite_difference_tolerance ? test_case->finite_difference_tolerance
                                                                       : default_finite_difference_tolerance;
-            cr_log_info("%-20s %-44s finite differences: max relative error %.2e (d%s), bound %.0e", test_case->op->name,
+            cr_log_info("%-20s %-44s finite differences: max relative error %.2e (%s), bound %.0e", test_case->op->name,
                         test_case->name, report.worst_error, report.worst_tensor, tolerance);
             cr_expect(report.tensors_compared > 0, "%s [%s]: no differentiable input", test_case->op->name, test_case->name);
-            cr_expect(report.worst_error <= tolerance, "%s [%s]: d%s relative error %.3e > %.0e", test_case->op->name,
-                      test_case->name, report.worst_tensor, report.worst_error, tolerance);
+            char why[160];
+            cr_expect(op_check_within(&report, tolerance, why, sizeof why), "%s [%s]: %s", test_case->op->name,
+                      test_case->name, why);
             checked++;
         }
     }
@@ -76,9 +77,9 @@ Test(ops, low_precision_eager_is_close_to_f64) {
                 fail_on_error(op_check_compare_states(&reference, &candidate, &report), test_case->name);
                 cr_log_info("%-20s %-44s %s eager vs f64: %.2e (%s)", test_case->op->name, test_case->name,
                             parity_dtype_name(dtype), report.worst_error, report.worst_tensor);
-                cr_expect(report.worst_error <= precisions[p].bound, "%s [%s] %s: %s relative error %.3e > %.0e",
-                          test_case->op->name, test_case->name, parity_dtype_name(dtype), report.worst_tensor,
-                          report.worst_error, precisions[p].bound);
+                char why[160];
+                cr_expect(op_check_within(&report, precisions[p].bound, why, sizeof why), "%s [%s] %s: %s",
+                          test_case->op->name, test_case->name, parity_dtype_name(dtype), why);
                 op_check_release(&reference);
                 op_check_release(&candidate);
             }
@@ -104,9 +105,9 @@ Test(ops, other_backends_match_eager) {
                                            &other_f64), test_case->name);
                 op_check_error_report f64_report;
                 fail_on_error(op_check_compare_states(&eager_f64, &other_f64, &f64_report), test_case->name);
-                cr_expect(f64_report.worst_error <= backend->f64_tolerance, "%s %s [%s] f64: %s relative error %.3e > %.0e",
-                          backend->op, backend->backend, test_case->name, f64_report.worst_tensor, f64_report.worst_error,
-                          backend->f64_tolerance);
+                char why[160];
+                cr_expect(op_check_within(&f64_report, backend->f64_tolerance, why, sizeof why), "%s %s [%s] f64: %s",
+                          backend->op, backend->backend, test_case->name, why);
 
                 fail_on_error(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F64, .input_precision = PARITY_BF16},
                                            &truth), test_case->name);
@@ -120,8 +121,8 @@ Test(ops, other_backends_match_eager) {
                 cr_log_info("%-20s %-12s %-40s f64 vs eager %.2e; bf16 error %.2e (eager bf16 %.2e)", backend->op,
                             backend->backend, test_case->name, f64_report.worst_error, other_report.worst_error,
                             eager_report.worst_error);
-                cr_expect(other_report.worst_error <= bound, "%s %s [%s] bf16: error %.3e > 2 x eager's %.3e + 1e-3",
-                          backend->op, backend->backend, test_case->name, other_report.worst_error, eager_report.worst_error);
+                cr_expect(op_check_within(&other_report, bound, why, sizeof why), "%s %s [%s] bf16: %s (bound: 2 x eager's %.3e + 1e-3)",
+                          backend->op, backend->backend, test_case->name, why, eager_report.worst_error);
                 op_check_release(&truth);
                 op_check_release(&eager_f64);
                 op_check_release(&other_f64);

@@ -20,6 +20,7 @@
 #include "models/checkpoint/safetensors.h"
 #include "models/model.h"
 #include "suites/tests/exec_fixture.h"
+#include "worst_error.h"
 
 // Hk = 2, Hv = 4 (r = 2), Dk = 4, Dv = 3; four experts, a linear and a full-attention layer.
 #define SHARED_FIELDS                                                                                                  \
@@ -208,7 +209,7 @@ Test(qwen3_next, hf_layout_checkpoint_equals_qwen3_5_moe_rearranged) {
                 parity_parameter *theirs = parity_parameters_find(&evaluation.gradients, name);
                 cr_assert_not_null(theirs, "qwen3_next has no gradient of %s", name);
                 double difference = relative_l2(&theirs->value, fused[f]);
-                if (difference > worst) worst = difference, worst_name = fused_names[f];
+                if (parity_test_worse(difference, worst)) worst = difference, worst_name = fused_names[f];
                 compared++;
             }
             parity_tensor_release(&qkvz);
@@ -221,7 +222,7 @@ Test(qwen3_next, hf_layout_checkpoint_equals_qwen3_5_moe_rearranged) {
         parity_parameter *theirs = parity_parameters_find(&evaluation.gradients, mine->name);
         cr_assert_not_null(theirs, "qwen3_next has no gradient of %s", mine->name);
         double difference = relative_l2(&theirs->value, &mine->gradient);
-        if (difference > worst) worst = difference, worst_name = mine->name;
+        if (parity_test_worse(difference, worst)) worst = difference, worst_name = mine->name;
         compared++;
     }
     cr_log_info("qwen3_next vs qwen3_5_moe: loss %.1e aux %.1e grad_norm %.1e, worst of %d gradients %.1e (%s)", loss, aux, grad_norm,

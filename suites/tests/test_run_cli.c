@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "cli_runner.h"
+#include "gpu_skip.h"
 #include "golden/golden.h"
 #include "golden/golden_seal.h"
-#include "ops/core/device.h"
 #include "reports/results.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
@@ -244,10 +244,7 @@ Test(run_cli, usage_and_suite_errors_exit_2) {
 }
 
 Test(run_cli, an_absent_device_exits_3) {
-    if (parity_cuda_device_count(NULL, 0) > 0) {
-        printf("[SKIP] run_cli::an_absent_device_exits_3: a CUDA device is present\n");
-        return;
-    }
+    parity_test_require_no_gpu();
     scratch s = make_scratch(false);
     command_result result = run_scratch(&s, "--device cuda");
     cr_expect_eq(result.exit_code, 3, "%s", result.output);
