@@ -2,18 +2,16 @@
 // with attention layers (the six attention models and the hybrid qwen3_5_tiny) runs one forward +
 // backward on cuda:0 with every op eager, and is compared with what transformers computed, with the
 // tolerances of test_upstream.c:
-//   fp64: loss, aux_loss, grad_norm <= 1e-6 relative; every parameter's gradient <= 1e-5 relative L2
+//   fp64: loss, aux_loss, grad_norm <= 1e-10 relative; every parameter's gradient <= 1e-10 relative L2
 //         against grads.safetensors (plain batch) or its norm against reference.json (packed batch);
-//         logits <= 1e-6 relative L2 (plain batch)
+//         logits <= 1e-10 relative L2 (plain batch). transformers' fp64 run is float64 from end to end
+//         and the CPU reaches <= 2e-14 (1.1e-11 on qwen3_5's g-only gradients, test_upstream_hybrid.c
+//         says why); the GPU sums in another order, which moves fp64 results by ~1e-15 per sum.
 //   fp32: loss <= 1e-5, aux_loss <= 1e-5, grad_norm <= 1e-4 relative to the fp64 truth
-// with the one exception test_upstream_hybrid.c documents for qwen3_5: the gradients that reach the loss
-// only through the GatedDeltaNet log decay g (linear_attn.A_log, linear_attn.dt_bias,
-// linear_attn.in_proj_a.weight) carry transformers' own f32 error (its "fp64" run casts the gated delta
-// rule to f32), so they are held to 3 x that reproduced error, as there; nothing else is loosened.
 // and, in fp64, the GPU against the CPU eager on the same checkpoint and batch: loss, aux_loss,
 // grad_norm and every parameter's gradient norm <= 1e-10 relative (the two run the same math; only
 // the order of GEMM sums differs). Packed batches run where the case ships one. Without a GPU every
-// test skips visibly (gpu_skip.h).
+// test skips visibly (gpu_skip.h). Every maximum keeps NaN (upstream_take_worst).
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <math.h>
@@ -25,8 +23,6 @@
 #include "harness/evaluate.h"
 #include "models/checkpoint/safetensors.h"
 #include "upstream_compare.h"
-
-#define UPSTREAM "golden/upstream"
 
 typedef struct upstream_gpu_case {
     const char *model;
@@ -79,24 +75,20 @@ static void check_against_transformers(const upstream_gpu_case *test_case, bool 
         parity_evaluation_release(&evaluation);
         return;
     }
-    double worst = 0, worst_bound = 1e-5, logits = 0; // the gradient furthest beyond its bound, and that bound
+    double worst = 0, logits = 0; // the worst gradient
     char worst_name[160] = "";
     if (details) { // every gradient tensor against grads.safetensors, the logits against logits.safetensors
         parity_safetensors_file file;
         char path[320];
         snprintf(path, sizeof path, "%s/grads.safetensors", directory);
         cr_assert_null(parity_safetensors_open(path, &file), "%s: %s", label, path);
+        upstream_expect_float64_file(label, &file);
         for (size_t i = 0; i < evaluation.gradients.count; i++) {
             parity_tensor reference;
             error = parity_safetensors_load(&file, evaluation.gradients.items[i].name, PARITY_F64, &reference);
             cr_assert_null(error, "%s: %s", label, error ? upstream_error_text(error) : "");
-            double difference = upstream_relative_l2(&evaluation.gradients.items[i].value, &reference);
-            double bound = upstream_gradient_bound(test_case->model, evaluation.gradients.items[i].name);
-            if (!(difference / bound <= worst / worst_bound)) {
-                worst = isnan(difference) ? INFINITY : difference;
-                worst_bound = bound;
+            if (upstream_take_worst(&worst, upstream_relative_l2(&evaluation.gradients.items[i].value, &reference)))
                 snprintf(worst_name, sizeof worst_name, "%s", evaluation.gradients.items[i].name);
-            }
             parity_tensor_release(&reference);
         }
         cr_expect_eq(evaluation.gradients.count, file.entry_count, "%s: %zu gradients, grads.safetensors has %zu", label,
@@ -104,6 +96,7 @@ static void check_against_transformers(const upstream_gpu_case *test_case, bool 
         parity_safetensors_close(&file);
         snprintf(path, sizeof path, "%s/logits.safetensors", directory);
         cr_assert_null(parity_safetensors_open(path, &file), "%s: %s", label, path);
+        upstream_expect_float64_file(label, &file);
         parity_tensor reference;
         cr_assert_null(parity_safetensors_load(&file, "logits", PARITY_F64, &reference), "%s: logits", label);
         logits = upstream_relative_l2(&step->logits, &reference);
@@ -113,22 +106,18 @@ static void check_against_transformers(const upstream_gpu_case *test_case, bool 
         for (size_t i = 0; i < step->parameter_count; i++) {
             double norm = parity_step_result_norm(&truth, step->parameter_names[i], i);
             cr_assert(!isnan(norm), "%s: transformers has no '%s'", label, step->parameter_names[i]);
-            double difference = upstream_relative(step->parameter_grad_norms[i], norm);
-            double bound = upstream_gradient_bound(test_case->model, step->parameter_names[i]);
-            if (!(difference / bound <= worst / worst_bound)) {
-                worst = isnan(difference) ? INFINITY : difference;
-                worst_bound = bound;
+            if (upstream_take_worst(&worst, upstream_relative(step->parameter_grad_norms[i], norm)))
                 snprintf(worst_name, sizeof worst_name, "%s", step->parameter_names[i]);
-            }
         }
     }
-    cr_log_info("%-40s loss %.1e aux %.1e grad_norm %.1e worst gradient %.1e of %.1e (%s) logits %.1e", label, loss, aux,
-                grad_norm, worst, worst_bound, worst_name, logits);
-    cr_expect(loss <= 1e-6, "%s: loss relative error %.2e > 1e-6", label, loss);
-    cr_expect(aux <= 1e-6, "%s: aux_loss relative error %.2e > 1e-6", label, aux);
-    cr_expect(grad_norm <= 1e-6, "%s: grad_norm relative error %.2e > 1e-6", label, grad_norm);
-    cr_expect(worst <= worst_bound, "%s: gradient of %s relative error %.2e > %.1e", label, worst_name, worst, worst_bound);
-    cr_expect(logits <= 1e-6, "%s: logits relative error %.2e > 1e-6", label, logits);
+    const double bound = UPSTREAM_FP64_BOUND;
+    cr_log_info("%-40s loss %.1e aux %.1e grad_norm %.1e worst gradient %.1e (%s) logits %.1e", label, loss, aux, grad_norm,
+                worst, worst_name, logits);
+    cr_expect(loss <= bound, "%s: loss relative error %.2e > %.0e", label, loss, bound);
+    cr_expect(aux <= bound, "%s: aux_loss relative error %.2e > %.0e", label, aux, bound);
+    cr_expect(grad_norm <= bound, "%s: grad_norm relative error %.2e > %.0e", label, grad_norm, bound);
+    cr_expect(worst <= bound, "%s: gradient of %s relative error %.2e > %.0e", label, worst_name, worst, bound);
+    cr_expect(logits <= bound, "%s: logits relative error %.2e > %.0e", label, logits, bound);
     parity_step_result_release(&truth);
     parity_evaluation_release(&evaluation);
 }
@@ -146,11 +135,8 @@ static void check_against_cpu(const upstream_gpu_case *test_case, bool packed) {
                  gpu_label, gpu.step.parameter_count, cpu.step.parameter_count);
     for (size_t i = 0; i < gpu.step.parameter_count; i++) {
         cr_expect_str_eq(gpu.step.parameter_names[i], cpu.step.parameter_names[i], "%s: parameter %zu", gpu_label, i);
-        double difference = upstream_relative(gpu.step.parameter_grad_norms[i], cpu.step.parameter_grad_norms[i]);
-        if (!(difference <= worst)) {
-            worst = isnan(difference) ? INFINITY : difference;
+        if (upstream_take_worst(&worst, upstream_relative(gpu.step.parameter_grad_norms[i], cpu.step.parameter_grad_norms[i])))
             worst_name = gpu.step.parameter_names[i];
-        }
     }
     cr_log_info("%-40s vs cpu: loss %.1e aux %.1e grad_norm %.1e worst parameter norm %.1e (%s)", gpu_label, loss, aux,
                 grad_norm, worst, worst_name);

@@ -1,10 +1,12 @@
-// diagnose.c: reproduces the diagnosis behind the A_log / dt_bias / in_proj_a tolerances of
-// suites/tests/test_upstream_hybrid.c. Not part of the build: run.sh applies
+// diagnose.c: reproduces the diagnosis of the A_log / dt_bias / in_proj_a gradients in
+// suites/tests/test_upstream_hybrid.c's header (a cancellation in the dg graph: ~4e-3 relative in f32,
+// ~1e-11 in f64; suites/smoke.yaml's fp32 fla exclusions cite it too). Not part of the build: run.sh applies
 // emulate_transformers_f32.patch to a scratch copy of the repository, builds it and this program.
 // For a golden/upstream case it prints, for the three gradients that reach the loss only through the
 // GatedDeltaNet log decay g (and the worst of every other parameter), the relative L2 distance from our
 // f64 eager gradient of:
-//   HF fp64      transformers' "fp64" gradients (grads.safetensors)
+//   HF fp64      transformers' fp64 gradients (grads.safetensors; float64 from end to end since the
+//                reference script bypasses transformers' float32 casts, f32 gated delta rule before)
 //   fla f64      our chunked algorithm in f64
 //   emu-eager    the gated delta rule run in f32 inside the f64 model (DIAG_GDR_F32), recurrent
 //   emu-fla      the same, chunked
