@@ -4,12 +4,14 @@
 // metric (it is linear, a flipped sign flips it, E[s_j^2] = |x|^2); that the signs follow the name
 // and the logical index, never the dtype or the layout; the rejections; and, on a GPU, that the
 // CUDA reduction gives the CPU's sketch (the same signs, another order of summation: within f64
-// rounding of the norm).
+// rounding of the norm). Also the cosine of two sketches and how a step result carries them
+// (models/step_result.h).
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "models/step_result.h"
 #include "ops/core/rng.h"
 #include "ops/core/sketch.h"
 #include "ops/core/tensor.h"
@@ -135,6 +137,58 @@ Test(sketch, rejects_integer_tensors_naming_the_tensor) {
     for (int j = 0; j < PARITY_SKETCH_K; j++) cr_expect_eq(s[j], 0.0, "a refused sketch is zeroed");
     parity_error_free(error);
     parity_tensor_release(&ids);
+}
+
+Test(sketch, cosine_of_two_sketches) {
+    static const struct {
+        const char *what;
+        double a[PARITY_SKETCH_K], b[PARITY_SKETCH_K];
+        double cosine; // NAN: must be NaN
+    } rows[] = {
+        {"the same", {1, -2, 3, 0.5}, {1, -2, 3, 0.5}, 1.0},
+        {"scaled", {1, -2, 3, 0.5}, {3, -6, 9, 1.5}, 1.0},
+        {"a flipped sign", {1, -2, 3, 0.5}, {-1, 2, -3, -0.5}, -1.0},
+        {"orthogonal", {1, 1, 0, 0}, {1, -1, 0, 0}, 0.0},
+        {"by hand: (1,0,0,0) and (1,1,0,0)", {1, 0, 0, 0}, {1, 1, 0, 0}, 0.70710678118654746},
+        {"both zero: the same zero gradient", {0, 0, 0, 0}, {0, 0, 0, 0}, 1.0},
+        {"one zero", {0, 0, 0, 0}, {0, 1e-300, 0, 0}, 0.0},
+        {"tiny components do not underflow", {1e-200, 2e-200, 0, 0}, {2e-200, 4e-200, 0, 0}, 1.0},
+        {"huge components do not overflow", {1e200, 0, -1e200, 0}, {1e200, 0, -1e200, 0}, 1.0},
+        {"NaN", {1, NAN, 0, 0}, {1, 1, 0, 0}, NAN},
+        {"NaN beside a zero sketch", {0, 0, 0, 0}, {NAN, 0, 0, 0}, NAN},
+        {"Inf", {1, 1, 0, 0}, {INFINITY, 1, 0, 0}, NAN},
+    };
+    for (size_t row = 0; row < ROWS(rows); row++) {
+        double cosine = parity_sketch_cosine(rows[row].a, rows[row].b);
+        if (isnan(rows[row].cosine)) cr_expect(isnan(cosine), "%s: %.17g, expected NaN", rows[row].what, cosine);
+        else cr_expect_leq(fabs(cosine - rows[row].cosine), 1e-15, "%s: %.17g, expected %.17g", rows[row].what, cosine, rows[row].cosine);
+    }
+}
+
+Test(sketch, a_step_result_copies_and_finds_its_sketches) {
+    char names[2][PARITY_STEP_NAME_SIZE] = {"model.norm.weight", "lm_head.weight"};
+    double norms[2] = {1, 2}, sketches[2 * PARITY_SKETCH_K] = {1, 2, 3, 4, 5, 6, 7, 8};
+    parity_step_result source = {.parameter_count = 2, .parameter_names = names, .parameter_grad_norms = norms,
+                                 .parameter_grad_sketches = sketches, .has_loss_input = true, .loss_input_grad_norm = 0.5,
+                                 .loss_input_grad_sketch = {0.1, 0.2, 0.3, 0.4}};
+    parity_step_result copy;
+    assert_ok(parity_step_result_copy(&source, &copy), "copy");
+    cr_assert_neq(copy.parameter_grad_sketches, sketches, "a deep copy");
+    cr_expect_eq(memcmp(copy.parameter_grad_sketches, sketches, sizeof sketches), 0);
+    cr_expect(copy.has_loss_input && copy.loss_input_grad_norm == 0.5 && copy.loss_input_grad_sketch[3] == 0.4);
+    const double *found = parity_step_result_sketch(&copy, "lm_head.weight", 0); // a wrong hint: searched
+    cr_assert_not_null(found);
+    cr_expect_eq(found[0], 5.0);
+    cr_expect_eq(parity_step_result_sketch(&copy, "lm_head.weight", 1), copy.parameter_grad_sketches + PARITY_SKETCH_K);
+    cr_expect_null(parity_step_result_sketch(&copy, "absent.weight", 0));
+    parity_step_result_release(&copy);
+    cr_expect_null(copy.parameter_grad_sketches, "release zeroes");
+    // a result without sketches (an upstream reference) copies as one without, and finds none
+    source.parameter_grad_sketches = NULL;
+    assert_ok(parity_step_result_copy(&source, &copy), "copy");
+    cr_expect_null(copy.parameter_grad_sketches);
+    cr_expect_null(parity_step_result_sketch(&copy, "lm_head.weight", 1));
+    parity_step_result_release(&copy);
 }
 
 // CUDA against the CPU: the same signs (same name, same index), summed in the device's block order,
