@@ -556,3 +556,32 @@ Test(golden_integrity, migrate_from_the_command_line) {
     free(result.output);
     remove_tree(directory);
 }
+
+// `golden verify` recomputes the sketches too: a stored sketch component moved by 1e-9 of its
+// gradient's norm (everything else as stored) is drift, named (exit 1).
+Test(golden_integrity, verify_sees_a_sketch_that_drifted) {
+    char directory[64], path[256];
+    temporary_directory(directory, sizeof directory);
+    golden_folder(directory, COMMITTED, false);
+    snprintf(path, sizeof path, "%s/smoke/qwen3_tiny/plain.h5", directory);
+    parity_golden golden;
+    cr_assert_null(parity_golden_read(path, &golden));
+    const size_t parameter = 5;
+    const int component = 2;
+    cr_assert_gt(golden.expected.parameter_count, parameter);
+    golden.expected.parameter_grad_sketches[parameter * PARITY_SKETCH_K + component] +=
+        1e-9 * golden.expected.parameter_grad_norms[parameter];
+    parity_error *error = parity_golden_write(path, &golden, true);
+    cr_assert_null(error, "%s", error ? error_text(error) : "");
+    char expected[256], arguments[512];
+    snprintf(expected, sizeof expected, "largest at grad_sketch:%s[%d]", golden.expected.parameter_names[parameter], component);
+    parity_golden_release(&golden);
+    snprintf(arguments, sizeof arguments, "golden verify --suite smoke --model qwen3_tiny --golden-dir %s", directory);
+    command_result result = run_parity(arguments);
+    cr_expect_eq(result.exit_code, 1, "%s", result.output);
+    cr_expect(strstr(result.output, "DRIFT") && strstr(result.output, expected) && strstr(result.output, "fp64 drift 1e-09"),
+              "'%s' in\n%s", expected, result.output);
+    cr_expect(strstr(result.output, "1 drifted") || strstr(result.output, ", 1 drifted"), "%s", result.output);
+    free(result.output);
+    remove_tree(directory);
+}
