@@ -22,15 +22,25 @@ extern "C" {
 #define PARITY_SKETCH_K 4
 #define PARITY_SKETCH_SEED 0x736b65746368ull // "sketch" in ASCII: a key no weight or batch stream uses
 
+#define PARITY_SKETCH_SIGN_MASK ((1u << PARITY_SKETCH_K) - 1u)
+
 // The K sign bits of element i of a tensor whose name hashes to name_hash (bit j: r_j(i) = -1).
 PARITY_HOST_DEVICE uint32_t parity_sketch_signs(uint64_t name_hash, uint64_t i) {
-    return parity_philox_word(PARITY_SKETCH_SEED, name_hash, i) & ((1u << PARITY_SKETCH_K) - 1u);
+    return parity_philox_word(PARITY_SKETCH_SEED, name_hash, i) & PARITY_SKETCH_SIGN_MASK;
+}
+
+// The words of elements 4 b .. 4 b + 3 (one Philox block; word k & PARITY_SKETCH_SIGN_MASK is
+// parity_sketch_signs(name_hash, 4 b + k)): a quarter of the Philox work for a loop that walks
+// the elements in order.
+PARITY_HOST_DEVICE parity_philox_block parity_sketch_sign_block(uint64_t name_hash, uint64_t b) {
+    return parity_philox_block_at(PARITY_SKETCH_SEED, name_hash, b);
 }
 
 // sums[j] += r_j(i) * value for every j, given element i's sign bits: the one accumulation step both
-// devices run.
+// devices run. r_j(i) * value is exact (+-1 times a double), so a fused multiply-add rounds as the
+// separate sum does; no branch on the random bits.
 PARITY_HOST_DEVICE void parity_sketch_add(double sums[PARITY_SKETCH_K], uint32_t signs, double value) {
-    for (int j = 0; j < PARITY_SKETCH_K; j++) sums[j] += (signs >> j) & 1u ? -value : value;
+    for (int j = 0; j < PARITY_SKETCH_K; j++) sums[j] += (1.0 - 2.0 * (double)((signs >> j) & 1u)) * value;
 }
 
 #ifdef __cplusplus

@@ -392,8 +392,12 @@ parity_error *parity_tensor_sketch(const parity_exec *exec, const parity_tensor 
         return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "sketch of %s (%s): needs an Ascend NPU build", name,
                             parity_tensor_describe(tensor, a, sizeof a));
     double sums[PARITY_SKETCH_K] = {0};
-    for (int64_t i = 0; i < tensor->numel; i++)
-        parity_sketch_add(sums, parity_sketch_signs(name_hash, (uint64_t)i), parity_tensor_get(tensor, i));
+    for (int64_t base = 0; base < tensor->numel; base += 4) { // four elements per Philox block
+        parity_philox_block words = parity_sketch_sign_block(name_hash, (uint64_t)base >> 2);
+        int64_t end = tensor->numel - base < 4 ? tensor->numel : base + 4;
+        for (int64_t i = base; i < end; i++)
+            parity_sketch_add(sums, words.word[i - base] & PARITY_SKETCH_SIGN_MASK, parity_tensor_get(tensor, i));
+    }
     for (int j = 0; j < PARITY_SKETCH_K; j++) out[j] = sums[j];
     return NULL;
 }

@@ -40,6 +40,11 @@ Test(sketch, a_case_checked_by_hand) {
         cr_expect_eq(parity_philox_word(PARITY_SKETCH_SEED, hash, i), words[i], "word %llu", (unsigned long long)i);
         cr_expect_eq(parity_sketch_signs(hash, i), words[i] & 0xfu, "sign bits of element %llu", (unsigned long long)i);
     }
+    parity_philox_block block = parity_sketch_sign_block(hash, 0); // the CPU loop's four-at-a-time words
+    for (int k = 0; k < 4; k++) cr_expect_eq(block.word[k], words[k], "block word %d", k);
+    for (uint64_t i = 0; i < 4099; i++)
+        cr_expect_eq(parity_sketch_sign_block(hash, i >> 2).word[i & 3] & PARITY_SKETCH_SIGN_MASK, parity_sketch_signs(hash, i),
+                     "element %llu", (unsigned long long)i);
     static const double expected[PARITY_SKETCH_K] = {-2, -4, 2, -6};
     static const parity_dtype dtypes[] = {PARITY_F64, PARITY_F32, PARITY_BF16, PARITY_F16};
     for (size_t row = 0; row < ROWS(dtypes); row++) { // 1..4 are exact in every float dtype: the same sketch
