@@ -1,5 +1,5 @@
 // golden.c: reads and writes the eager fp64 golden (golden.h) as a sealed HDF5 file. The layout,
-// schema version 2 (docs/golden-format.md says the same with examples):
+// schema version 3 (docs/golden-format.md says the same with examples):
 //
 //   bytes [0, 512)          the seal (golden_seal.h): signature, format, payload length, SHA-256 of
 //                           the bytes after it. HDF5 sees it as the file's user block.
@@ -16,8 +16,12 @@
 //   /batch/position_ids     int64 (B, T); absent when the batch has none (plain, unpacked rows)
 //   /expected               group: eager in fp64. Attributes loss, aux_loss (absent without an
 //                           aux loss), grad_norm, logits_sum (float64; logits_sum may be NaN = not
-//                           computed). Datasets parameter_names (1-D strings, HF names),
-//                           parameter_grad_norms (float64, same length), optional logits_sample.
+//                           computed), loss_input_grad_norm (absent when the model exposes no loss
+//                           input). Datasets parameter_names (1-D strings, HF names),
+//                           parameter_grad_norms (float64, same length), parameter_grad_sketches
+//                           (float64 (P, PARITY_SKETCH_K): each gradient's sketch, ops/core/sketch.h),
+//                           loss_input_grad_sketch (float64 (PARITY_SKETCH_K), with
+//                           loss_input_grad_norm), optional logits_sample.
 //   /eager/<dtype>          one group per lower precision ("fp32", "bf16"), in creation order,
 //                           with the layout of /expected holding eager's own values in that dtype.
 //
@@ -29,8 +33,8 @@
 // The file is built in memory and sealed before it is written (to a temporary file beside it,
 // renamed into place: parity_write_file_atomic, ops/core/file.h). Reading takes the whole file,
 // checks the seal, and only then hands the checked bytes (never the path) to libhdf5; it checks
-// all of it and names the file and the first item that is missing or wrong. Schema 1 (the same
-// layout without seal, checksums or `migrated`) is read only to migrate it (golden_migrate.h).
+// all of it and names the file and the first item that is missing or wrong. Older schemas (1: no
+// seal; 2: no sketches) are refused with "regenerate" (golden_migrate.h).
 #include "golden/golden.h"
 
 #include <cjson/cJSON.h>
@@ -101,6 +105,7 @@ static parity_error *check_values(parity_error_kind kind, const char *path, cons
                                   const parity_step_result *reference) {
     if (values->parameter_count == 0 || !values->parameter_names || !values->parameter_grad_norms)
         return PARITY_ERROR(kind, "%s: %s: no parameter gradient norms", path, where);
+    if (!values->parameter_grad_sketches) return PARITY_ERROR(kind, "%s: %s: no parameter gradient sketches", path, where);
     if (!isfinite(values->loss)) return PARITY_ERROR(kind, "%s: %s: loss is %g, must be finite", path, where, values->loss);
     if (!isfinite(values->grad_norm))
         return PARITY_ERROR(kind, "%s: %s: grad_norm is %g, must be finite", path, where, values->grad_norm);
@@ -114,6 +119,19 @@ static parity_error *check_values(parity_error_kind kind, const char *path, cons
         double norm = values->parameter_grad_norms[i];
         if (!isfinite(norm) || norm < 0)
             return PARITY_ERROR(kind, "%s: %s: parameter_grad_norms[%zu] (%s) is %g, must be finite and >= 0", path, where, i, name, norm);
+        for (int j = 0; j < PARITY_SKETCH_K; j++)
+            if (!isfinite(values->parameter_grad_sketches[i * PARITY_SKETCH_K + j]))
+                return PARITY_ERROR(kind, "%s: %s: parameter_grad_sketches[%zu][%d] (%s) is %g, must be finite", path, where, i, j,
+                                    name, values->parameter_grad_sketches[i * PARITY_SKETCH_K + j]);
+    }
+    if (values->has_loss_input) {
+        if (!isfinite(values->loss_input_grad_norm) || values->loss_input_grad_norm < 0)
+            return PARITY_ERROR(kind, "%s: %s: loss_input_grad_norm is %g, must be finite and >= 0", path, where,
+                                values->loss_input_grad_norm);
+        for (int j = 0; j < PARITY_SKETCH_K; j++)
+            if (!isfinite(values->loss_input_grad_sketch[j]))
+                return PARITY_ERROR(kind, "%s: %s: loss_input_grad_sketch[%d] is %g, must be finite", path, where, j,
+                                    values->loss_input_grad_sketch[j]);
     }
     if (tensor_present(&values->logits) && !parity_dtype_is_float(values->logits.dtype))
         return PARITY_ERROR(kind, "%s: %s: logits_sample is %s, must be a float dtype", path, where,
@@ -122,6 +140,9 @@ static parity_error *check_values(parity_error_kind kind, const char *path, cons
     if (values->has_aux_loss != reference->has_aux_loss)
         return PARITY_ERROR(kind, "%s: %s: aux_loss is %s but /expected %s one", path, where,
                             values->has_aux_loss ? "present" : "absent", reference->has_aux_loss ? "has" : "has no");
+    if (values->has_loss_input != reference->has_loss_input)
+        return PARITY_ERROR(kind, "%s: %s: the loss input's gradient is %s but /expected %s one", path, where,
+                            values->has_loss_input ? "present" : "absent", reference->has_loss_input ? "has" : "has no");
     if (values->parameter_count != reference->parameter_count)
         return PARITY_ERROR(kind, "%s: %s: %zu parameter norms, /expected has %zu", path, where, values->parameter_count,
                             reference->parameter_count);
@@ -201,6 +222,18 @@ static parity_error *write_values(hid_t parent, const char *path, const char *na
         parity_tensor norms = parity_tensor_wrap(values->parameter_grad_norms, PARITY_F64, PARITY_CPU,
                                                  PARITY_SHAPE((int64_t)values->parameter_count));
         error = parity_hdf5_write_tensor(group, path, "parameter_grad_norms", &norms);
+    }
+    if (!error) {
+        parity_tensor sketches = parity_tensor_wrap(values->parameter_grad_sketches, PARITY_F64, PARITY_CPU,
+                                                    PARITY_SHAPE((int64_t)values->parameter_count, PARITY_SKETCH_K));
+        error = parity_hdf5_write_tensor(group, path, "parameter_grad_sketches", &sketches);
+    }
+    if (!error && values->has_loss_input)
+        error = parity_hdf5_write_double_attribute(group, path, "loss_input_grad_norm", values->loss_input_grad_norm);
+    if (!error && values->has_loss_input) {
+        parity_tensor sketch = parity_tensor_wrap((void *)values->loss_input_grad_sketch, PARITY_F64, PARITY_CPU,
+                                                  PARITY_SHAPE(PARITY_SKETCH_K));
+        error = parity_hdf5_write_tensor(group, path, "loss_input_grad_sketch", &sketch);
     }
     if (!error && tensor_present(&values->logits)) {
         parity_tensor sample = {0};
@@ -373,6 +406,29 @@ parity_error *parity_golden_write(const char *path, const parity_golden *golden,
 
 // ---- reading ----
 
+// Dataset `name` of `group` (named `where` in messages): float values of exactly the shape
+// (shape[0]) or (shape[0], shape[1]) for `rank` 1 or 2, copied into `out` as f64.
+static parity_error *read_float64s(hid_t group, const char *path, const char *where, const char *name, int rank,
+                                   const int64_t *shape, double *out) {
+    parity_tensor stored = {0};
+    PARITY_TRY(parity_hdf5_read_tensor(group, path, name, rank, &stored));
+    parity_error *error = NULL;
+    if (!parity_dtype_is_float(stored.dtype))
+        error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: %s/%s holds %s, must be float64", path, where, name, parity_dtype_name(stored.dtype));
+    bool same_shape = true;
+    for (int d = 0; d < rank; d++) same_shape = same_shape && stored.shape[d] == shape[d];
+    if (!error && !same_shape) {
+        char found[96], wanted[64];
+        if (rank == 2) snprintf(wanted, sizeof wanted, "(%lld, %lld)", (long long)shape[0], (long long)shape[1]);
+        else snprintf(wanted, sizeof wanted, "(%lld)", (long long)shape[0]);
+        error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: %s/%s has shape %s, must be %s", path, where, name,
+                             parity_tensor_shape_string(&stored, found, sizeof found), wanted);
+    }
+    for (int64_t i = 0; !error && i < stored.numel; i++) out[i] = parity_tensor_get(&stored, i);
+    parity_tensor_release(&stored);
+    return error;
+}
+
 static parity_error *read_values(hid_t parent, const char *path, const char *name, parity_step_result *values) {
     hid_t group = -1;
     PARITY_TRY(parity_hdf5_open_group(parent, path, name, &group));
@@ -403,6 +459,26 @@ static parity_error *read_values(hid_t parent, const char *path, const char *nam
         for (size_t i = 0; !error && i < name_count; i++) values->parameter_grad_norms[i] = parity_tensor_get(&norms, (int64_t)i);
     }
     parity_tensor_release(&norms);
+    if (!error) {
+        values->parameter_grad_sketches = malloc((name_count ? name_count : 1) * PARITY_SKETCH_K * sizeof(double));
+        if (!values->parameter_grad_sketches) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "%s: %zu gradient sketches", path, name_count);
+    }
+    if (!error)
+        error = read_float64s(group, path, where, "parameter_grad_sketches", 2, (int64_t[]){(int64_t)name_count, PARITY_SKETCH_K},
+                              values->parameter_grad_sketches);
+    values->loss_input_grad_norm = NAN;
+    for (int j = 0; j < PARITY_SKETCH_K; j++) values->loss_input_grad_sketch[j] = NAN;
+    if (!error) error = parity_hdf5_has_attribute(group, path, "loss_input_grad_norm", &values->has_loss_input);
+    if (!error && values->has_loss_input)
+        error = parity_hdf5_read_double_attribute(group, path, "loss_input_grad_norm", &values->loss_input_grad_norm);
+    bool has_loss_input_sketch = false;
+    if (!error) error = parity_hdf5_has_link(group, path, "loss_input_grad_sketch", &has_loss_input_sketch);
+    if (!error && has_loss_input_sketch != values->has_loss_input)
+        error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: %s: loss_input_grad_%s without loss_input_grad_%s", path, where,
+                             values->has_loss_input ? "norm" : "sketch", values->has_loss_input ? "sketch" : "norm");
+    if (!error && values->has_loss_input)
+        error = read_float64s(group, path, where, "loss_input_grad_sketch", 1, (int64_t[]){PARITY_SKETCH_K},
+                              values->loss_input_grad_sketch);
     bool has_sample = false;
     if (!error) error = parity_hdf5_has_link(group, path, "logits_sample", &has_sample);
     if (!error && has_sample) error = parity_hdf5_read_tensor(group, path, "logits_sample", -1, &values->logits);
@@ -459,8 +535,9 @@ static parity_error *read_precisions(hid_t file, const char *path, parity_golden
     return error;
 }
 
-// Everything below the root of the open file `file`, a golden of schema `version`.
-static parity_error *read_contents(hid_t file, const char *path, int version, parity_golden *out) {
+// Everything below the root of the open file `file`, a golden of the current schema.
+static parity_error *read_contents(hid_t file, const char *path, parity_golden *out) {
+    const int version = PARITY_GOLDEN_SCHEMA_VERSION;
     // The version first: a file of another schema is reported as such, not as a list of missing items.
     bool has_version = false;
     PARITY_TRY(parity_hdf5_has_attribute(file, path, "schema_version", &has_version));
@@ -475,7 +552,7 @@ static parity_error *read_contents(hid_t file, const char *path, int version, pa
         PARITY_TRY(parity_hdf5_read_string_attribute(file, path, string_fields[i].name, (char *)out + string_fields[i].offset,
                                                      string_fields[i].size));
     bool migrated = false;
-    if (version >= 2) PARITY_TRY(parity_hdf5_has_attribute(file, path, "migrated", &migrated));
+    PARITY_TRY(parity_hdf5_has_attribute(file, path, "migrated", &migrated));
     if (migrated) PARITY_TRY(parity_hdf5_read_string_attribute(file, path, "migrated", out->migrated, sizeof out->migrated));
     PARITY_TRY(parity_hdf5_read_uint64_attribute(file, path, "weight_seed", &out->weight_seed));
 
@@ -500,8 +577,8 @@ static parity_error *read_contents(hid_t file, const char *path, int version, pa
 }
 
 // Opens the `size` bytes of a file image with libhdf5 in memory (the core driver, no backing store:
-// the disk is never touched) and reads a golden of schema `version` from it.
-static parity_error *decode_image(const char *name, const uint8_t *data, size_t size, int version, parity_golden *out) {
+// the disk is never touched) and reads a golden from it.
+static parity_error *decode_image(const char *name, const uint8_t *data, size_t size, parity_golden *out) {
     static unsigned opened; // every image gets its own label: HDF5 treats two open files of one name as one
     char label[4200];
     snprintf(label, sizeof label, "%s.read.%ld.%u", name, (long)getpid(), opened++);
@@ -516,7 +593,7 @@ static parity_error *decode_image(const char *name, const uint8_t *data, size_t 
         error = parity_error_wrap(PARITY_HDF5_FAILURE(PARITY_ERROR_DATA, name, "H5Fopen", "/"), __FILE__, __LINE__,
                                   "%s: not a valid HDF5 file", name);
     if (access >= 0) H5Pclose(access);
-    if (!error) error = read_contents(file, name, version, out);
+    if (!error) error = read_contents(file, name, out);
     if (file >= 0 && H5Fclose(file) < 0 && !error) error = PARITY_HDF5_FAILURE(PARITY_ERROR_DATA, name, "H5Fclose", "/");
     parity_hdf5_quiet_end(&quiet);
     if (error) parity_golden_release(out);
@@ -526,20 +603,7 @@ static parity_error *decode_image(const char *name, const uint8_t *data, size_t 
 parity_error *parity_golden_decode(const char *name, const uint8_t *data, size_t size, parity_golden *out) {
     memset(out, 0, sizeof *out);
     PARITY_TRY(parity_golden_seal_check(name, data, size, PARITY_GOLDEN_SCHEMA_VERSION));
-    return decode_image(name, data, size, PARITY_GOLDEN_SCHEMA_VERSION, out);
-}
-
-parity_error *parity_golden_decode_schema1(const char *name, const uint8_t *data, size_t size, parity_golden *out) {
-    memset(out, 0, sizeof *out);
-    static const uint8_t hdf5_signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-    if (size < sizeof hdf5_signature || memcmp(data, hdf5_signature, sizeof hdf5_signature) != 0) {
-        // a sealed golden (already the current schema), or damaged, or not a golden: the seal says which
-        parity_error *error = parity_golden_seal_check(name, data, size, PARITY_GOLDEN_SCHEMA_VERSION);
-        if (error) return error;
-        return PARITY_ERROR(PARITY_ERROR_DATA, "%s: already a schema_version %d golden, not schema_version 1", name,
-                            PARITY_GOLDEN_SCHEMA_VERSION);
-    }
-    return decode_image(name, data, size, 1, out);
+    return decode_image(name, data, size, out);
 }
 
 parity_error *parity_golden_read(const char *path, parity_golden *out) {

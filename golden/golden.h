@@ -17,9 +17,12 @@
 #include "ops/core/error.h"
 #include "ops/core/tensor.h"
 
-// 2: sealed (golden_seal.h), fletcher32 on every numeric dataset, checksummed object headers, the
-// optional `migrated` note. 1: plain HDF5 (read only by parity_golden_decode_schema1, to migrate).
-#define PARITY_GOLDEN_SCHEMA_VERSION 2
+// 3: every values set has each parameter's gradient sketch (parameter_grad_sketches) and, where the
+// model exposes it, the loss input's gradient norm and sketch (step_result.h). 2: sealed
+// (golden_seal.h), fletcher32 on every numeric dataset, checksummed object headers, the optional
+// `migrated` note. 1: plain HDF5. Older goldens are refused with "regenerate" (golden_migrate.h says
+// why they cannot be converted).
+#define PARITY_GOLDEN_SCHEMA_VERSION 3
 
 typedef struct parity_golden_precision {
     char dtype[16];           // "fp32", "bf16"
@@ -41,7 +44,8 @@ typedef struct parity_golden {
     char batch_source[1024];  // batch file path, or "plain [B, T] seed N" / "packed [...] seed N"
     char batch_sha256[65];
     parity_tensor input_ids, labels, position_ids; // int64 (B, T); position_ids empty when absent
-    // expected values (eager, fp64). Each values set (these and every precision's) may keep a few
+    // expected values (eager, fp64). Each values set (these and every precision's) has every
+    // parameter's norm and sketch, the loss input's when the model has one, and may keep a few
     // logits rows in its own dtype in .logits (the file's optional logits_sample; bf16 is stored as
     // uint16 with dtype = "bf16"); first_non_finite is always "" (the values are finite).
     parity_step_result expected;
@@ -51,9 +55,10 @@ typedef struct parity_golden {
 
 // Writes atomically (a temporary file beside it, synced, renamed into place: ops/core/file.h),
 // creating parent directories. Refuses to replace an existing file unless `force` (a USAGE error that
-// says "use --force"); nothing is left behind on failure. Checks the golden first (USAGE error naming the field): required strings set,
-// sha256 fields 64 hex digits, config JSON valid, batch 2-D integers, finite expected values, every
-// precision with the same parameter names as `expected`. schema_version 0 means "current".
+// says "use --force"); nothing is left behind on failure. Checks the golden first (USAGE error naming
+// the field): required strings set, sha256 fields 64 hex digits, config JSON valid, batch 2-D
+// integers, finite values (norms, sketches), every precision with the same parameter names and the
+// same loss input (present or not) as `expected`. schema_version 0 means "current".
 // The file written is parity_golden_encode's image: sealed before the temporary file is renamed.
 parity_error *parity_golden_write(const char *path, const parity_golden *golden, bool force);
 // The whole file a golden is, in memory (malloc'ed): the seal, then the HDF5 image. Checks the golden
@@ -61,25 +66,22 @@ parity_error *parity_golden_write(const char *path, const parity_golden *golden,
 parity_error *parity_golden_encode(const char *path, const parity_golden *golden, uint8_t **image, size_t *size);
 // Reads the whole file (at most PARITY_GOLDEN_MAX_BYTES) and decodes it (parity_golden_decode).
 // A missing, damaged, truncated, old-format or schema-mismatched file is a DATA/IO error naming the
-// file and what is wrong.
+// file and what is wrong (an older schema: regenerate it).
 parity_error *parity_golden_read(const char *path, parity_golden *out);
 // Decodes the `size` bytes of a golden file named `name` (for messages): checks the seal first
 // (parity_golden_seal_check: nothing unchecked reaches libhdf5), then opens the checked bytes in
 // memory with libhdf5 and validates every item. Never exits, never touches the disk; a failure
 // leaves `out` zeroed. The entry point for fuzzing the golden reader.
 parity_error *parity_golden_decode(const char *name, const uint8_t *data, size_t size, parity_golden *out);
-// Decodes a schema_version 1 golden (plain HDF5, no seal), for `parity golden migrate` only: such a
-// file has no checksum, so these bytes reach libhdf5 unchecked. A sealed or other-schema file is a
-// DATA error.
-parity_error *parity_golden_decode_schema1(const char *name, const uint8_t *data, size_t size, parity_golden *out);
-// Frees everything the golden owns (config text, batch tensors, name and norm arrays, which are
-// malloc'ed; logits samples) and zeroes it. Safe on a zeroed or partly filled golden.
+// Frees everything the golden owns (config text, batch tensors, name, norm and sketch arrays, which
+// are malloc'ed; logits samples) and zeroes it. Safe on a zeroed or partly filled golden.
 void parity_golden_release(parity_golden *golden);
 // The eager values of `dtype` ("fp32", "bf16"), or NULL.
 const parity_step_result *parity_golden_eager(const parity_golden *golden, const char *dtype);
 // Prints the golden readably (what `parity golden show FILE` shows): provenance, the run (model,
 // weights, batch), the expected fp64 values, eager's error per dtype (|eager - fp64| and relative),
-// and the per-parameter gradient norms with each dtype's relative error. (golden/golden_format.c)
+// and the per-parameter gradient norms with each dtype's relative error and sketch cosine.
+// (golden/golden_format.c)
 void parity_golden_describe(const parity_golden *golden, FILE *stream);
 
 #endif

@@ -1,6 +1,7 @@
 // golden_format.c: parity_golden_describe, the readable view of a golden that `parity golden show`
 // prints: where it came from, what was run, the expected fp64 values, and how far eager lands from
-// them in each lower precision (the error the tolerance rule scales), overall and per parameter.
+// them in each lower precision (the error the tolerance rule scales), overall and per parameter (its
+// norm's relative error and the cosine of its sketch with the fp64 one).
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -95,6 +96,21 @@ static void describe_precision(FILE *stream, const parity_golden_precision *prec
     }
     if (eager->parameter_count > 0)
         fprintf(stream, "    %-14s %.3e relative, %s\n", "worst norm", worst, eager->parameter_names[worst_index]);
+    double lowest = INFINITY;
+    size_t lowest_index = 0;
+    for (size_t i = 0; i < eager->parameter_count && i < expected->parameter_count; i++) {
+        double cosine = parity_sketch_cosine(eager->parameter_grad_sketches + i * PARITY_SKETCH_K,
+                                             expected->parameter_grad_sketches + i * PARITY_SKETCH_K);
+        if (cosine < lowest) lowest = cosine, lowest_index = i;
+    }
+    if (eager->parameter_count > 0)
+        fprintf(stream, "    %-14s %.17g (1 - cosine %.3e), %s\n", "lowest cosine", lowest, 1 - lowest,
+                eager->parameter_names[lowest_index]);
+    if (expected->has_loss_input && eager->has_loss_input) {
+        print_error_row(stream, "loss_input", eager->loss_input_grad_norm, expected->loss_input_grad_norm);
+        double cosine = parity_sketch_cosine(eager->loss_input_grad_sketch, expected->loss_input_grad_sketch);
+        fprintf(stream, "    %-14s %.17g (1 - cosine %.3e)\n", "loss_input cos", cosine, 1 - cosine);
+    }
     if (eager->logits.ndim > 0 && eager->logits.numel > 0) {
         char description[96];
         fprintf(stream, "    %-14s %s\n", "logits_sample", parity_tensor_describe(&eager->logits, description, sizeof description));
@@ -166,6 +182,13 @@ void parity_golden_describe(const parity_golden *golden, FILE *stream) {
     print_value(stream, "aux_loss", expected->aux_loss, expected->has_aux_loss, "none (the model has no auxiliary loss)");
     print_value(stream, "grad_norm", expected->grad_norm, true, "");
     print_value(stream, "logits_sum", expected->logits_sum, !isnan(expected->logits_sum), "not computed");
+    print_value(stream, "loss_input norm", expected->loss_input_grad_norm, expected->has_loss_input,
+                "none (the model exposes no loss input)");
+    if (expected->has_loss_input) {
+        fprintf(stream, "  %-16s", "  (its sketch)");
+        for (int j = 0; j < PARITY_SKETCH_K; j++) fprintf(stream, " %.17g", expected->loss_input_grad_sketch[j]);
+        fputc('\n', stream);
+    }
     describe_sample(stream, &expected->logits);
 
     fprintf(stream, "\neager in lower precision: error against fp64 (the tolerance rule scales it)\n");

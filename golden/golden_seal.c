@@ -60,6 +60,12 @@ static parity_error *diagnose(const char *name, const uint8_t *data, size_t size
     long long stored_format = 0, stored_length = 0;
     if (!parse_number_line(&cursor, "format", &stored_format))
         return PARITY_ERROR(PARITY_ERROR_DATA, "%s: damaged golden: its seal has no readable format line; %s", name, repair);
+    if (stored_format < format)
+        return PARITY_ERROR(PARITY_ERROR_DATA,
+                            "%s: golden format %lld, older than the format %d this parity reads (format 3 added the "
+                            "gradient sketches, which cannot be derived from an older golden's values): regenerate it "
+                            "with `parity golden generate --force`",
+                            name, stored_format, format);
     if (stored_format != format)
         return PARITY_ERROR(PARITY_ERROR_DATA,
                             "%s: golden format %lld, this parity reads format %d (use the parity that wrote it, or "
@@ -100,9 +106,9 @@ parity_error *parity_golden_seal_check(const char *name, const uint8_t *data, si
     if (size >= sizeof hdf5_signature && memcmp(data, hdf5_signature, sizeof hdf5_signature) == 0)
         return PARITY_ERROR(PARITY_ERROR_DATA,
                             "%s: an old-format golden (schema_version 1: HDF5 without the golden seal, so damage cannot "
-                            "be detected); convert it with `parity golden migrate %s` (values are kept bit for bit) or "
-                            "regenerate it with `parity golden generate --force`",
-                            name, name);
+                            "be detected, and without the gradient sketches of format 3); regenerate it with "
+                            "`parity golden generate --force`",
+                            name);
     if (size < SIGNATURE_BYTES || memcmp(data, signature, SIGNATURE_BYTES) != 0)
         return PARITY_ERROR(PARITY_ERROR_DATA, "%s: not a golden: it does not start with the golden signature (%zu bytes)", name, size);
     if (size <= PARITY_GOLDEN_SEAL_BYTES)

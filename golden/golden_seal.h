@@ -8,7 +8,7 @@
 // damaged files). The layout (docs/golden-format.md):
 //
 //   "\x89parity golden\r\n\x1a\n"      18-byte signature (binary-safe, like PNG's)
-//   "format 2\n"                       PARITY_GOLDEN_SCHEMA_VERSION
+//   "format 3\n"                       PARITY_GOLDEN_SCHEMA_VERSION
 //   "payload_bytes <N>\n"              decimal, no leading zeros: file size - 512
 //   "payload_sha256 <64 hex>\n"        lowercase, of bytes [512, 512 + N)
 //   NUL bytes up to 512
@@ -32,8 +32,9 @@
 // for format `format`. `size` must exceed the seal (an HDF5 image follows it).
 void parity_golden_seal(uint8_t *image, size_t size, int format);
 // Checks the seal of the `size` bytes of a golden named `name` (for messages): a DATA error naming
-// it and what is wrong (empty, too short, an old-format golden without a seal, not a golden, another
-// format, truncated, bytes appended, damaged payload, damaged seal); NULL when the seal matches.
+// it and what is wrong (empty, too short, an old-format golden without a seal, not a golden, an older
+// format (regenerate it) or a newer one, truncated, bytes appended, damaged payload, damaged seal);
+// NULL when the seal matches.
 parity_error *parity_golden_seal_check(const char *name, const uint8_t *data, size_t size, int format);
 // Reads the whole file `path` into a malloc'ed buffer: an IO error when it cannot be opened or read,
 // or is not a regular file; a DATA error when it is larger than PARITY_GOLDEN_MAX_BYTES (nothing is

@@ -43,9 +43,9 @@ double parity_tolerance_floor(parity_dtype dtype, double golden) {
     return parity_tolerance_floor_units(dtype) * parity_unit_roundoff(dtype) * fabs(golden);
 }
 
-// error / tolerance, with 0/0 = 0 (exact agreement) and x/0 = inf.
+// error / tolerance, with 0/0 = 0 (exact agreement) and x/0 = inf; inf when either is NaN.
 static double ratio_of(double error, double tolerance) {
-    if (isnan(error)) return INFINITY;
+    if (isnan(error) || isnan(tolerance)) return INFINITY;
     if (error == 0.0) return 0.0;
     return tolerance > 0.0 ? error / tolerance : INFINITY;
 }
@@ -59,20 +59,35 @@ static void fill(parity_metric *out, const char *name, double value, double gold
     out->error = isfinite(value) ? fabs(value - golden) : INFINITY;
     out->tolerance = tolerance;
     out->ratio = ratio_of(out->error, tolerance);
-    out->pass = isfinite(value) && out->error <= tolerance;
+    out->pass = isfinite(value) && out->error <= tolerance; // (false for a NaN error or tolerance)
 }
 
-void parity_tolerance_check(const char *name, parity_metric_kind kind, parity_dtype dtype, double value, double golden,
-                            double eager_same_dtype, double spread, parity_metric *out) {
-    double eager_error = fabs(eager_same_dtype - golden);
+// The rule from its terms: max(k * max(eager_error, spread), c * u * |floor_magnitude|).
+static void check_terms(const char *name, parity_metric_kind kind, parity_dtype dtype, double value, double golden,
+                        double eager_error, double spread, double floor_magnitude, parity_metric *out) {
     const char *basis = "eager error";
     if (isfinite(spread) && spread > eager_error) {
         eager_error = spread;
         basis = "jitter spread";
     }
     double scaled = isfinite(eager_error) ? parity_tolerance_k(kind) * eager_error : 0.0;
-    double floor = parity_tolerance_floor(dtype, golden);
+    double floor = parity_tolerance_floor(dtype, floor_magnitude);
+    if (isnan(floor)) {
+        fill(out, name, value, golden, NAN, "floor");
+        return;
+    }
     fill(out, name, value, golden, scaled > floor ? scaled : floor, scaled > floor ? basis : "floor");
+}
+
+void parity_tolerance_check(const char *name, parity_metric_kind kind, parity_dtype dtype, double value, double golden,
+                            double eager_same_dtype, double spread, parity_metric *out) {
+    check_terms(name, kind, dtype, value, golden, fabs(eager_same_dtype - golden), spread, golden, out);
+}
+
+void parity_tolerance_check_sketch(const char *name, parity_dtype dtype, double value, double golden, double eager_error,
+                                   double spread, double golden_norm, int64_t numel, parity_metric *out) {
+    double magnitude = dtype == PARITY_F64 && numel > 1 ? golden_norm * sqrt((double)numel) : golden_norm;
+    check_terms(name, PARITY_METRIC_GRADIENT, dtype, value, golden, eager_error, spread, magnitude, out);
 }
 
 void parity_tolerance_check_veomni(const char *name, double value, double reference, parity_metric *out) {

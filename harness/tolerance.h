@@ -7,9 +7,24 @@
 //       how far eager itself moves under rounding-size changes. One eager sample understates that where
 //       a discrete choice follows (MoE top-k routing: a token near a tie changes experts), so a backend
 //       that only rounds differently could land several eager errors away; 0 in fp64;
-//     k = 2 for loss-like values (loss, aux_loss), 3 for gradient values (grad_norm, per-parameter);
+//     k = 2 for loss-like values (loss, aux_loss), 3 for gradient values (grad_norm, per-parameter
+//       norms, sketch components, sketch cosines);
 //     floor(dtype, golden) = c(dtype) * u(dtype) * |golden|, u the unit roundoff of the dtype
 //     (2^-53, 2^-24, 2^-8), c = 64 for fp64/fp32 and 2 for bf16 (docs/tolerance.md derives them).
+//     A gradient sketch component s_j ("grad_sketch:<name>[j]", ops/core/sketch.h) is one of K
+//     exchangeable random projections of the same gradient, so its error is a projection of one
+//     error vector e, of size ~|e| whatever s_j is; its terms are the gradient's, not the
+//     component's (parity_tolerance_check_sketch): the eager term is the largest |eager_j - golden_j|
+//     over the K components (one component's eager error is a single draw, near 0 by chance one time
+//     in ten: an honest backend then fails), the spread the largest over the components, and the
+//     floor c * u * |g| of the golden gradient's norm (a component near 0 would give a floor near 0).
+//     In fp64 the floor is the whole tolerance (eager is the golden: its error and spread are 0), so
+//     there it bounds what a reordered sum may move a projection: with every one of the gradient's n
+//     elements within c * u relative, a component moves by at most c * u * |g|_1 <= c * u * sqrt(n) * |g|
+//     (Cauchy-Schwarz), and the fp64 floor is that (a flipped sign or a 1e-12 bug is still far above it).
+//     In fp32 and bf16 the eager term measures the rounding and the floor stays c * u * |g|.
+//     A sketch cosine ("grad_cosine:<name>", value cos(sketch, golden sketch), golden 1) is checked by
+//     the plain rule on |cos - 1| against eager's cosine and its jitter spread: its floor is c * u.
 //   veomni: VeOmni's test_models_patch: |x - reference| <= atol + rtol * |reference|,
 //     rtol = atol = 1e-2, the reference being the suite's first mode (the eager combo).
 //
@@ -55,6 +70,15 @@ double parity_tolerance_floor(parity_dtype dtype, double golden);
 // The parity rule. `name` is the metric's name ("loss", "grad_norm:model.norm.weight").
 void parity_tolerance_check(const char *name, parity_metric_kind kind, parity_dtype dtype, double value, double golden,
                             double eager_same_dtype, double spread, parity_metric *out);
+// The parity rule for a sketch component (k = 3, a gradient value) with the gradient's terms:
+// |value - golden| <= max(3 * max(eager_error, spread), c * u * |golden_norm|), where eager_error is
+// the largest |eager_j - golden_j| and spread the largest jitter spread over the sketch's components,
+// golden_norm the golden gradient's norm, numel its element count (fp64 floor: c * u * sqrt(numel) *
+// |golden_norm|; numel <= 1 or unknown: c * u * |golden_norm|). A NaN eager_error or spread counts as none (the other
+// terms decide: a NaN never widens a tolerance); a NaN golden_norm makes the tolerance NaN: nothing
+// passes.
+void parity_tolerance_check_sketch(const char *name, parity_dtype dtype, double value, double golden, double eager_error,
+                                   double spread, double golden_norm, int64_t numel, parity_metric *out);
 // The veomni rule against `reference` (stored in out->golden).
 void parity_tolerance_check_veomni(const char *name, double value, double reference, parity_metric *out);
 

@@ -282,7 +282,12 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
     if (!error) {
         result->parameter_names = calloc(model->parameters.count ? model->parameters.count : 1, sizeof *result->parameter_names);
         result->parameter_grad_norms = calloc(model->parameters.count ? model->parameters.count : 1, sizeof(double));
-        if (!result->parameter_names || !result->parameter_grad_norms) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "step result");
+        result->parameter_grad_sketches =
+            calloc((model->parameters.count ? model->parameters.count : 1) * PARITY_SKETCH_K, sizeof(double));
+        result->parameter_numels = calloc(model->parameters.count ? model->parameters.count : 1, sizeof(int64_t));
+        if (!result->parameter_names || !result->parameter_grad_norms || !result->parameter_grad_sketches ||
+            !result->parameter_numels)
+            error = PARITY_ERROR(PARITY_ERROR_MEMORY, "step result");
     }
     double total = 0;
     for (size_t p = 0; !error && p < model->parameters.count; p++) {
@@ -299,12 +304,30 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
         variable->has_gradient = false;
         double norm = 0;
         if (!error) error = norm_of(exec, &parameter->gradient, &norm);
+        if (!error)
+            error = parity_tensor_sketch(exec, &parameter->gradient, parameter->name,
+                                         result->parameter_grad_sketches + reported * PARITY_SKETCH_K);
         if (!error && !isfinite(norm) && !result->first_non_finite[0])
             snprintf(result->first_non_finite, sizeof result->first_non_finite, "gradient of %s", parameter->name);
         result->parameter_grad_norms[reported] = norm;
+        result->parameter_numels[reported] = parameter->gradient.numel;
         total += norm * norm;
     }
     result->grad_norm = sqrt(total);
+    // The loss's input gradient, read off the tape before it is released (the backward keeps every
+    // variable's gradient until then).
+    result->loss_input_grad_norm = NAN;
+    for (int j = 0; j < PARITY_SKETCH_K; j++) result->loss_input_grad_sketch[j] = NAN;
+    if (!error && outputs.loss_input && outputs.loss_input->has_gradient) {
+        const parity_tensor *gradient = &outputs.loss_input->gradient;
+        result->has_loss_input = true;
+        result->loss_input_numel = gradient->numel;
+        error = norm_of(exec, gradient, &result->loss_input_grad_norm);
+        if (!error) error = parity_tensor_sketch(exec, gradient, PARITY_STEP_LOSS_INPUT, result->loss_input_grad_sketch);
+        if (!error && !isfinite(result->loss_input_grad_norm) && !result->first_non_finite[0])
+            snprintf(result->first_non_finite, sizeof result->first_non_finite, "gradient of the loss's input (%s)",
+                     outputs.loss_input->name);
+    }
     if (!error && !isfinite(result->loss) && !result->first_non_finite[0])
         snprintf(result->first_non_finite, sizeof result->first_non_finite, "loss");
     if (!error && result->has_aux_loss && !isfinite(result->aux_loss) && !result->first_non_finite[0])

@@ -54,6 +54,8 @@ typedef struct parity_forward_outputs {
     parity_variable *loss;           // total loss (cross-entropy + router_aux_loss_coef * aux)
     parity_variable *aux_loss;       // NULL for models without one
     parity_variable *logits;         // when requested and the cross-entropy backend produces them
+    parity_variable *loss_input;     // the hidden state (N, H) the cross-entropy reads (lm_head's input),
+                                     // whose gradient the step sketches; NULL when a family has none
     bool want_logits;
 } parity_forward_outputs;
 

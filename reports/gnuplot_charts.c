@@ -85,9 +85,13 @@ parity_error *parity_chart_ratio_heatmap(const char *gnuplot, const parity_resul
     parity_text_appendf(&script,
                         "set lmargin at screen %.5f\nset rmargin at screen %.5f\nset tmargin at screen %.5f\nset bmargin at screen %.5f\n",
                         (double)left / width, 1.0 - 30.0 / width, 1.0 - 50.0 / height, 100.0 / height);
+    parity_text_appendf(&script, "unset key\nset border 0\nset xrange [-0.5:%d.5]\nset x2range [-0.5:%d.5]\nunset xtics\n",
+                        PARITY_REPORT_HEATMAP_COLUMNS - 1, PARITY_REPORT_HEATMAP_COLUMNS - 1);
+    parity_text_append(&script, "set x2tics scale 0 (");
+    for (int column = 0; column < PARITY_REPORT_HEATMAP_COLUMNS; column++)
+        parity_text_appendf(&script, "%s'%s' %d", column ? ", " : "", parity_report_heatmap_column(column), column);
+    parity_text_append(&script, ")\n");
     parity_text_append(&script,
-                       "unset key\nset border 0\nset xrange [-0.5:3.5]\nset x2range [-0.5:3.5]\nunset xtics\n"
-                       "set x2tics scale 0 ('loss' 0, 'aux_loss' 1, 'grad_norm' 2, 'worst parameter' 3)\n"
                        "set cbrange [-3:1]\n"
                        "set palette defined (-3 '#1a9850', -2 '#66bd63', -1 '#a6d96a', -0.35 '#fee08b', 0 '#fdae61', 0.0001 '#e34a33', 1 '#b30000')\n"
                        "set cbtics ('0.001' -3, '0.01' -2, '0.1' -1, '1' 0, '10+' 1)\n"

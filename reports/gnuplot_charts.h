@@ -1,6 +1,7 @@
 // gnuplot_charts.h: the two charts of report.html, drawn by gnuplot as SVG:
 //   (a) tolerance-ratio heatmap: one row per combo with metrics, columns loss, aux_loss,
-//       grad_norm and the worst per-parameter gradient norm; color = log10(error / tolerance),
+//       grad_norm and the worst per-gradient norm, sketch component and sketch cosine (every
+//       parameter's, and the loss input's); color = log10(error / tolerance),
 //       green far below 1, amber near 1, red above (fails); each cell labeled with its ratio;
 //   (b) time per combo relative to the eager baseline of its model, batch, dtype and device, as
 //       horizontal bars (1 = eager; below 1 is faster), grouped by model.

@@ -1,7 +1,8 @@
 // html.c: report.html. Sections: title and verdict, counts, context, failures, the two gnuplot
 // charts (tolerance-ratio heatmap, time relative to eager), every combo in one table (status
 // colored, worst metric and its ratio, timing), reasons combos did not run, and every metric of
-// every combo in collapsible <details> (no script needed).
+// every combo in collapsible <details> (no script needed), the K components of a gradient's sketch
+// in one row: the worst of them (every component of a failing combo is in its Failures rows).
 #include "reports/html.h"
 
 #include <math.h>
@@ -149,7 +150,8 @@ static void append_context(parity_text *html, const parity_results_context *cont
     parity_text_append(html, "</dl></div>\n");
 }
 
-static void append_metric_row(parity_text *html, const parity_metric *metric, const char *combo_id) {
+// One metric's row; `worst_of` > 1: it is the worst of that many sketch components, and says so.
+static void append_metric_row(parity_text *html, const parity_metric *metric, const char *combo_id, size_t worst_of) {
     char value[40], golden[40], error[32], tolerance[32], ratio[32];
     parity_text_append(html, "<tr>");
     if (combo_id) {
@@ -159,7 +161,9 @@ static void append_metric_row(parity_text *html, const parity_metric *metric, co
     }
     parity_text_append(html, "<td><code>");
     escaped(html, metric->name);
-    parity_text_appendf(html, "</code></td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td>"
+    parity_text_append(html, "</code>");
+    if (worst_of > 1) parity_text_appendf(html, " (worst of %zu)", worst_of);
+    parity_text_appendf(html, "</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td>"
                               "<td>%s</td><td class=\"num %s\">%s</td><td>%s</td></tr>\n",
                         parity_report_format(value, sizeof value, "%.9g", metric->value),
                         parity_report_format(golden, sizeof golden, "%.9g", metric->golden),
@@ -183,7 +187,7 @@ static void append_failures(parity_text *html, const parity_results *results, co
         bool any = false;
         for (size_t m = 0; m < combo->metric_count; m++) {
             if (combo->metrics[m].pass) continue;
-            append_metric_row(html, &combo->metrics[m], combo->id);
+            append_metric_row(html, &combo->metrics[m], combo->id, 1);
             any = true;
         }
         if (!any || combo->status == PARITY_COMBO_ERROR) {
@@ -237,7 +241,8 @@ static void append_charts(parity_text *html, const parity_results *results, cons
     parity_error *error = parity_chart_ratio_heatmap(gnuplot, results, &chart);
     append_chart(html, "Tolerance headroom",
                  "Error / tolerance per combo and metric (log color scale). At most 1 passes; the closer to 1, the less headroom. "
-                 "'worst parameter' is the per-parameter gradient norm with the largest ratio; NaN marks a NaN value.",
+                 "'worst parameter', 'worst sketch' and 'worst cosine' are the per-gradient norm, sketch component and "
+                 "sketch cosine (every parameter's, and the loss input's) with the largest ratio; NaN marks a NaN value.",
                  &chart, error);
     parity_error_free(error);
     parity_chart_free(&chart);
@@ -324,7 +329,8 @@ static void append_reasons(parity_text *html, const parity_results *results, par
 }
 
 static void append_metric_details(parity_text *html, const parity_results *results) {
-    parity_text_append(html, "<h2>Every metric</h2>\n");
+    parity_text_append(html, "<h2>Every metric</h2>\n<p class=\"sub\">The components of a gradient's sketch are one row, the "
+                             "worst of them (results.json has each; a failing one is also under Failures).</p>\n");
     bool any = false;
     for (size_t i = 0; i < results->combo_count; i++) {
         const parity_combo_result *combo = &results->combos[i];
@@ -338,7 +344,14 @@ static void append_metric_details(parity_text *html, const parity_results *resul
         escaped(html, combo->id);
         parity_text_appendf(html, " &middot; %zu metrics%s</summary>\n<table><thead><tr>%s</tr></thead><tbody>\n", combo->metric_count,
                             failed ? ", some failing" : "", metric_header);
-        for (size_t m = 0; m < combo->metric_count; m++) append_metric_row(html, &combo->metrics[m], NULL);
+        for (size_t m = 0, run; m < combo->metric_count; m += run) {
+            run = parity_report_sketch_run(combo, m);
+            const parity_metric *shown = &combo->metrics[m];
+            for (size_t j = 1; j < run; j++)
+                if (parity_report_ratio_rank(combo->metrics[m + j].ratio) > parity_report_ratio_rank(shown->ratio))
+                    shown = &combo->metrics[m + j];
+            append_metric_row(html, shown, NULL, run);
+        }
         parity_text_append(html, "</tbody></table></details>\n");
     }
     if (!any) parity_text_append(html, "<p class=\"sub\">No combo recorded metrics.</p>\n");

@@ -51,15 +51,36 @@ const parity_metric *parity_report_find_metric(const parity_combo_result *combo,
     return NULL;
 }
 
-static const char *const heatmap_columns[PARITY_REPORT_HEATMAP_COLUMNS] = {"loss", "aux_loss", "grad_norm", "worst parameter"};
+static const char *const heatmap_columns[PARITY_REPORT_HEATMAP_COLUMNS] = {"loss",           "aux_loss",     "grad_norm",
+                                                                          "worst parameter", "worst sketch", "worst cosine"};
+static const char *const heatmap_prefixes[PARITY_REPORT_HEATMAP_COLUMNS] = {
+    NULL, NULL, NULL, PARITY_REPORT_PARAMETER_PREFIX, PARITY_REPORT_SKETCH_PREFIX, PARITY_REPORT_COSINE_PREFIX};
 
 const char *parity_report_heatmap_column(int column) {
     return column >= 0 && column < PARITY_REPORT_HEATMAP_COLUMNS ? heatmap_columns[column] : "?";
 }
 
 const parity_metric *parity_report_heatmap_metric(const parity_combo_result *combo, int column) {
-    if (column == 3) return parity_report_worst_metric(combo, PARITY_REPORT_PARAMETER_PREFIX);
-    return parity_report_find_metric(combo, parity_report_heatmap_column(column));
+    if (column < 0 || column >= PARITY_REPORT_HEATMAP_COLUMNS) return NULL;
+    if (heatmap_prefixes[column]) return parity_report_worst_metric(combo, heatmap_prefixes[column]);
+    return parity_report_find_metric(combo, heatmap_columns[column]);
+}
+
+// The length of "grad_sketch:<name>" in a component's metric name (up to its last '['), 0 if it is none.
+static size_t sketch_stem(const char *name) {
+    if (strncmp(name, PARITY_REPORT_SKETCH_PREFIX, strlen(PARITY_REPORT_SKETCH_PREFIX)) != 0) return 0;
+    const char *bracket = strrchr(name, '[');
+    return bracket && bracket[strlen(bracket) - 1] == ']' ? (size_t)(bracket - name) : 0;
+}
+
+size_t parity_report_sketch_run(const parity_combo_result *combo, size_t index) {
+    if (index >= combo->metric_count) return 0;
+    size_t stem = sketch_stem(combo->metrics[index].name), run = 1;
+    if (!stem) return 1;
+    while (index + run < combo->metric_count && sketch_stem(combo->metrics[index + run].name) == stem &&
+           strncmp(combo->metrics[index + run].name, combo->metrics[index].name, stem) == 0)
+        run++;
+    return run;
 }
 
 bool parity_report_same_reason(const parity_combo_result *a, const parity_combo_result *b) {

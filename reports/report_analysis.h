@@ -28,12 +28,19 @@ double parity_report_ratio_rank(double ratio);
 const parity_metric *parity_report_worst_metric(const parity_combo_result *combo, const char *prefix);
 const parity_metric *parity_report_find_metric(const parity_combo_result *combo, const char *name);
 
-// Heatmap columns: loss, aux_loss, grad_norm, and the worst per-parameter gradient norm.
-enum { PARITY_REPORT_HEATMAP_COLUMNS = 4 };
+// Heatmap columns: loss, aux_loss, grad_norm, and the per-gradient metrics grouped as the worst of
+// each family: per-parameter gradient norm, sketch component, sketch cosine.
+enum { PARITY_REPORT_HEATMAP_COLUMNS = 6 };
 const char *parity_report_heatmap_column(int column);
 const parity_metric *parity_report_heatmap_metric(const parity_combo_result *combo, int column);
-// Per-parameter gradient norms are named "grad_norm:<parameter>".
+// Per-gradient metrics (a parameter, or the loss input): "grad_norm:<name>", "grad_sketch:<name>[j]"
+// for each sketch component j, "grad_cosine:<name>" (harness/run/run_internal.h).
 #define PARITY_REPORT_PARAMETER_PREFIX "grad_norm:"
+#define PARITY_REPORT_SKETCH_PREFIX "grad_sketch:"
+#define PARITY_REPORT_COSINE_PREFIX "grad_cosine:"
+// The metrics of one gradient's sketch are consecutive: the length of the run of "grad_sketch:<name>[j]"
+// metrics starting at metrics[index] (1 for any other metric, 0 past the end).
+size_t parity_report_sketch_run(const parity_combo_result *combo, size_t index);
 
 // Reason groups: the combos of one status with the same reason, in order of first appearance. A
 // group is named by its leader, its first combo. Walk them with

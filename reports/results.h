@@ -26,7 +26,8 @@ const char *parity_combo_status_name(parity_combo_status status);
 bool parity_combo_status_parse(const char *name, parity_combo_status *out);
 
 typedef struct parity_metric {
-    char name[192];          // "loss", "aux_loss", "grad_norm", "grad_norm:model.layers.0.mlp.up_proj.weight"
+    char name[192];          // "loss", "aux_loss", "grad_norm", "grad_norm:model.layers.0.mlp.up_proj.weight",
+                             // "grad_sketch:lm_head.weight[2]", "grad_cosine:loss_input"
     double value;            // this combo's value
     double golden;           // the fp64 eager golden
     double error;            // |value - golden|

@@ -1,6 +1,6 @@
 // command_golden.c: `parity golden generate | verify | show | migrate`: making a suite's eager
-// goldens, recomputing them to see drift, printing one, and converting old-format ones to the
-// current format with every value kept (golden/golden.h stores them in sealed HDF5 files).
+// goldens, recomputing them to see drift, printing one, and checking files whose old schema cannot
+// be converted (golden/golden.h stores them in sealed HDF5 files; golden/golden_migrate.h).
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,11 +35,10 @@ void parity_command_golden_usage(FILE *stream) {
             "verify    recomputes every golden of the suite on the device it was made on and prints the\n"
             "          largest relative drift of the fp64 values (and of eager fp32/bf16, for information)\n"
             "show      prints a golden readably\n"
-            "migrate   converts goldens of schema_version 1 (no seal, no checksums) to the current format in\n"
-            "          place, keeping every value and the provenance bit for bit (read back and compared before\n"
-            "          the file is replaced) and noting the migration in the provenance; current goldens are\n"
-            "          left as they are. An old file has no checksum: migrate goldens you trust (`golden verify`\n"
-            "          afterwards recomputes them)\n"
+            "migrate   checks goldens: a current one is left as it is; one of an older schema (1: no seal,\n"
+            "          2: no gradient sketches) cannot be converted, because the sketches schema 3 added are\n"
+            "          computed from gradients no golden stores: it is refused (exit 3), untouched, with how\n"
+            "          to regenerate it\n"
             "\n"
             "Every command that reads a golden checks its seal (sha256 of the whole file) first: a damaged,\n"
             "truncated or old-format golden exits 3 naming the file; verify (and run) also refuse, exit 3,\n"
@@ -164,8 +163,22 @@ static double relative_drift(double now, double stored) {
     return fabs(now - stored) / (fabs(stored) > 0 ? fabs(stored) : 1.0);
 }
 
+// Largest drift of a sketch's components relative to the gradient's norm (a component's own size is
+// no scale: it may be near 0), and which component; inf when `now` has none.
+static double sketch_drift(const double *now, const double *stored, double norm, int *component) {
+    *component = 0;
+    if (!now) return INFINITY;
+    double worst = 0;
+    for (int j = 0; j < PARITY_SKETCH_K; j++) {
+        double drift = isnan(now[j]) ? INFINITY : now[j] == stored[j] ? 0.0 : fabs(now[j] - stored[j]) / (norm > 0 ? norm : 1.0);
+        if (drift > worst) worst = drift, *component = j;
+    }
+    return worst;
+}
+
 // Largest relative drift between two sets of values (names matched), and where it is.
 static double values_drift(const parity_step_result *now, const parity_step_result *stored, char *where, size_t size) {
+    int component;
     double worst = relative_drift(now->loss, stored->loss);
     parity_text_format(where, size, "loss");
     double drift;
@@ -187,6 +200,24 @@ static double values_drift(const parity_step_result *now, const parity_step_resu
         if (drift > worst) {
             worst = drift;
             parity_text_format(where, size, "grad_norm:%s", stored->parameter_names[i]);
+        }
+        const double *sketch = parity_step_result_sketch(now, stored->parameter_names[i], i);
+        if ((drift = sketch_drift(sketch, stored->parameter_grad_sketches + i * PARITY_SKETCH_K, stored->parameter_grad_norms[i],
+                                  &component)) > worst) {
+            worst = drift;
+            parity_text_format(where, size, "grad_sketch:%s[%d]", stored->parameter_names[i], component);
+        }
+    }
+    if (stored->has_loss_input) {
+        double norm = now->has_loss_input ? now->loss_input_grad_norm : NAN;
+        if ((drift = isnan(norm) ? INFINITY : relative_drift(norm, stored->loss_input_grad_norm)) > worst) {
+            worst = drift;
+            parity_text_format(where, size, "grad_norm:%s", PARITY_STEP_LOSS_INPUT);
+        }
+        if ((drift = sketch_drift(now->has_loss_input ? now->loss_input_grad_sketch : NULL, stored->loss_input_grad_sketch,
+                                  stored->loss_input_grad_norm, &component)) > worst) {
+            worst = drift;
+            parity_text_format(where, size, "grad_sketch:%s[%d]", PARITY_STEP_LOSS_INPUT, component);
         }
     }
     return worst;
@@ -239,29 +270,22 @@ static parity_error *verify_one(const parity_case *c, const char *path, void *co
 
 // ---- migrate ----
 
-// Migrates every file named after `migrate`; reports each, returns the worst exit code.
+// Checks every file named after `migrate`: a current golden is left as it is, an older one is
+// refused with why it cannot be converted (golden_migrate.h). Returns the worst exit code.
 static int migrate(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "parity golden migrate: give the golden files to convert (parity golden migrate FILE.h5...)\n");
+        fprintf(stderr, "parity golden migrate: give the golden files to check (parity golden migrate FILE.h5...)\n");
         return PARITY_EXIT_CONFIG;
     }
-    parity_provenance provenance;
-    parity_provenance_collect(PARITY_CPU, 0, NULL, &provenance);
-    char by[192];
-    snprintf(by, sizeof by, "on %s by parity %s (parity golden migrate)", provenance.created, provenance.git_sha);
     int status = PARITY_EXIT_OK;
     for (int i = 2; i < argc; i++) {
-        parity_golden_migration migration;
-        parity_error *error = parity_golden_migrate(argv[i], by, &migration);
+        int version = 0;
+        parity_error *error = parity_golden_migrate(argv[i], &version);
         if (error) {
             int code = parity_cli_report_error("golden migrate", error);
             if (code > status) status = code;
-        } else if (!migration.migrated)
-            printf("current   %s (schema_version %d already, checked, unchanged)\n", argv[i], migration.from_version);
-        else
-            printf("migrated  %s (schema_version %d -> %d; read back identical: %zu numbers, %zu strings, %zu tensor bytes)\n",
-                   argv[i], migration.from_version, PARITY_GOLDEN_SCHEMA_VERSION, migration.compared.numbers,
-                   migration.compared.strings, migration.compared.tensor_bytes);
+        } else
+            printf("current   %s (schema_version %d already, checked, unchanged)\n", argv[i], version);
     }
     return status;
 }

@@ -67,7 +67,7 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
                                value->first_non_finite);
         if (group->baseline_ok) error = parity_step_result_copy(value, &group->eager);
         if (group->baseline_ok && !error && suite->tolerance == PARITY_RULE_PARITY && plan->dtype != PARITY_F64)
-            error = parity_run_jitter_spread(plan, exec, c, group);
+            error = parity_run_jitter_spread(plan, exec, c, &golden->expected, group);
     }
     if (record && !error) {
         if (run_error) {
@@ -216,7 +216,7 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
         const parity_combo_plan *combo = &plan->combos.items[i];
         if (combo->is_baseline) {
             parity_step_result_release(&group.eager);
-            parity_step_result_release(&group.spread);
+            parity_run_spread_release(&group.spread);
             memset(&group, 0, sizeof group);
         }
         bool runnable = combo->status == PARITY_COMBO_PASS;
@@ -261,7 +261,7 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
     }
     parity_progress_finish(&progress);
     parity_step_result_release(&group.eager);
-    parity_step_result_release(&group.spread);
+    parity_run_spread_release(&group.spread);
     char finished[32];
     parity_text_format(results->context.finished, sizeof results->context.finished, "%s",
                        parity_utc_timestamp(finished, sizeof finished, 0));

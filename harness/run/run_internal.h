@@ -15,11 +15,26 @@
 #include "models/step_result.h"
 #include "reports/results.h"
 
+// The jitter spread of a group's eager baseline (harness/tolerance.h): per metric, the largest
+// distance of a jittered eager run from the unjittered one.
+typedef struct parity_run_spread {
+    parity_step_result values;     // |jittered - eager| per value, sketch components included (names as eager's)
+    double *cosines;               // (values.parameter_count): |cos(jittered, golden) - cos(eager, golden)|
+                                   // of each parameter's sketch (malloc'ed)
+    double loss_input_cosine;      // the same for the loss input's sketch
+} parity_run_spread;
+
+void parity_run_spread_release(parity_run_spread *spread);
+
 // Adds the metrics of `value` against `golden` to `result` under `rule` (`eager`: eager_same_dtype, or
-// the golden's own eager values for a baseline; `spread`: NULL without a jitter spread).
+// the golden's own eager values for a baseline; `spread`: NULL without a jitter spread). The parity
+// rule compares, in this order: loss, aux_loss, grad_norm, then per parameter its gradient's norm
+// ("grad_norm:<p>"), sketch components ("grad_sketch:<p>[j]", floored on the golden norm) and sketch
+// cosine ("grad_cosine:<p>"), then the same three for the loss input when the golden has it
+// ("...:loss_input"). The veomni rule compares loss and grad_norm only.
 parity_error *parity_run_compare(parity_tolerance_rule rule, parity_dtype dtype, const parity_step_result *golden,
                                  const parity_step_result *value, const parity_step_result *eager,
-                                 const parity_step_result *spread, parity_combo_result *result);
+                                 const parity_run_spread *spread, parity_combo_result *result);
 // Status and reason from the metrics (the worst one names the failure).
 void parity_run_judge(parity_combo_result *result, const parity_step_result *value);
 
@@ -28,15 +43,17 @@ typedef struct parity_run_group {
     char baseline_id[320];
     char baseline_problem[1024];
     parity_step_result eager;          // the baseline's values (eager_same_dtype)
-    parity_step_result spread;         // per metric, the largest |jittered eager - eager| (names as eager's)
+    parity_run_spread spread;          // per metric, the largest |jittered eager - eager|
     bool has_spread;
 } parity_run_group;
 
 // The jitter spread of a group (harness/tolerance.h): eager again PARITY_JITTER_RUNS times with the
 // embedding table nudged by rounding-level noise (seeds 1, 2, ...); per metric the largest distance
-// from the unjittered eager. A jittered run that fails takes the baseline down with it (the combos
-// of the group then report "no tolerance" with the reason), as a failed baseline does.
+// from the unjittered eager (the cosines' against `golden`, the fp64 values). The largest of the
+// sketch distances and cosines propagates NaN (a NaN spread is no spread: the eager error alone sets
+// the tolerance). A jittered run that fails takes the baseline down with it (the combos of the group
+// then report "no tolerance" with the reason), as a failed baseline does.
 parity_error *parity_run_jitter_spread(const parity_combo_plan *plan, const parity_exec *exec, const parity_case *c,
-                                       parity_run_group *group);
+                                       const parity_step_result *golden, parity_run_group *group);
 
 #endif

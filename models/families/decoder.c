@@ -71,6 +71,7 @@ parity_error *decoder_forward(parity_model *model, parity_tape *tape, const pari
     PARITY_TRY(parity_node_cross_entropy(tape, loss, "loss", hidden, lm_head,
                                          &batch->targets, 0, &cross_entropy, outputs->want_logits ? &outputs->logits : NULL));
     outputs->loss = cross_entropy;
+    outputs->loss_input = hidden;
     if (decoder_has_aux_loss(config) && router_count > 0) {
         parity_variable *stacked, *aux;
         const parity_backend *balance;

@@ -153,6 +153,15 @@ parity_error *parity_cuda_sum_of_squares(const parity_exec *exec, const parity_t
     return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
 }
 
+parity_error *parity_cuda_sketch(const parity_exec *exec, const parity_tensor *tensor, uint64_t name_hash,
+                                 double out[PARITY_SKETCH_K]) {
+    (void)exec;
+    (void)tensor;
+    (void)name_hash;
+    for (int j = 0; j < PARITY_SKETCH_K; j++) out[j] = 0;
+    return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "%s", built_without_cuda);
+}
+
 parity_cuda_gemm_desc parity_cuda_gemm_packed(parity_dtype dtype, int64_t batch, int64_t m, int64_t n, int64_t k,
                                               bool transpose_a, bool transpose_b, const void *a, const void *b,
                                               void *c) {

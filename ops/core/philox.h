@@ -47,13 +47,16 @@ PARITY_HOST_DEVICE parity_philox_block parity_philox4x32_10(parity_philox_block 
     return counter;
 }
 
-// The 32-bit word at position `index` of stream (seed, name_hash).
-PARITY_HOST_DEVICE uint32_t parity_philox_word(uint64_t seed, uint64_t name_hash, uint64_t index) {
-    uint64_t block_index = index >> 2;
+// Words [4 * block_index, 4 * block_index + 4) of stream (seed, name_hash): one Philox block.
+PARITY_HOST_DEVICE parity_philox_block parity_philox_block_at(uint64_t seed, uint64_t name_hash, uint64_t block_index) {
     parity_philox_block counter = {{(uint32_t)block_index, (uint32_t)(block_index >> 32), (uint32_t)name_hash,
                                     (uint32_t)(name_hash >> 32)}};
-    parity_philox_block out = parity_philox4x32_10(counter, (uint32_t)seed, (uint32_t)(seed >> 32));
-    return out.word[index & 3];
+    return parity_philox4x32_10(counter, (uint32_t)seed, (uint32_t)(seed >> 32));
+}
+
+// The 32-bit word at position `index` of stream (seed, name_hash).
+PARITY_HOST_DEVICE uint32_t parity_philox_word(uint64_t seed, uint64_t name_hash, uint64_t index) {
+    return parity_philox_block_at(seed, name_hash, index >> 2).word[index & 3];
 }
 
 // Uniform in [0, 1) with 24 random bits: exact in f32 and f64.

@@ -374,6 +374,34 @@ parity_error *parity_tensor_sum_of_squares(const parity_exec *exec, const parity
     return NULL;
 }
 
+parity_error *parity_tensor_sketch(const parity_exec *exec, const parity_tensor *tensor, const char *name,
+                                   double out[PARITY_SKETCH_K]) {
+    for (int j = 0; j < PARITY_SKETCH_K; j++) out[j] = 0;
+    char a[200];
+    if (!parity_dtype_is_float(tensor->dtype))
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "sketch of %s (%s): float tensors only", name,
+                            parity_tensor_describe(tensor, a, sizeof a));
+    const uint64_t name_hash = parity_philox_hash_name(name);
+    if (tensor->device.type == PARITY_DEVICE_CUDA) {
+        if (!parity_tensor_is_contiguous(tensor))
+            return PARITY_ERROR(PARITY_ERROR_SHAPE, "sketch of %s (%s): a CUDA tensor must be contiguous", name,
+                                parity_tensor_describe(tensor, a, sizeof a));
+        return parity_cuda_sketch(exec, tensor, name_hash, out);
+    }
+    if (tensor->device.type != PARITY_DEVICE_CPU)
+        return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "sketch of %s (%s): needs an Ascend NPU build", name,
+                            parity_tensor_describe(tensor, a, sizeof a));
+    double sums[PARITY_SKETCH_K] = {0};
+    for (int64_t base = 0; base < tensor->numel; base += 4) { // four elements per Philox block
+        parity_philox_block words = parity_sketch_sign_block(name_hash, (uint64_t)base >> 2);
+        int64_t end = tensor->numel - base < 4 ? tensor->numel : base + 4;
+        for (int64_t i = base; i < end; i++)
+            parity_sketch_add(sums, words.word[i - base] & PARITY_SKETCH_SIGN_MASK, parity_tensor_get(tensor, i));
+    }
+    for (int j = 0; j < PARITY_SKETCH_K; j++) out[j] = sums[j];
+    return NULL;
+}
+
 parity_error *parity_tensor_add_into(const parity_exec *exec, parity_tensor *destination, const parity_tensor *source) {
     char a[200], b[200];
     if (!parity_tensor_same_shape(destination, source) || destination->dtype != source->dtype)

@@ -12,6 +12,7 @@
 #include "ops/core/dtype.h"
 #include "ops/core/error.h"
 #include "ops/core/exec.h"
+#include "ops/core/sketch.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,6 +84,12 @@ parity_error *parity_tensor_add_into(const parity_exec *exec, parity_tensor *des
 // in a fixed block order (bitwise repeatable, not bitwise the CPU's order), on exec's stream and with its
 // scratch (a CUDA tensor needs a context; the call waits for the stream).
 parity_error *parity_tensor_sum_of_squares(const parity_exec *exec, const parity_tensor *tensor, double *out);
+// out[j] = the gradient sketch of a float tensor (ops/core/sketch.h): sum_i x_i * r_j(i) in f64, the
+// signs r_j(i) from the stream of `name` at the tensor's logical flat index i. CPU in index order
+// (strides honored); CUDA (contiguous) on the device in a fixed block order, on exec's stream with its
+// scratch, like the sum of squares: the same signs, the sum in another order.
+parity_error *parity_tensor_sketch(const parity_exec *exec, const parity_tensor *tensor, const char *name,
+                                   double out[PARITY_SKETCH_K]);
 
 // CPU element access by logical flat index (row-major over the shape, honoring strides), as f64.
 double parity_tensor_get(const parity_tensor *tensor, int64_t flat_index);

@@ -143,6 +143,41 @@ static parity_error *wrong_eps_backward(const parity_exec *exec, const parity_rm
     return eager->backward(exec, &changed, saved, grads);
 }
 
+// ---- rms_norm "test_flipped_dw" and "test_flipped_dx": one gradient's sign flipped ----
+// The forward is eager's and so is the backward, but for the sign of the weight gradient or of the
+// input gradient (negation is exact in every dtype): the bug a kernel author makes with a wrong
+// sign in one reduction. Nothing but the direction of that gradient changes.
+
+static parity_error *eager_rms_norm_forward(const parity_exec *exec, const parity_rms_norm_args *args, parity_saved *saved) {
+    const parity_rms_norm_kernels *eager = NULL;
+    PARITY_TRY(eager_kernels(PARITY_OP_RMS_NORM, (const void **)&eager));
+    return eager->forward(exec, args, saved);
+}
+
+static void negate(parity_tensor *tensor) {
+    for (int64_t i = 0; i < tensor->numel; i++) parity_tensor_set(tensor, i, -parity_tensor_get(tensor, i));
+}
+
+static parity_error *flipped_backward(const parity_exec *exec, const parity_rms_norm_args *args, const parity_saved *saved,
+                                      const parity_rms_norm_grads *grads, bool flip_weight) {
+    const parity_rms_norm_kernels *eager = NULL;
+    PARITY_TRY(eager_kernels(PARITY_OP_RMS_NORM, (const void **)&eager));
+    PARITY_TRY(eager->backward(exec, args, saved, grads));
+    parity_tensor *flipped = flip_weight ? grads->dweight : grads->dinput;
+    if (flipped) negate(flipped);
+    return NULL;
+}
+
+static parity_error *flipped_dw_backward(const parity_exec *exec, const parity_rms_norm_args *args, const parity_saved *saved,
+                                         const parity_rms_norm_grads *grads) {
+    return flipped_backward(exec, args, saved, grads, true);
+}
+
+static parity_error *flipped_dx_backward(const parity_exec *exec, const parity_rms_norm_args *args, const parity_saved *saved,
+                                         const parity_rms_norm_grads *grads) {
+    return flipped_backward(exec, args, saved, grads, false);
+}
+
 // ---- rotary "test_position_off_by_one": the query rotated at position + 1 ----
 // Forward runs eager twice: shifted positions for the query (saved tensors 0-1), the right ones for
 // the key (saved tensors 2-3); backward replays each half with its own tables.
@@ -231,6 +266,8 @@ static parity_error *scale_backward(const parity_exec *exec, const parity_attent
 static const parity_rms_norm_kernels perturbed_kernels = {perturbed_1e3_forward, perturbed_1e3_backward};
 static const parity_rms_norm_kernels perturbed_bf16_unit_kernels = {perturbed_bf16_unit_forward, perturbed_bf16_unit_backward};
 static const parity_rms_norm_kernels wrong_eps_kernels = {wrong_eps_forward, wrong_eps_backward};
+static const parity_rms_norm_kernels flipped_dw_kernels = {eager_rms_norm_forward, flipped_dw_backward};
+static const parity_rms_norm_kernels flipped_dx_kernels = {eager_rms_norm_forward, flipped_dx_backward};
 static const parity_rotary_kernels off_by_one_kernels = {off_by_one_forward, off_by_one_backward};
 static const parity_attention_kernels scale_kernels = {scale_forward, scale_backward};
 
@@ -245,6 +282,8 @@ static const test_backend_row test_backend_rows[] = {
     {PARITY_OP_RMS_NORM, "test_perturbed_bf16_unit", &perturbed_bf16_unit_kernels,
      "TEST ONLY: eager RMSNorm output * (1 + 2^-8), one unit of bf16 roundoff"},
     {PARITY_OP_RMS_NORM, "test_wrong_eps", &wrong_eps_kernels, "TEST ONLY: eager RMSNorm with eps 1e-2"},
+    {PARITY_OP_RMS_NORM, "test_flipped_dw", &flipped_dw_kernels, "TEST ONLY: eager RMSNorm with the weight gradient's sign flipped"},
+    {PARITY_OP_RMS_NORM, "test_flipped_dx", &flipped_dx_kernels, "TEST ONLY: eager RMSNorm with the input gradient's sign flipped"},
     {PARITY_OP_ROTARY, "test_position_off_by_one", &off_by_one_kernels,
      "TEST ONLY: eager RoPE with the query rotated at position + 1"},
     {PARITY_OP_ATTENTION, "test_scale_1pct", &scale_kernels, "TEST ONLY: eager attention with softmax scale * 1.01"},

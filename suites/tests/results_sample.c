@@ -58,11 +58,18 @@ static void add_metrics(parity_combo_result *combo, const sample_row *row, size_
     add_metric(combo, "loss", 10.3 + 0.1 * (double)index, 2.5e-3, scale);
     if (strstr(row->model, "moe")) add_metric(combo, "aux_loss", 1.02, 4e-4, scale * 0.7);
     add_metric(combo, "grad_norm", 3.75, 1.2e-2, scale * 0.9);
-    for (size_t p = 0; p < sizeof parameters / sizeof parameters[0]; p++) {
+    for (size_t p = 0; p < sizeof parameters / sizeof parameters[0]; p++) { // as parity run lists them: norm, sketch, cosine
         char name[192];
         snprintf(name, sizeof name, "grad_norm:%s", parameters[p]);
         bool failing = row->twist == 1 && strcmp(name, SAMPLE_FAILING_METRIC) == 0;
         add_metric(combo, name, 0.5 + 0.25 * (double)p, 3e-3, failing ? 3.1 : scale * (0.4 + 0.15 * (double)p));
+        for (int j = 0; j < 4; j++) {
+            snprintf(name, sizeof name, "grad_sketch:%s[%d]", parameters[p], j);
+            failing = row->twist == 1 && strcmp(name, SAMPLE_FAILING_SKETCH) == 0;
+            add_metric(combo, name, (j % 2 ? -0.3 : 0.45) * (1.0 + (double)p), 4e-3, failing ? 2.0 : scale * (0.3 + 0.1 * (double)j));
+        }
+        snprintf(name, sizeof name, "grad_cosine:%s", parameters[p]);
+        add_metric(combo, name, 1.0, 7.8125e-3, scale * 0.2);
     }
     if (row->twist == 2) { // a NaN loss: NaN value, error and ratio
         parity_metric *loss = &combo->metrics[0];

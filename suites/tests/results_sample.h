@@ -13,6 +13,8 @@
 // The metric that fails the over-tolerance combo, and that combo's id.
 #define SAMPLE_FAILING_METRIC "grad_norm:model.layers.0.mlp.up_proj.weight"
 #define SAMPLE_FAILING_COMBO "qwen3_tiny/attn=sdpa,ce=perturbed_1e-3/bf16/cpu"
+// the failing combo's second failing metric (ratio 2), a sketch component: the sketch of a flipped gradient
+#define SAMPLE_FAILING_SKETCH "grad_sketch:lm_head.weight[2]"
 
 // Fills *results (zeroed first); aborts the test on allocation failure.
 void sample_results_build(parity_results *results);

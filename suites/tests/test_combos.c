@@ -246,9 +246,9 @@ Test(combos, test_only_backends_join_only_when_asked) {
     cr_expect_eq(count_status(&normal, PARITY_COMBO_PASS), 2);
     parity_combo_options options = {.with_test_backends = true};
     parity_combo_list tested = enumerate(suite, 0, "qwen3_tiny", PARITY_BF16, &options);
-    // attn {eager, sdpa, test_scale_1pct} x rms_norm {eager, test_perturbed, test_perturbed_bf16_unit, test_wrong_eps}
-    // x rope {eager, test_position_off_by_one}
-    cr_expect_eq(count_status(&tested, PARITY_COMBO_PASS), 3 * 4 * 2);
+    // attn {eager, sdpa, test_scale_1pct} x rms_norm {eager, test_perturbed, test_perturbed_bf16_unit, test_wrong_eps,
+    // test_flipped_dw, test_flipped_dx} x rope {eager, test_position_off_by_one}
+    cr_expect_eq(count_status(&tested, PARITY_COMBO_PASS), 3 * 6 * 2);
     cr_expect_not_null(find(&tested, "qwen3_tiny/plain/attn=test_scale_1pct,rms_norm=eager,rope=test_position_off_by_one/bf16/cpu"));
     parity_combo_list_release(&normal);
     parity_combo_list_release(&tested);

@@ -1,5 +1,5 @@
 // test_golden.c: the HDF5 golden store. A golden must come back exactly as written (every field,
-// norms bitwise, the optional migration note); writing must be atomic (no temp file, no partial
+// norms and sketches bitwise, the optional migration note); writing must be atomic (no temp file, no partial
 // file, an old file intact) and never overwrite without force; reading must reject truncated,
 // foreign, schema-mismatched and incomplete files with an error naming the file and the item; bf16
 // data must be stored as uint16 with dtype = "bf16"; and `parity golden show`
@@ -61,6 +61,7 @@ typedef struct golden_shape {
     bool position_ids;  // packed rows
     bool logits_sum;    // false: NaN (not computed)
     bool logits_sample; // fp64 / fp32 / bf16 samples in /expected and /eager/*
+    bool loss_input;    // the loss input's gradient norm and sketch
     int64_t batch, tokens;
 } golden_shape;
 
@@ -78,10 +79,16 @@ static void fill_values(parity_step_result *values, const golden_shape *shape, d
     values->parameter_count = PARAMETERS;
     values->parameter_names = calloc(PARAMETERS, NAME_WIDTH);
     values->parameter_grad_norms = malloc(PARAMETERS * sizeof(double));
+    values->parameter_grad_sketches = malloc(PARAMETERS * PARITY_SKETCH_K * sizeof(double));
     for (int i = 0; i < PARAMETERS; i++) {
         snprintf(values->parameter_names[i], NAME_WIDTH, "%s", parameter_names[i]);
         values->parameter_grad_norms[i] = (0.1 + i / 3.0) * scale;
+        for (int j = 0; j < PARITY_SKETCH_K; j++) // signed, of the norm's size
+            values->parameter_grad_sketches[i * PARITY_SKETCH_K + j] = (j % 2 ? -1 : 1) * (0.07 + i / 5.0 + j / 11.0) * scale;
     }
+    values->has_loss_input = shape->loss_input;
+    values->loss_input_grad_norm = shape->loss_input ? 0.0200360067767 * scale : NAN;
+    for (int j = 0; j < PARITY_SKETCH_K; j++) values->loss_input_grad_sketch[j] = shape->loss_input ? (j - 1.5) / 97.0 * scale : NAN;
     if (shape->logits_sample) {
         cr_assert_null(parity_tensor_alloc(&values->logits, sample_dtype, PARITY_CPU, PARITY_SHAPE(2, 3)));
         for (int64_t i = 0; i < 6; i++) parity_tensor_set(&values->logits, i, (i - 2.5) / 7.0 * scale);
@@ -161,7 +168,17 @@ static void expect_values_equal(const parity_step_result *a, const parity_step_r
         cr_expect_str_eq(a->parameter_names[i], b->parameter_names[i], "%s name %zu", where, i);
         snprintf(what, sizeof what, "%s norm %zu", where, i);
         expect_bitwise(a->parameter_grad_norms[i], b->parameter_grad_norms[i], what);
+        for (int j = 0; j < PARITY_SKETCH_K; j++) {
+            snprintf(what, sizeof what, "%s sketch %zu[%d]", where, i, j);
+            expect_bitwise(a->parameter_grad_sketches[i * PARITY_SKETCH_K + j], b->parameter_grad_sketches[i * PARITY_SKETCH_K + j], what);
+        }
     }
+    cr_expect_eq(a->has_loss_input, b->has_loss_input, "%s has_loss_input", where);
+    if (a->has_loss_input) {
+        expect_bitwise(a->loss_input_grad_norm, b->loss_input_grad_norm, where);
+        for (int j = 0; j < PARITY_SKETCH_K; j++) expect_bitwise(a->loss_input_grad_sketch[j], b->loss_input_grad_sketch[j], where);
+    } else
+        cr_expect(isnan(b->loss_input_grad_norm) && isnan(b->loss_input_grad_sketch[0]), "%s: an absent loss input reads as NaN", where);
     snprintf(what, sizeof what, "%s logits_sample", where);
     expect_tensor_equal(&a->logits, &b->logits, what);
 }
@@ -198,9 +215,10 @@ Test(golden, round_trip_keeps_every_field) {
         golden_shape shape;
     } rows[] = {
         {"plain, no aux loss", {.aux_loss = false, .position_ids = false, .logits_sum = true, .batch = 2, .tokens = 8}},
-        {"packed, aux loss", {.aux_loss = true, .position_ids = true, .logits_sum = true, .batch = 1, .tokens = 16}},
+        {"packed, aux loss, loss input", {.aux_loss = true, .position_ids = true, .logits_sum = true, .loss_input = true, .batch = 1, .tokens = 16}},
         {"packed, no aux loss, logits_sum NaN", {.aux_loss = false, .position_ids = true, .logits_sum = false, .batch = 2, .tokens = 6}},
-        {"plain, aux loss, logits samples", {.aux_loss = true, .position_ids = false, .logits_sum = true, .logits_sample = true, .batch = 3, .tokens = 5}},
+        {"plain, aux loss, logits samples, loss input",
+         {.aux_loss = true, .position_ids = false, .logits_sum = true, .logits_sample = true, .loss_input = true, .batch = 3, .tokens = 5}},
     };
     char directory[64];
     temporary_directory(directory, sizeof directory);
@@ -476,6 +494,20 @@ static void precision_twice(parity_golden *g) { snprintf(g->precisions[1].dtype,
 static void eager_name_differs(parity_golden *g) { snprintf(g->precisions[0].eager.parameter_names[1], NAME_WIDTH, "other.weight"); }
 static void eager_aux_differs(parity_golden *g) { g->precisions[1].eager.has_aux_loss = true, g->precisions[1].eager.aux_loss = 0.5; }
 static void old_schema(parity_golden *g) { g->schema_version = 7; }
+static void nan_sketch(parity_golden *g) { g->precisions[0].eager.parameter_grad_sketches[1 * PARITY_SKETCH_K + 2] = NAN; }
+static void no_sketches(parity_golden *g) { free(g->expected.parameter_grad_sketches), g->expected.parameter_grad_sketches = NULL; }
+static void eager_loss_input_only(parity_golden *g) {
+    parity_step_result *bf16 = &g->precisions[1].eager;
+    bf16->has_loss_input = true, bf16->loss_input_grad_norm = 0.25;
+    for (int j = 0; j < PARITY_SKETCH_K; j++) bf16->loss_input_grad_sketch[j] = 0.1;
+}
+static void inf_loss_input_sketch(parity_golden *g) {
+    for (size_t p = 0; p < 2; p++) {
+        parity_step_result *values = p ? &g->precisions[p - 1].eager : &g->expected;
+        values->has_loss_input = true, values->loss_input_grad_norm = 0.25;
+        for (int j = 0; j < PARITY_SKETCH_K; j++) values->loss_input_grad_sketch[j] = j == 3 ? INFINITY : 0.1;
+    }
+}
 
 Test(golden, writer_rejects_an_invalid_golden) {
     static const struct {
@@ -495,6 +527,11 @@ Test(golden, writer_rejects_an_invalid_golden) {
         {"eager names differ", eager_name_differs, "/eager/fp32: parameter_names[1] is 'other.weight'"},
         {"eager aux differs", eager_aux_differs, "/eager/bf16: aux_loss is present but /expected has no one"},
         {"schema version", old_schema, "cannot write schema_version 7"},
+        {"NaN sketch", nan_sketch, "/eager/fp32: parameter_grad_sketches[1][2] (model.layers.0.self_attn.q_proj.weight) is nan, must be finite"},
+        {"no sketches", no_sketches, "/expected: no parameter gradient sketches"},
+        {"a loss input in one precision only", eager_loss_input_only,
+         "/eager/bf16: the loss input's gradient is present but /expected has no one"},
+        {"infinite loss input sketch", inf_loss_input_sketch, "/expected: loss_input_grad_sketch[3] is inf, must be finite"},
     };
     char directory[64];
     temporary_directory(directory, sizeof directory);
@@ -563,7 +600,8 @@ static void set_int_attribute(hid_t location, const char *name, int value) {
     cr_assert_null(parity_hdf5_write_int_attribute(location, "test", name, value));
 }
 
-HDF5_EDIT(schema_version_3, set_int_attribute(file, "schema_version", 3))
+HDF5_EDIT(schema_version_4, set_int_attribute(file, "schema_version", 4))
+HDF5_EDIT(schema_version_2, set_int_attribute(file, "schema_version", 2))
 HDF5_EDIT(schema_version_missing, cr_assert_geq(H5Adelete(file, "schema_version"), 0))
 HDF5_EDIT(labels_missing, cr_assert_geq(H5Ldelete(file, "/batch/labels", H5P_DEFAULT), 0))
 HDF5_EDIT(eager_missing, cr_assert_geq(H5Ldelete(file, "/eager", H5P_DEFAULT), 0))
@@ -591,6 +629,28 @@ HDF5_EDIT(norms_shorter, {
     cr_assert_null(parity_hdf5_write_tensor(group, "test", "parameter_grad_norms", &tensor));
     H5Gclose(group);
 })
+HDF5_EDIT(sketches_missing, cr_assert_geq(H5Ldelete(file, "/eager/bf16/parameter_grad_sketches", H5P_DEFAULT), 0))
+// a (P, K) array with one row short, and one written as a flat vector
+static void replace_sketches(hid_t file, const char *group_name, int ndim, const int64_t *shape) {
+    hid_t group = H5Gopen2(file, group_name, H5P_DEFAULT);
+    cr_assert_geq(H5Ldelete(group, "parameter_grad_sketches", H5P_DEFAULT), 0);
+    double values[PARAMETERS * PARITY_SKETCH_K] = {0};
+    parity_tensor tensor = parity_tensor_wrap(values, PARITY_F64, PARITY_CPU, ndim, shape);
+    cr_assert_null(parity_hdf5_write_tensor(group, "test", "parameter_grad_sketches", &tensor));
+    H5Gclose(group);
+}
+HDF5_EDIT(sketches_short, replace_sketches(file, "/eager/fp32", PARITY_SHAPE(PARAMETERS - 1, PARITY_SKETCH_K)))
+HDF5_EDIT(sketches_flat, replace_sketches(file, "/expected", PARITY_SHAPE(PARAMETERS * PARITY_SKETCH_K)))
+HDF5_EDIT(sketch_nan, {
+    hid_t group = H5Gopen2(file, "/eager/bf16", H5P_DEFAULT);
+    cr_assert_geq(H5Ldelete(group, "parameter_grad_sketches", H5P_DEFAULT), 0);
+    double values[PARAMETERS * PARITY_SKETCH_K] = {0};
+    values[2 * PARITY_SKETCH_K + 1] = NAN;
+    parity_tensor tensor = parity_tensor_wrap(values, PARITY_F64, PARITY_CPU, PARITY_SHAPE(PARAMETERS, PARITY_SKETCH_K));
+    cr_assert_null(parity_hdf5_write_tensor(group, "test", "parameter_grad_sketches", &tensor));
+    H5Gclose(group);
+})
+HDF5_EDIT(loss_input_sketch_missing, cr_assert_geq(H5Ldelete(file, "/expected/loss_input_grad_sketch", H5P_DEFAULT), 0))
 HDF5_EDIT(bf16_dtype_missing, cr_assert_geq(H5Adelete_by_name(file, "/eager/bf16/logits_sample", "dtype", H5P_DEFAULT), 0))
 HDF5_EDIT(config_missing, cr_assert_geq(H5Ldelete(file, "/model/config_json", H5P_DEFAULT), 0))
 
@@ -605,7 +665,9 @@ Test(golden, reader_rejects_damaged_and_incomplete_files) {
         {"garbage", replace_with_garbage, PARITY_ERROR_DATA, {"not a golden: it does not start with the golden signature", NULL}},
         {"empty file", make_empty, PARITY_ERROR_DATA, {"not a golden: the file is empty", NULL}},
         {"no such file", remove_file, PARITY_ERROR_IO, {"cannot open the golden: No such file or directory", NULL}},
-        {"schema version 3", schema_version_3, PARITY_ERROR_DATA, {"schema_version is 3", "reads schema_version 2"}},
+        {"schema version 4", schema_version_4, PARITY_ERROR_DATA, {"schema_version is 4", "reads schema_version 3"}},
+        {"schema version 2", schema_version_2, PARITY_ERROR_DATA,
+         {"schema_version is 2, this parity reads schema_version 3", "regenerate it with `parity golden generate --force`"}},
         {"no schema version", schema_version_missing, PARITY_ERROR_DATA, {"no schema_version attribute", NULL}},
         {"labels missing", labels_missing, PARITY_ERROR_DATA, {"dataset /batch/labels is missing", NULL}},
         {"config missing", config_missing, PARITY_ERROR_DATA, {"dataset /model/config_json is missing", NULL}},
@@ -618,11 +680,20 @@ Test(golden, reader_rejects_damaged_and_incomplete_files) {
          {"/eager/fp32: parameter_names has 4 entries but parameter_grad_norms has 3", NULL}},
         {"bf16 without dtype", bf16_dtype_missing, PARITY_ERROR_DATA,
          {"/eager/bf16/logits_sample holds uint16 data but its dtype attribute is missing", NULL}},
+        {"sketches missing", sketches_missing, PARITY_ERROR_DATA, {"dataset /eager/bf16/parameter_grad_sketches is missing", NULL}},
+        {"sketches one row short", sketches_short, PARITY_ERROR_DATA,
+         {"/eager/fp32/parameter_grad_sketches has shape (3, 4), must be (4, 4)", NULL}},
+        {"sketches flat", sketches_flat, PARITY_ERROR_DATA, {"/expected/parameter_grad_sketches must have rank 2, it has rank 1", NULL}},
+        {"a NaN sketch", sketch_nan, PARITY_ERROR_DATA,
+         {"/eager/bf16: parameter_grad_sketches[2][1] (model.layers.0.mlp.experts.gate_up_proj) is nan, must be finite", NULL}},
+        {"loss input norm without its sketch", loss_input_sketch_missing, PARITY_ERROR_DATA,
+         {"/expected: loss_input_grad_norm without loss_input_grad_sketch", NULL}},
     };
     char directory[64];
     temporary_directory(directory, sizeof directory);
     golden_shape shape = small_plain;
     shape.logits_sample = true;
+    shape.loss_input = true;
     for (size_t row = 0; row < sizeof rows / sizeof rows[0]; row++) {
         char path[256];
         snprintf(path, sizeof path, "%s/case%zu.h5", directory, row);
@@ -761,6 +832,8 @@ Test(golden, describe_shows_the_values) {
          "none (the model has no auxiliary loss)", "none (each row is one sequence"},
         {"packed with aux", {.aux_loss = true, .position_ids = true, .logits_sum = false, .batch = 1, .tokens = 16},
          "0.012345678901234568", "(1, 16) int64, 2 documents"},
+        {"plain with a loss input", {.position_ids = false, .logits_sum = true, .loss_input = true, .batch = 2, .tokens = 8},
+         "none (the model has no auxiliary loss)", "none (each row is one sequence"},
     };
     for (size_t row = 0; row < sizeof rows / sizeof rows[0]; row++) {
         parity_golden golden;
@@ -776,11 +849,15 @@ Test(golden, describe_shows_the_values) {
                  fabs(golden.precisions[1].eager.parameter_grad_norms[3] - golden.expected.parameter_grad_norms[3]) /
                      golden.expected.parameter_grad_norms[3]);
         snprintf(seed, sizeof seed, "%llu", (unsigned long long)golden.weight_seed);
+        char loss_input[96];
+        if (rows[row].shape.loss_input) snprintf(loss_input, sizeof loss_input, "loss_input norm  %.17g", golden.expected.loss_input_grad_norm);
+        else snprintf(loss_input, sizeof loss_input, "none (the model exposes no loss input)");
         const char *needles[] = {golden.git_sha, golden.command, golden.libraries, golden.weight_source, golden.weight_sha256,
                                  golden.batch_source, "qwen3_moe_tiny (model_type qwen3_moe)", "hidden_size 64",
                                  loss, rows[row].aux_line, rows[row].positions_line, fp32_error, bf16_relative,
                                  norm_relative, seed, "model.layers.0.mlp.experts.gate_up_proj", "eager fp32", "eager bf16",
-                                 "bf16 rel. error", rows[row].shape.logits_sum ? logits_sum : "not computed"};
+                                 "bf16 rel. error", rows[row].shape.logits_sum ? logits_sum : "not computed", loss_input,
+                                 "lowest cosine  1 (1 - cosine 0.000e+00)"};
         for (size_t i = 0; i < sizeof needles / sizeof needles[0]; i++)
             cr_expect(strstr(text, needles[i]), "%s: '%s' missing from:\n%s", rows[row].name, needles[i], text);
         free(text);

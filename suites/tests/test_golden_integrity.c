@@ -2,12 +2,11 @@
 // with single bits flipped across the whole file (the seal, the HDF5 superblock, object headers,
 // B-tree, heaps, dataset data, checksums), truncated, extended, empty, not HDF5, of the old format
 // or too large is always a DATA error naming the file, and never reaches libhdf5 unchecked; behind
-// the seal, libhdf5 checks each dataset (fletcher32) and each object header itself. `parity golden
-// migrate` keeps every value of an old golden bit for bit (the gpu-nightly goldens were migrated so:
-// the schema-1 original under suites/tests/fixtures/ compares equal to its committed golden; the
-// smoke goldens were generated again on issue 21's checkpoints, so only their fixture's migration is
-// checked, by migrate_keeps_every_value_and_is_idempotent). From the command
-// line, a damaged or foreign golden exits 3 naming the file (and both suites) in show, verify, run.
+// the seal, libhdf5 checks each dataset (fletcher32) and each object header itself. A golden of an
+// older schema (the schema-1 and schema-2 copies under suites/tests/fixtures/) is refused with
+// "regenerate", and `parity golden migrate` says why it cannot be converted (schema 3's gradient
+// sketches cannot be derived from stored values) and leaves it untouched. From the command line, a
+// damaged, older or foreign golden exits 3 naming the file (and both suites) in show, verify, run.
 #include <criterion/criterion.h>
 #include <hdf5.h>
 #include <math.h>
@@ -26,7 +25,7 @@
 #define COMMITTED "golden/smoke/qwen3_tiny/plain.h5"
 #define FIXTURES "suites/tests/fixtures/"
 #define SCHEMA1_SMOKE FIXTURES "golden-schema1-smoke-qwen3_tiny-plain.h5"
-#define SCHEMA1_GPU FIXTURES "golden-schema1-gpu-nightly-qwen3_5_moe_toy-packed.h5"
+#define SCHEMA2_SMOKE FIXTURES "golden-schema2-smoke-qwen3_tiny-plain.h5"
 
 static const char *error_text(parity_error *error) {
     static char buffer[4096];
@@ -232,10 +231,11 @@ static void plain_hdf5(const char *path, const uint8_t *original, size_t size) {
     H5Fclose(file);
 }
 static void old_format(const char *path, const uint8_t *original, size_t size) { copy_file(SCHEMA1_SMOKE, path); }
+static void schema2_format(const char *path, const uint8_t *original, size_t size) { copy_file(SCHEMA2_SMOKE, path); }
 static void other_format(const char *path, const uint8_t *original, size_t size) {
     uint8_t *copy = malloc(size);
     memcpy(copy, original, size);
-    parity_golden_seal(copy, size, 3);
+    parity_golden_seal(copy, size, PARITY_GOLDEN_SCHEMA_VERSION + 1);
     store(path, copy, size);
     free(copy);
 }
@@ -262,8 +262,10 @@ Test(golden_integrity, damaged_and_foreign_files_are_rejected) {
         {"4 kB appended", appended, 4096, "damaged golden: 4096 bytes appended after its end"},
         {"not HDF5 (text)", text_file, 0, "not a golden: it does not start with the golden signature"},
         {"an HDF5 file that is no golden", plain_hdf5, 0, "an old-format golden"},
-        {"an old-format golden (schema_version 1)", old_format, 0, "convert it with `parity golden migrate"},
-        {"a seal of another format", other_format, 0, "golden format 3, this parity reads format 2"},
+        {"an old-format golden (schema_version 1)", old_format, 0, "regenerate it with `parity golden generate --force`"},
+        {"a schema_version 2 golden (no sketches)", schema2_format, 0,
+         "golden format 2, older than the format 3 this parity reads (format 3 added the gradient sketches"},
+        {"a seal of a newer format", other_format, 0, "golden format 4, this parity reads format 3"},
         {"larger than any golden", too_large, 0, "larger than any golden (at most 64 MiB)"},
     };
     uint8_t *original;
@@ -334,7 +336,10 @@ Test(golden_integrity, libhdf5_checks_datasets_and_object_headers_too) {
     cr_expect_geq(H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_INC, check_object, &checked, H5O_INFO_BASIC), 0);
     H5Fclose(file);
     cr_log_info("%s: %d datasets with fletcher32, every object header version 2", COMMITTED, checked);
-    cr_expect_eq(checked, 5, "input_ids, labels and 3 x parameter_grad_norms (the strings are variable-length), found %d", checked);
+    cr_expect_eq(checked, 11,
+                 "input_ids, labels and 3 x (parameter_grad_norms, parameter_grad_sketches, loss_input_grad_sketch) (the strings "
+                 "are variable-length), found %d",
+                 checked);
 
     uint8_t *original;
     size_t size;
@@ -377,106 +382,73 @@ Test(golden_integrity, libhdf5_checks_datasets_and_object_headers_too) {
     remove_tree(directory);
 }
 
-// ---- migration ----
+// ---- older schemas: refused, never converted ----
 
-// The committed gpu-nightly golden is its schema-1 original migrated: same values bit for bit. (The
-// smoke row went when golden/smoke/ was generated again on the checkpoints of issue 21, whose norm
-// weights and biases are no longer 1 / 0: its values are new, not migrated.)
-Test(golden_integrity, committed_goldens_hold_the_values_of_their_schema1_originals) {
+// A schema-1 and a schema-2 golden (copies of the smoke qwen3_tiny plain golden as it was committed
+// before each schema change) are refused by the reader with "regenerate", and by migrate with why
+// (schema 3's sketches cannot be derived from stored values); migrate never touches them. A current
+// golden is checked and left byte for byte; a damaged one is refused naming the damage.
+Test(golden_integrity, older_goldens_are_refused_with_regenerate_and_left_untouched) {
     static const struct {
-        const char *original, *committed;
+        const char *source;
+        int version;
+        const char *read_says;
     } rows[] = {
-        {SCHEMA1_GPU, "golden/gpu-nightly/qwen3_5_moe_toy/packed.h5"},
+        {SCHEMA1_SMOKE, 1, "an old-format golden (schema_version 1"},
+        {SCHEMA2_SMOKE, 2, "golden format 2, older than the format 3 this parity reads"},
     };
-    for (size_t row = 0; row < ROWS(rows); row++) {
-        uint8_t *data;
-        size_t size;
-        load(rows[row].original, &data, &size);
-        parity_golden old, now;
-        parity_error *error = parity_golden_decode_schema1(rows[row].original, data, size, &old);
-        cr_assert_null(error, "%s", error ? error_text(error) : "");
-        free(data);
-        cr_assert_null(parity_golden_read(rows[row].committed, &now));
-        parity_golden_comparison counts;
-        error = parity_golden_compare(rows[row].committed, &old, &now, &counts);
-        cr_expect_null(error, "%s", error ? error_text(error) : "");
-        parity_error_free(error);
-        cr_expect_eq(old.schema_version, 1);
-        cr_expect_eq(now.schema_version, PARITY_GOLDEN_SCHEMA_VERSION);
-        cr_expect(strstr(now.migrated, "schema_version 1 -> 2") && strstr(now.migrated, "values and provenance unchanged"),
-                  "the migration is noted: '%s'", now.migrated);
-        cr_log_info("%s = %s: %zu numbers, %zu strings, %zu tensor bytes identical", rows[row].committed, rows[row].original,
-                    counts.numbers, counts.strings, counts.tensor_bytes);
-        parity_golden_release(&old);
-        parity_golden_release(&now);
-    }
-}
-
-Test(golden_integrity, migrate_keeps_every_value_and_is_idempotent) {
     char directory[64];
     temporary_directory(directory, sizeof directory);
-    const char *originals[] = {SCHEMA1_SMOKE, SCHEMA1_GPU};
-    for (size_t row = 0; row < ROWS(originals); row++) {
+    for (size_t row = 0; row < ROWS(rows); row++) {
         char path[128];
         snprintf(path, sizeof path, "%s/golden%zu.h5", directory, row);
-        copy_file(originals[row], path);
-        cr_expect(!read_is_accepted(path, "parity golden migrate", "before migration"));
-        parity_golden_migration migration;
-        parity_error *error = parity_golden_migrate(path, "on 2026-01-01T00:00:00Z by a test", &migration);
-        cr_assert_null(error, "%s", error ? error_text(error) : "");
-        cr_expect(migration.migrated);
-        cr_expect_eq(migration.from_version, 1);
-        cr_expect_gt(migration.compared.numbers, 50);
-        cr_expect_gt(migration.compared.tensor_bytes, 0);
-
-        uint8_t *data;
-        size_t size;
-        load(originals[row], &data, &size);
-        parity_golden old, now;
-        cr_assert_null(parity_golden_decode_schema1(originals[row], data, size, &old));
-        free(data);
-        error = parity_golden_read(path, &now);
-        cr_assert_null(error, "%s", error ? error_text(error) : "");
-        error = parity_golden_compare(path, &old, &now, NULL);
-        cr_expect_null(error, "%s", error ? error_text(error) : "");
-        parity_error_free(error);
-        cr_expect_str_eq(now.migrated, "schema_version 1 -> 2 on 2026-01-01T00:00:00Z by a test; values and provenance unchanged");
-
-        // a one-ulp change is a difference, named
-        now.expected.parameter_grad_norms[3] = nextafter(now.expected.parameter_grad_norms[3], 1e9);
-        error = parity_golden_compare(path, &old, &now, NULL);
-        cr_assert_not_null(error);
-        cr_expect(strstr(error_text(error), "/expected parameter_grad_norms[3]"), "%s", error_text(error));
-        parity_error_free(error);
-        parity_golden_release(&old);
-        parity_golden_release(&now);
-
-        // a second migration checks the current golden and leaves it byte for byte as it was
+        copy_file(rows[row].source, path);
+        cr_expect(!read_is_accepted(path, rows[row].read_says, rows[row].source), "%s: read", rows[row].source);
+        cr_expect(!read_is_accepted(path, "regenerate it with `parity golden generate --force`", rows[row].source));
         uint8_t *before, *after;
         size_t before_size, after_size;
         load(path, &before, &before_size);
-        cr_assert_null(parity_golden_migrate(path, "again", &migration));
-        cr_expect(!migration.migrated);
+        int version = -1;
+        parity_error *error = parity_golden_migrate(path, &version);
+        cr_assert_not_null(error, "%s: migrated", rows[row].source);
+        const char *text = error_text(error);
+        cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_DATA, "%s", text);
+        cr_expect_eq(version, rows[row].version, "%s: recognized as schema %d", rows[row].source, version);
+        char says[96];
+        snprintf(says, sizeof says, "a schema_version %d golden cannot be migrated to schema_version 3", rows[row].version);
+        const char *needles[] = {path, says, "gradient sketch", "cannot be derived", "Regenerate it with `parity golden generate",
+                                 "left as it is"};
+        for (size_t i = 0; i < ROWS(needles); i++) cr_expect(strstr(text, needles[i]), "'%s' not in: %s", needles[i], text);
+        cr_log_info("%s: %s", rows[row].source, text);
+        parity_error_free(error);
         load(path, &after, &after_size);
-        cr_expect(before_size == after_size && memcmp(before, after, before_size) == 0, "unchanged");
+        cr_expect(before_size == after_size && memcmp(before, after, before_size) == 0, "a refused file is not touched");
         free(before);
         free(after);
     }
-    // a damaged golden is refused and left as it was
+    // a current golden: checked, left byte for byte as it was
     char path[128];
-    snprintf(path, sizeof path, "%s/golden1.h5", directory);
-    uint8_t *data;
-    size_t size;
+    snprintf(path, sizeof path, "%s/current.h5", directory);
+    copy_file(COMMITTED, path);
+    uint8_t *data, *after;
+    size_t size, after_size;
     load(path, &data, &size);
+    int version = -1;
+    parity_error *error = parity_golden_migrate(path, &version);
+    cr_expect_null(error, "%s", error ? error_text(error) : "");
+    parity_error_free(error);
+    cr_expect_eq(version, PARITY_GOLDEN_SCHEMA_VERSION);
+    load(path, &after, &after_size);
+    cr_expect(after_size == size && memcmp(after, data, size) == 0, "unchanged");
+    free(after);
+    // a damaged one: refused, naming the damage, untouched
     data[size / 2] ^= 4;
     store(path, data, size);
-    parity_golden_migration migration;
-    parity_error *error = parity_golden_migrate(path, "x", &migration);
+    error = parity_golden_migrate(path, &version);
     cr_assert_not_null(error);
     cr_expect(strstr(error_text(error), path) && strstr(error_text(error), "damaged golden"), "%s", error_text(error));
+    cr_expect_eq(version, 0);
     parity_error_free(error);
-    uint8_t *after;
-    size_t after_size;
     load(path, &after, &after_size);
     cr_expect(after_size == size && memcmp(after, data, size) == 0, "a refused file is not touched");
     free(after);
@@ -486,8 +458,18 @@ Test(golden_integrity, migrate_keeps_every_value_and_is_idempotent) {
 
 // ---- the command line: exit 3 naming the file in show, verify, run; foreign goldens ----
 
-// A golden folder for the smoke suite's qwen3_tiny holding `plain` (damaged or foreign) and the
-// committed `packed`.
+// A golden of another suite: the committed golden recorded as gpu-nightly's (written to `path`).
+static void foreign_golden(const char *path) {
+    parity_golden golden;
+    cr_assert_null(parity_golden_read(COMMITTED, &golden));
+    snprintf(golden.suite, sizeof golden.suite, "gpu-nightly");
+    parity_error *error = parity_golden_write(path, &golden, true);
+    cr_assert_null(error, "%s", error ? error_text(error) : "");
+    parity_golden_release(&golden);
+}
+
+// A golden folder for the smoke suite's qwen3_tiny holding `plain` (damaged, older or foreign) and
+// the committed `packed`.
 static void golden_folder(const char *directory, const char *plain_source, bool flip) {
     char command[512], path[256];
     snprintf(command, sizeof command, "mkdir -p '%s/smoke/qwen3_tiny' && cp golden/smoke/qwen3_tiny/packed.h5 '%s/smoke/qwen3_tiny/'",
@@ -509,18 +491,21 @@ Test(golden_integrity, commands_exit_3_naming_a_damaged_or_foreign_golden) {
         const char *expected[2];
     } rows[] = {
         {"a flipped bit", COMMITTED, true, {"damaged golden", NULL}},
-        {"an old-format golden", SCHEMA1_SMOKE, false, {"parity golden migrate", NULL}},
-        {"a golden of another suite", "golden/gpu-nightly/qwen3_toy/packed.h5", false, {"golden of suite 'gpu-nightly'", "not of suite 'smoke'"}},
+        {"an old-format golden", SCHEMA1_SMOKE, false, {"an old-format golden", "regenerate it with `parity golden generate --force`"}},
+        {"a schema-2 golden", SCHEMA2_SMOKE, false, {"golden format 2, older", "regenerate it with `parity golden generate --force`"}},
+        {"a golden of another suite", NULL, false, {"golden of suite 'gpu-nightly'", "not of suite 'smoke'"}},
     };
     static const char *commands[] = {"golden show %s/smoke/qwen3_tiny/plain.h5",
                                      "golden verify --suite smoke --model qwen3_tiny --golden-dir %s",
                                      "run --suite smoke --device cpu --model qwen3_tiny --golden-dir %s --out %s/out"};
     for (size_t row = 0; row < ROWS(rows); row++) {
-        char directory[64];
+        char directory[64], foreign[128];
         temporary_directory(directory, sizeof directory);
-        golden_folder(directory, rows[row].source, rows[row].flip);
+        snprintf(foreign, sizeof foreign, "%s/foreign.h5", directory);
+        if (!rows[row].source) foreign_golden(foreign);
+        golden_folder(directory, rows[row].source ? rows[row].source : foreign, rows[row].flip);
         for (size_t c = 0; c < ROWS(commands); c++) {
-            if (c == 0 && row == 2) continue; // show prints any intact golden: it has no suite to belong to
+            if (c == 0 && !rows[row].source) continue; // show prints any intact golden: it has no suite to belong to
             char arguments[512], file[160];
             snprintf(arguments, sizeof arguments, commands[c], directory, directory);
             snprintf(file, sizeof file, "%s/smoke/qwen3_tiny/plain.h5", directory);
@@ -538,27 +523,65 @@ Test(golden_integrity, commands_exit_3_naming_a_damaged_or_foreign_golden) {
 }
 
 Test(golden_integrity, migrate_from_the_command_line) {
-    char directory[64], path[128], arguments[512];
+    char directory[64], path[128], current[128], arguments[512];
     temporary_directory(directory, sizeof directory);
-    snprintf(path, sizeof path, "%s/plain.h5", directory);
-    copy_file(SCHEMA1_SMOKE, path);
-    snprintf(arguments, sizeof arguments, "golden migrate %s", path);
+    snprintf(current, sizeof current, "%s/current.h5", directory);
+    copy_file(COMMITTED, current);
+    snprintf(arguments, sizeof arguments, "golden migrate %s", current);
     command_result result = run_parity(arguments);
     cr_expect_eq(result.exit_code, 0, "%s", result.output);
-    cr_expect(strstr(result.output, "migrated") && strstr(result.output, "schema_version 1 -> 2; read back identical"), "%s",
+    cr_expect(strstr(result.output, "current") && strstr(result.output, "schema_version 3 already, checked, unchanged"), "%s",
               result.output);
     free(result.output);
-    result = run_parity(arguments);
-    cr_expect_eq(result.exit_code, 0, "%s", result.output);
-    cr_expect(strstr(result.output, "already, checked, unchanged") != NULL, "%s", result.output);
-    free(result.output);
-    snprintf(arguments, sizeof arguments, "golden migrate %s %s/missing.h5", path, directory);
+    static const char *const older[] = {SCHEMA1_SMOKE, SCHEMA2_SMOKE};
+    for (size_t row = 0; row < ROWS(older); row++) {
+        snprintf(path, sizeof path, "%s/older%zu.h5", directory, row);
+        copy_file(older[row], path);
+        snprintf(arguments, sizeof arguments, "golden migrate %s %s", current, path); // the worst exit code wins
+        result = run_parity(arguments);
+        cr_expect_eq(result.exit_code, 3, "%s: %s", older[row], result.output);
+        cr_expect(strstr(result.output, path) && strstr(result.output, "cannot be migrated") &&
+                      strstr(result.output, "Regenerate it with `parity golden generate"),
+                  "%s", result.output);
+        cr_expect(strstr(result.output, "already, checked, unchanged") != NULL, "the current one is still reported: %s", result.output);
+        free(result.output);
+    }
+    snprintf(arguments, sizeof arguments, "golden migrate %s %s/missing.h5", current, directory);
     result = run_parity(arguments);
     cr_expect_eq(result.exit_code, 3, "a missing file: %s", result.output);
     cr_expect(strstr(result.output, "missing.h5") != NULL, "%s", result.output);
     free(result.output);
     result = run_parity("golden migrate");
     cr_expect_eq(result.exit_code, 2, "no file: %s", result.output);
+    free(result.output);
+    remove_tree(directory);
+}
+
+// `golden verify` recomputes the sketches too: a stored sketch component moved by 1e-9 of its
+// gradient's norm (everything else as stored) is drift, named (exit 1).
+Test(golden_integrity, verify_sees_a_sketch_that_drifted) {
+    char directory[64], path[256];
+    temporary_directory(directory, sizeof directory);
+    golden_folder(directory, COMMITTED, false);
+    snprintf(path, sizeof path, "%s/smoke/qwen3_tiny/plain.h5", directory);
+    parity_golden golden;
+    cr_assert_null(parity_golden_read(path, &golden));
+    const size_t parameter = 5;
+    const int component = 2;
+    cr_assert_gt(golden.expected.parameter_count, parameter);
+    golden.expected.parameter_grad_sketches[parameter * PARITY_SKETCH_K + component] +=
+        1e-9 * golden.expected.parameter_grad_norms[parameter];
+    parity_error *error = parity_golden_write(path, &golden, true);
+    cr_assert_null(error, "%s", error ? error_text(error) : "");
+    char expected[256], arguments[512];
+    snprintf(expected, sizeof expected, "largest at grad_sketch:%s[%d]", golden.expected.parameter_names[parameter], component);
+    parity_golden_release(&golden);
+    snprintf(arguments, sizeof arguments, "golden verify --suite smoke --model qwen3_tiny --golden-dir %s", directory);
+    command_result result = run_parity(arguments);
+    cr_expect_eq(result.exit_code, 1, "%s", result.output);
+    cr_expect(strstr(result.output, "DRIFT") && strstr(result.output, expected) && strstr(result.output, "fp64 drift 1e-09"),
+              "'%s' in\n%s", expected, result.output);
+    cr_expect(strstr(result.output, "1 drifted") || strstr(result.output, ", 1 drifted"), "%s", result.output);
     free(result.output);
     remove_tree(directory);
 }

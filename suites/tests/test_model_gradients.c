@@ -4,7 +4,9 @@
 // the Qwen3.5-MoE hybrid (GatedDeltaNet + gated attention + MoE with a gated shared expert), and
 // Qwen3-Next (fused per-key-head in_proj_qkvz / in_proj_ba, two value heads per key head, a dense
 // mlp_only layer between MoE layers, norm_topk_prob off, packed documents).
-// Weights are drawn from (seed, name); a handful of elements of every parameter is perturbed.
+// Weights are drawn from (seed, name); a handful of elements of every parameter is perturbed. The
+// step result's sketches are checked to be those of the gradients it reports, in its order, and the
+// loss input's gradient to be there.
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <math.h>
@@ -97,6 +99,27 @@ static void check(const model_row *row) {
         if (model->parameters.items[p].gradient.data)
             cr_assert_null(parity_tensor_to(&gradients[p], &model->parameters.items[p].gradient, PARITY_CPU, PARITY_F64));
     }
+    // The step's norms and sketches are those of the gradients it handed to the parameters, in the
+    // result's order (the sketch from each parameter's own name), and the loss input's gradient is there.
+    size_t reported = 0;
+    for (size_t p = 0; p < model->parameters.count; p++) {
+        if (!gradients[p].data) continue;
+        const char *name = model->parameters.items[p].name;
+        cr_assert_lt(reported, analytic.parameter_count);
+        cr_expect_str_eq(analytic.parameter_names[reported], name);
+        double sketch[PARITY_SKETCH_K];
+        cr_assert_null(parity_tensor_sketch(parity_test_exec(PARITY_CPU), &gradients[p], name, sketch));
+        cr_expect_eq(memcmp(sketch, analytic.parameter_grad_sketches + reported * PARITY_SKETCH_K, sizeof sketch), 0,
+                     "%s: %s's sketch", row->name, name);
+        reported++;
+    }
+    cr_expect_eq(reported, analytic.parameter_count);
+    cr_expect(analytic.has_loss_input, "%s: the decoder exposes the loss input", row->name);
+    cr_expect(isfinite(analytic.loss_input_grad_norm) && analytic.loss_input_grad_norm > 0, "%s: |d loss / d h| = %g", row->name,
+              analytic.loss_input_grad_norm);
+    double squares = 0;
+    for (int j = 0; j < PARITY_SKETCH_K; j++) squares += analytic.loss_input_grad_sketch[j] * analytic.loss_input_grad_sketch[j];
+    cr_expect(squares > 0 && isfinite(squares), "%s: the loss input's sketch", row->name);
     double worst = 0;
     const char *worst_name = "";
     int checked = 0;

@@ -4,9 +4,10 @@
 // shared memory, 32 experts with grouped DeepSeek-V3 routing, MLA with D != Dv, q/k/v biases, GatedDeltaNet
 // with routed and shared experts), one row for every case golden/upstream ships (a test scans the folder,
 // and builds every grown model on the CPU, without a GPU), weights drawn from a seed, one packed row of
-// several documents (the longest 200 tokens). Every op runs eager. loss,
-// aux_loss, grad_norm and every parameter's gradient norm must agree to 1e-10 relative: the two devices
-// run the same math, only the order of the GEMM sums differs. This is what fp64 goldens of shapes the
+// several documents (the longest 200 tokens). Every op runs eager. loss, aux_loss, grad_norm and every
+// parameter's gradient norm must agree to 1e-10 relative, and every gradient sketch (the loss input's
+// too) to 1e-10 of its gradient's norm: the two devices run the same math, only the order of the GEMM
+// sums differs (and the sketches' signs are the same). This is what fp64 goldens of shapes the
 // tiny checkpoints do not reach rest on. Without a GPU every test skips visibly (gpu_skip.h).
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
@@ -175,6 +176,8 @@ static void check_row(const grown_model *row) {
     cr_assert_eq(gpu.parameter_count, cpu.parameter_count, "%s: %zu parameters with gradients on cuda, %zu on cpu", row->name,
                  gpu.parameter_count, cpu.parameter_count);
     cr_expect(cpu.parameter_count > 0, "%s: no gradients", row->name);
+    double worst_sketch = 0; // max |s_j(cuda) - s_j(cpu)| / |g(cpu)| over every gradient
+    const char *worst_sketch_name = "";
     for (size_t i = 0; i < gpu.parameter_count; i++) {
         cr_expect_str_eq(gpu.parameter_names[i], cpu.parameter_names[i], "%s: parameter %zu", row->name, i);
         double difference = upstream_relative(gpu.parameter_grad_norms[i], cpu.parameter_grad_norms[i]);
@@ -182,6 +185,17 @@ static void check_row(const grown_model *row) {
             worst = isnan(difference) ? INFINITY : difference;
             worst_name = gpu.parameter_names[i];
         }
+        for (int j = 0; j < PARITY_SKETCH_K; j++) {
+            double gap = fabs(gpu.parameter_grad_sketches[i * PARITY_SKETCH_K + j] - cpu.parameter_grad_sketches[i * PARITY_SKETCH_K + j]) /
+                         fmax(cpu.parameter_grad_norms[i], 1e-300);
+            if (!(gap <= worst_sketch)) worst_sketch = isnan(gap) ? INFINITY : gap, worst_sketch_name = gpu.parameter_names[i];
+        }
+    }
+    cr_expect(gpu.has_loss_input && cpu.has_loss_input, "%s: the loss input's gradient on both devices", row->name);
+    double loss_input = upstream_relative(gpu.loss_input_grad_norm, cpu.loss_input_grad_norm);
+    for (int j = 0; j < PARITY_SKETCH_K; j++) {
+        double gap = fabs(gpu.loss_input_grad_sketch[j] - cpu.loss_input_grad_sketch[j]) / fmax(cpu.loss_input_grad_norm, 1e-300);
+        if (!(gap <= worst_sketch)) worst_sketch = isnan(gap) ? INFINITY : gap, worst_sketch_name = PARITY_STEP_LOSS_INPUT;
     }
     cr_log_info("%-48s %lld tokens: loss %.1e aux %.1e grad_norm %.1e worst parameter norm %.1e (%s)", row->name,
                 (long long)batch.token_count, loss, aux, grad_norm, worst, worst_name);
@@ -190,6 +204,12 @@ static void check_row(const grown_model *row) {
     cr_expect(grad_norm <= gpu_vs_cpu_bound, "%s: grad_norm differs from the cpu by %.2e relative", row->name, grad_norm);
     cr_expect(worst <= gpu_vs_cpu_bound, "%s: the gradient norm of %s differs from the cpu by %.2e relative", row->name,
               worst_name, worst);
+    cr_log_info("%-48s loss input norm %.1e, worst sketch %.1e of the norm (%s)", row->name, loss_input, worst_sketch,
+                worst_sketch_name);
+    cr_expect(loss_input <= gpu_vs_cpu_bound, "%s: the loss input's gradient norm differs from the cpu by %.2e relative", row->name,
+              loss_input);
+    cr_expect(worst_sketch <= gpu_vs_cpu_bound, "%s: the sketch of %s differs from the cpu by %.2e of its norm", row->name,
+              worst_sketch_name, worst_sketch);
     parity_step_result_release(&gpu);
     parity_step_result_release(&cpu);
     parity_batch_release(&batch);

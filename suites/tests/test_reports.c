@@ -22,6 +22,7 @@
 #include "reports/gnuplot_runner.h"
 #include "reports/html.h"
 #include "reports/render.h"
+#include "reports/report_analysis.h"
 #include "reports/results.h"
 #include "results_sample.h"
 
@@ -467,6 +468,8 @@ Test(reports, summary_md_has_counts_failures_tightest_ratios_and_speed) {
     cr_assert_not_null(failures);
     cr_expect(strstr(failures, "| `" SAMPLE_FAILING_COMBO "` | `" SAMPLE_FAILING_METRIC "` | 9.300e-03 | 3.000e-03 | eager error | 3.1 |"), "%s", failures);
     cr_expect(strstr(failures, "| `qwen3_moe_tiny/attn=sdpa,moe=wrong_eps,ce=eager/bf16/cpu` | `loss` | NaN | 2.500e-03 | eager error | NaN |"));
+    cr_expect(strstr(failures, "| `" SAMPLE_FAILING_COMBO "` | `" SAMPLE_FAILING_SKETCH "` | 8.000e-03 | 4.000e-03 | eager error | 2 |"),
+              "a failing sketch component is listed like the others: %s", failures);
     // the tightest passing ratio: sdpa + chunk_loss, loss at 0.93 * 1.02
     const char *tightest = strstr(md, "## Tightest tolerance ratios");
     cr_assert_not_null(tightest);
@@ -508,6 +511,38 @@ static void expect_no_network_references(const char *html) {
     cr_expect_null(strstr(html, "src="), "nothing loaded from elsewhere");
 }
 
+// The heatmap's per-gradient columns take the worst metric of each family; a sketch's components
+// are one run of metrics.
+Test(reports, heatmap_columns_and_sketch_runs) {
+    parity_results results;
+    sample_results_build(&results);
+    const parity_combo_result *failing = NULL;
+    for (size_t i = 0; i < results.combo_count; i++)
+        if (strcmp(results.combos[i].id, SAMPLE_FAILING_COMBO) == 0) failing = &results.combos[i];
+    cr_assert_not_null(failing);
+    static const char *const expected[PARITY_REPORT_HEATMAP_COLUMNS] = {
+        "loss", NULL, "grad_norm", SAMPLE_FAILING_METRIC, SAMPLE_FAILING_SKETCH, "grad_cosine:model.embed_tokens.weight" /* ties: the first */};
+    static const char *const columns[PARITY_REPORT_HEATMAP_COLUMNS] = {"loss",           "aux_loss",     "grad_norm",
+                                                                      "worst parameter", "worst sketch", "worst cosine"};
+    for (int column = 0; column < PARITY_REPORT_HEATMAP_COLUMNS; column++) {
+        cr_expect_str_eq(parity_report_heatmap_column(column), columns[column]);
+        const parity_metric *metric = parity_report_heatmap_metric(failing, column);
+        if (!expected[column]) cr_expect_null(metric, "a dense model has no aux_loss");
+        else {
+            cr_assert_not_null(metric, "column %d", column);
+            cr_expect_str_eq(metric->name, expected[column], "column %s", columns[column]);
+        }
+    }
+    cr_expect_null(parity_report_heatmap_metric(failing, PARITY_REPORT_HEATMAP_COLUMNS));
+    size_t first_sketch = 0;
+    while (strncmp(failing->metrics[first_sketch].name, "grad_sketch:", 12) != 0) first_sketch++;
+    cr_expect_eq(parity_report_sketch_run(failing, first_sketch), 4, "the four components of %s", failing->metrics[first_sketch].name);
+    cr_expect_eq(parity_report_sketch_run(failing, first_sketch + 1), 3, "a run from its second component");
+    cr_expect_eq(parity_report_sketch_run(failing, 0), 1, "loss is a run of one");
+    cr_expect_eq(parity_report_sketch_run(failing, failing->metric_count), 0);
+    parity_results_release(&results);
+}
+
 Test(reports, report_html_is_self_contained_with_both_charts) {
     char directory[64], gnuplot[4096];
     make_directory(directory, sizeof directory);
@@ -523,6 +558,14 @@ Test(reports, report_html_is_self_contained_with_both_charts) {
     cr_expect(strstr(html, "<div class=\"verdict bad\">2 of 7 combos failed, 1 could not run (error)</div>"));
     cr_expect(strstr(html, "<tr class=\"s-fail\">") && strstr(html, "<span class=\"pill unsupported\">not supported</span>"));
     cr_expect(strstr(html, "ed95add0123456789abcdef0123456789abcdef0"), "the context block");
+    // every metric: a gradient's four sketch components in one row, the worst of them; the failing
+    // one is also in Failures
+    cr_expect(strstr(html, "<code>" SAMPLE_FAILING_SKETCH "</code> (worst of 4)"), "the failing component leads its row");
+    cr_expect(strstr(html, "<code>grad_sketch:lm_head.weight[3]</code> (worst of 4)"), "elsewhere the largest component");
+    cr_expect(strstr(html, "<td class=\"id\">" SAMPLE_FAILING_COMBO "</td><td><code>" SAMPLE_FAILING_SKETCH "</code></td>"),
+              "the failing component's own Failures row");
+    cr_expect(strstr(html, "<code>grad_cosine:lm_head.weight</code></td>"));
+    cr_expect_null(strstr(html, "<code>grad_sketch:lm_head.weight[0]</code> (worst"), "not a component that is not the worst");
     if (parity_gnuplot_find(gnuplot, sizeof gnuplot)) {
         cr_expect_eq(count_occurrences(html, "<svg"), 2, "the heatmap and the time chart");
         cr_expect_eq(count_occurrences(html, "</svg>"), 2);
@@ -530,6 +573,8 @@ Test(reports, report_html_is_self_contained_with_both_charts) {
         cr_expect_null(strstr(html, "<?xml"), "the SVG prolog is dropped when inlined");
         cr_expect(strstr(html, "id=\"heatmap-gnuplot_canvas\"") && strstr(html, "id=\"time-gnuplot_canvas\""), "ids are prefixed per chart");
         cr_expect(strstr(html, ">worst parameter<") && strstr(html, ">3.1<") && strstr(html, ">NaN<"), "heatmap labels");
+        cr_expect(strstr(html, ">worst sketch<") && strstr(html, ">worst cosine<") && strstr(html, ">2<"),
+                  "the sketch and cosine columns (the failing sketch's ratio 2)");
         cr_expect(strstr(html, ">0.51x  6.1 ms<"), "the time chart labels bars with relative time and median");
     } else {
         cr_expect_eq(count_occurrences(html, PARITY_CHART_NO_GNUPLOT), 2);

@@ -86,14 +86,15 @@ static void truncate_to_half(const char *path) {
 }
 static void delete_file(const char *path) { cr_assert_eq(unlink(path), 0); }
 static void replace_with_text(const char *path) { write_text(path, "this is not an HDF5 file\n"); }
-// Another schema_version inside an intact seal (resealed after the edit, as a future parity's file).
-static void set_schema_version_3(const char *path) {
+// A newer schema_version inside an intact seal (resealed after the edit, as a future parity's file).
+static void set_schema_version_4(const char *path) {
     hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
     cr_assert_geq(file, 0);
     cr_assert_geq(H5Adelete(file, "schema_version"), 0);
     hid_t space = H5Screate(H5S_SCALAR);
     hid_t attribute = H5Acreate2(file, "schema_version", H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT);
-    int version = 3;
+    _Static_assert(PARITY_GOLDEN_SCHEMA_VERSION + 1 == 4, "the row below names schema_version 4");
+    int version = PARITY_GOLDEN_SCHEMA_VERSION + 1;
     cr_assert_geq(H5Awrite(attribute, H5T_NATIVE_INT, &version), 0);
     H5Aclose(attribute);
     H5Sclose(space);
@@ -117,7 +118,7 @@ Test(run_cli, a_damaged_golden_exits_3_naming_the_file) {
         {"missing", delete_file, "make it with: parity golden generate --suite scratch"},
         {"truncated", truncate_to_half, "truncated golden"},
         {"not HDF5", replace_with_text, "not a golden"},
-        {"schema version 3", set_schema_version_3, "schema_version is 3"},
+        {"schema version 4", set_schema_version_4, "schema_version is 4"},
     };
     for (size_t row = 0; row < ROWS(rows); row++) {
         scratch s = make_scratch(true);

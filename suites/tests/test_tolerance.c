@@ -1,6 +1,7 @@
 // test_tolerance.c: the comparison rules of harness/tolerance.h, as a table: which term decides the
-// tolerance (k * eager error, k * jitter spread or the dtype floor), k per metric kind, NaN, exact agreement, and
-// VeOmni's fixed rtol = atol = 1e-2.
+// tolerance (k * eager error, k * jitter spread or the dtype floor), k per metric kind, NaN, exact agreement, the
+// sketch components' variant (the gradient's terms: the floor on the gradient's norm), and VeOmni's
+// fixed rtol = atol = 1e-2.
 #include <criterion/criterion.h>
 #include <math.h>
 
@@ -46,20 +47,81 @@ Test(tolerance, parity_rule_table) {
         {"jitter spread below the eager error changes nothing", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0025, 1.0, 1.001,
          0.0005, 0.002, 1.25, false, "eager error"},
         {"NaN spread is ignored", PARITY_METRIC_LOSS_LIKE, PARITY_F32, 1.0015, 1.0, 1.001, NAN, 0.002, 0.75, true, "eager error"},
+        {"NaN golden never passes", PARITY_METRIC_GRADIENT, PARITY_F32, 1.0, NAN, 1.0, 0.0, NAN, INFINITY, false, "floor"},
+        {"NaN eager: the floor alone", PARITY_METRIC_GRADIENT, PARITY_F32, 1.0 + 1e-3, 1.0, NAN, 0.0, 64.0 / 16777216.0,
+         1e-3 / (64.0 / 16777216.0), false, "floor"},
     };
     for (size_t row = 0; row < ROWS(rows); row++) {
         parity_metric metric;
         parity_tolerance_check("m", rows[row].kind, rows[row].dtype, rows[row].value, rows[row].golden, rows[row].eager,
                                rows[row].spread, &metric);
-        cr_expect_float_eq(metric.tolerance, rows[row].tolerance, 1e-12 * (1 + rows[row].tolerance), "%s: tolerance %.17g",
-                           rows[row].what, metric.tolerance);
+        if (isnan(rows[row].tolerance)) cr_expect(isnan(metric.tolerance), "%s: tolerance %g", rows[row].what, metric.tolerance);
+        else
+            cr_expect_float_eq(metric.tolerance, rows[row].tolerance, 1e-12 * (1 + rows[row].tolerance), "%s: tolerance %.17g",
+                               rows[row].what, metric.tolerance);
         if (isinf(rows[row].ratio)) cr_expect(isinf(metric.ratio), "%s: ratio %g", rows[row].what, metric.ratio);
         else cr_expect_float_eq(metric.ratio, rows[row].ratio, 1e-9, "%s: ratio %.17g", rows[row].what, metric.ratio);
         cr_expect_eq(metric.pass, rows[row].pass, "%s", rows[row].what);
         cr_expect_str_eq(metric.name, "m");
         cr_expect_str_eq(metric.basis, rows[row].basis, "%s: tolerance from %s, expected %s", rows[row].what, metric.basis,
                          rows[row].basis);
-        cr_expect_eq(metric.golden, rows[row].golden);
+        if (isnan(rows[row].golden)) cr_expect(isnan(metric.golden));
+        else cr_expect_eq(metric.golden, rows[row].golden);
+    }
+}
+
+// A sketch component: k = 3 on the largest eager error and spread of the sketch's components, the
+// floor c * u * |g| on the golden gradient's norm (times sqrt(n) in fp64), never on the component itself.
+Test(tolerance, sketch_component_table) {
+    const double fp64_floor = 64 * 0x1p-53, bf16_floor = 2 * 0x1p-8;
+    static const double nan = NAN;
+    const struct {
+        const char *what;
+        parity_dtype dtype;
+        double value, golden, eager_error, spread, norm;
+        int64_t numel;
+        double tolerance, ratio;
+        bool pass;
+        const char *basis;
+    } rows[] = {
+        {"a component near 0: the floor is the norm's (fp64)", PARITY_F64, 5e-15, 0.0, 0.0, 0.0, 1.0, 1, fp64_floor, 5e-15 / fp64_floor,
+         true, "floor"},
+        {"a component near 0: one not near the norm's floor fails", PARITY_F64, 1e-9, 0.0, 0.0, 0.0, 1.0, 1, fp64_floor,
+         1e-9 / fp64_floor, false, "floor"},
+        {"a floor on |s_j| would have been 0 here", PARITY_F64, 1e-15, 1e-300, 0.0, 0.0, 2.0, 1, 2 * fp64_floor,
+         (1e-15 - 1e-300) / (2 * fp64_floor), true, "floor"},
+        {"the largest component eager error decides", PARITY_BF16, 0.105, 0.1, 0.004, 0.001, 0.14, 4096, 0.012, 0.005 / 0.012, true,
+         "eager error"},
+        {"the largest spread decides", PARITY_BF16, 0.12, 0.1, 0.004, 0.008, 0.14, 4096, 0.024, 0.02 / 0.024, true, "jitter spread"},
+        {"a flipped sign: error 2 |s_j|", PARITY_BF16, -0.1, 0.1, 0.004, 0.008, 0.14, 4096, 0.024, 0.2 / 0.024, false, "jitter spread"},
+        {"NaN eager error and spread: the floor alone", PARITY_BF16, 0.1005, 0.1, nan, nan, 0.14, 4096, bf16_floor * 0.14,
+         0.0005 / (bf16_floor * 0.14), true, "floor"},
+        {"NaN norm: nothing passes", PARITY_F32, 0.1, 0.1, 0.0, 0.0, nan, 4096, nan, INFINITY, false, "floor"},
+        {"NaN value never passes", PARITY_F32, nan, 0.1, 0.004, 0.0, 0.14, 4096, 0.012, INFINITY, false, "eager error"},
+        // fp64: the floor is c * u * sqrt(n) * |g| (eager is the golden there, so the floor must hold a
+        // reordered sum: each element within c * u moves a projection by at most c * u * sqrt(n) * |g|)
+        {"fp64, 4096 elements: a reordering's 7e-15 |g| passes", PARITY_F64, 7e-15, 0.0, 0.0, 0.0, 1.0, 4096, 64 * fp64_floor,
+         7e-15 / (64 * fp64_floor), true, "floor"},
+        {"fp64, 4096 elements: a 1e-12 bug still fails", PARITY_F64, 1e-12, 0.0, 0.0, 0.0, 1.0, 4096, 64 * fp64_floor,
+         1e-12 / (64 * fp64_floor), false, "floor"},
+        {"fp64, a flipped sign fails by far", PARITY_F64, -0.5, 0.5, 0.0, 0.0, 1.0, 1 << 20, 1024 * fp64_floor,
+         1.0 / (1024 * fp64_floor), false, "floor"},
+        {"bf16: no sqrt(n) (the eager term measures rounding there)", PARITY_BF16, 0.1005, 0.1, nan, nan, 0.14, 1 << 20,
+         bf16_floor * 0.14, 0.0005 / (bf16_floor * 0.14), true, "floor"},
+    };
+    for (size_t row = 0; row < ROWS(rows); row++) {
+        parity_metric metric;
+        parity_tolerance_check_sketch("grad_sketch:w[0]", rows[row].dtype, rows[row].value, rows[row].golden, rows[row].eager_error,
+                                      rows[row].spread, rows[row].norm, rows[row].numel, &metric);
+        if (isnan(rows[row].tolerance)) cr_expect(isnan(metric.tolerance), "%s: tolerance %g", rows[row].what, metric.tolerance);
+        else
+            cr_expect_float_eq(metric.tolerance, rows[row].tolerance, 1e-12 * (1 + rows[row].tolerance), "%s: tolerance %.17g",
+                               rows[row].what, metric.tolerance);
+        if (isinf(rows[row].ratio)) cr_expect(isinf(metric.ratio), "%s: ratio %g", rows[row].what, metric.ratio);
+        else cr_expect_float_eq(metric.ratio, rows[row].ratio, 1e-9, "%s: ratio %.17g", rows[row].what, metric.ratio);
+        cr_expect_eq(metric.pass, rows[row].pass, "%s", rows[row].what);
+        cr_expect_str_eq(metric.basis, rows[row].basis, "%s: from %s", rows[row].what, metric.basis);
+        cr_expect_str_eq(metric.name, "grad_sketch:w[0]");
     }
 }
 

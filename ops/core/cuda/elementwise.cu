@@ -1,5 +1,6 @@
 // elementwise.cu: the device-side tensor helpers of elementwise.h (add into, dtype conversion,
-// fill), one thread per element over a grid-stride loop; the sum of squares reduces in a fixed order.
+// fill), one thread per element over a grid-stride loop; the sum of squares and the sketch reduce in
+// a fixed order.
 // Every launch goes on the caller's execution context's stream.
 #include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
@@ -181,5 +182,63 @@ extern "C" parity_error *parity_cuda_sum_of_squares(const parity_exec *exec, con
     double sum = 0;
     for (int64_t b = 0; b < blocks; b++) sum += host[b];
     *out = sum;
+    return NULL;
+}
+
+namespace {
+
+constexpr int sketch_threads = 256;
+constexpr int64_t sketch_max_blocks = 1024;
+
+// partials[b * K + j] = sum of r_j(i) * x_i over the elements of the sum of squares' layout (i =
+// b*256 + t + k * (blocks * 256)), each of the K sums tree-summed in the block as the sum of squares is.
+__global__ void sketch_kernel(const void *data, parity_dtype dtype, int64_t count, uint64_t name_hash, double *partials) {
+    __shared__ double sums[PARITY_SKETCH_K][sketch_threads];
+    double sum[PARITY_SKETCH_K] = {0};
+    for (int64_t i = blockIdx.x * (int64_t)sketch_threads + threadIdx.x; i < count; i += (int64_t)gridDim.x * sketch_threads)
+        parity_sketch_add(sum, parity_sketch_signs(name_hash, (uint64_t)i), load_any(data, dtype, i));
+    for (int j = 0; j < PARITY_SKETCH_K; j++) sums[j][threadIdx.x] = sum[j];
+    __syncthreads();
+    for (int half = sketch_threads / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half)
+            for (int j = 0; j < PARITY_SKETCH_K; j++) sums[j][threadIdx.x] += sums[j][threadIdx.x + half];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        for (int j = 0; j < PARITY_SKETCH_K; j++) partials[blockIdx.x * PARITY_SKETCH_K + j] = sums[j][0];
+}
+
+} // namespace
+
+extern "C" parity_error *parity_cuda_sketch(const parity_exec *exec, const parity_tensor *tensor, uint64_t name_hash,
+                                            double out[PARITY_SKETCH_K]) {
+    for (int j = 0; j < PARITY_SKETCH_K; j++) out[j] = 0;
+    PARITY_TRY(parity_cuda_check_tensor("cuda sketch", "tensor", tensor, cuda_device_of(tensor)));
+    if (!exec) return PARITY_ERROR(PARITY_ERROR_USAGE, "cuda sketch: needs an execution context (its scratch)");
+    if (!parity_dtype_is_float(tensor->dtype))
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "cuda sketch: %s tensor (float dtypes only)", parity_dtype_name(tensor->dtype));
+    if (tensor->numel == 0) return NULL;
+    PARITY_CUDA_TRY(cudaSetDevice(tensor->device.index));
+    int64_t blocks = (tensor->numel + sketch_threads - 1) / sketch_threads;
+    if (blocks > sketch_max_blocks) blocks = sketch_max_blocks;
+    const size_t bytes = (size_t)blocks * PARITY_SKETCH_K * sizeof(double);
+    // Partials in the context's scratch, as the sum of squares keeps them.
+    void *device_partials = nullptr, *host_partials = nullptr;
+    PARITY_TRY(parity_exec_device_scratch(exec, bytes, &device_partials));
+    PARITY_TRY(parity_exec_host_scratch(exec, bytes, &host_partials));
+    double *partials = (double *)device_partials, *host = (double *)host_partials;
+    cudaStream_t stream = parity_cuda_stream(exec);
+    sketch_kernel<<<(unsigned)blocks, sketch_threads, 0, stream>>>(tensor->data, tensor->dtype, tensor->numel, name_hash,
+                                                                   partials);
+    cudaError_t status = cudaGetLastError();
+    if (status == cudaSuccess) status = cudaMemcpyAsync(host, partials, bytes, cudaMemcpyDeviceToHost, stream);
+    if (status == cudaSuccess) status = cudaStreamSynchronize(stream);
+    if (status != cudaSuccess)
+        return PARITY_ERROR(PARITY_ERROR_DEVICE, "cuda sketch of %lld elements: %s", (long long)tensor->numel,
+                            cudaGetErrorString(status));
+    double sum[PARITY_SKETCH_K] = {0};
+    for (int64_t b = 0; b < blocks; b++)
+        for (int j = 0; j < PARITY_SKETCH_K; j++) sum[j] += host[b * PARITY_SKETCH_K + j];
+    for (int j = 0; j < PARITY_SKETCH_K; j++) out[j] = sum[j];
     return NULL;
 }
