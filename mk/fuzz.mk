@@ -5,6 +5,8 @@
 #   make fuzz                    build, then fuzz each target for FUZZ_SECONDS (default 20) seconds
 #   make fuzz FUZZ_SECONDS=600 FUZZ_TARGETS="suite golden"   longer, on some targets only
 #   make fuzz FUZZ_SECONDS=600 FUZZ_JOBS=2   two targets at a time (one core each)
+#   make fuzz FUZZ_SECONDS=200 FUZZ_JOBS=5 FUZZ_FORK=3   five targets at a time, three processes each
+#                                (600 CPU-s a target in 200 s: a many-core machine)
 #   make fuzz-replay             build, then run every corpus file once, no mutation (the test mode
 #                                CI runs: a crash reproducer committed to a corpus fails it)
 # Both print each target's executions and fail on any crash, sanitizer report, leak or timeout
@@ -12,6 +14,7 @@
 # Included before the Makefile picks its sources, so that FUZZ=1 turns CUDA off for them.
 FUZZ_SECONDS ?= 20
 FUZZ_JOBS ?= 1
+FUZZ_FORK ?= 0
 FUZZ_BUILD := build-fuzz
 FUZZ_TARGETS ?= $(sort $(patsubst suites/fuzz/fuzz_%.c,%,$(filter-out suites/fuzz/fuzz_common.c,$(wildcard suites/fuzz/fuzz_*.c))))
 
@@ -38,4 +41,4 @@ endif
 # From a plain `make fuzz`, the build itself runs in a FUZZ=1 make (its own BUILD, CC and flags).
 fuzz fuzz-replay:
 	@$(MAKE) --no-print-directory FUZZ=1 BUILD=$(FUZZ_BUILD) FUZZ_TARGETS="$(FUZZ_TARGETS)" fuzz-build
-	@suites/fuzz/run.sh $(if $(filter fuzz,$@),fuzz,replay) $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)
+	@FUZZ_FORK=$(FUZZ_FORK) suites/fuzz/run.sh $(if $(filter fuzz,$@),fuzz,replay) $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_JOBS) $(FUZZ_TARGETS)

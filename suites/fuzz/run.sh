@@ -5,6 +5,9 @@
 #                                                earlier runs found (BUILD/fuzz/corpus/<target>/, grown)
 #   run.sh replay BUILD SECONDS JOBS TARGET...   run every committed corpus file of each target once,
 #                                                no mutation (SECONDS unused): the test mode
+# FUZZ_FORK=N (fuzz mode): each target fuzzes in N processes at once (libFuzzer -fork=N, one shared
+# corpus), so SECONDS of wall time are N x SECONDS CPU-seconds a target: on a machine of many cores,
+# 10 CPU-minutes of every target fit in a short call (JOBS x N processes at a time).
 # Prints one line a target (executions, rate, corpus) and exits 1 when any target crashed, leaked,
 # hit a sanitizer report or timed out; the input that did it is kept in BUILD/fuzz/artifacts/<target>/
 # and the log in BUILD/fuzz/logs/<target>.log. Every target runs even after one fails.
@@ -62,16 +65,23 @@ run_target() {
     fi
     return $status
   fi
-  local corpus=$build/fuzz/corpus/$target
+  local corpus=$build/fuzz/corpus/$target fork=${FUZZ_FORK:-0}
   mkdir -p "$corpus"
-  "$program" "${limits[@]}" "${options[@]}" -max_total_time="$seconds" -print_final_stats=1 \
+  local parallel=()
+  [ "$fork" -gt 0 ] && parallel=(-fork="$fork")
+  "$program" "${limits[@]}" "${options[@]}" "${parallel[@]}" -max_total_time="$seconds" -print_final_stats=1 \
     -artifact_prefix="$artifacts" "$corpus" "$seeds" "${live[@]}" >"$log" 2>&1
   status=$?
   final_stat() { grep -m1 "^stat::$1:" "$log" | awk '{print $2}'; }
-  local runs rate added
+  local runs rate added how="in ${seconds} s"
   runs=$(final_stat number_of_executed_units) rate=$(final_stat average_exec_per_sec) added=$(final_stat new_units_added)
+  if [ "$fork" -gt 0 ]; then # fork mode prints progress lines "#RUNS: ... exec/s RATE ..." and no stat:: lines
+    runs=$(grep -E '^#[0-9]+:' "$log" | tail -n 1 | sed -E 's/^#([0-9]+):.*/\1/')
+    rate=$(grep -E '^#[0-9]+:' "$log" | tail -n 1 | sed -E 's/.*exec\/s ([0-9]+).*/\1/')
+    how="in ${seconds} s x $fork processes ($((seconds * fork)) CPU-s)"
+  fi
   if [ $status = 0 ]; then
-    echo "fuzz: $target: ${runs:-?} executions in ${seconds} s (${rate:-?}/s), corpus $(ls "$corpus" | wc -l) inputs (+${added:-?}), no finding"
+    echo "fuzz: $target: ${runs:-?} executions $how (${rate:-?}/s), corpus $(ls "$corpus" | wc -l) inputs (+${added:-?}), no finding"
   else
     echo "fuzz: $target: FAILED (exit $status) after ${runs:-?} executions: $(finding "$log")
   reproducer: $(grep -m1 -oE "Test unit written to [^ ]+" "$log" | cut -d' ' -f5-); log: $log"
