@@ -157,10 +157,14 @@ typedef struct verify_state {
     size_t checked, drifted;
 } verify_state;
 
+// Relative drift of one value: 0 when equal (both NaN included), inf when only one is NaN (a NaN
+// drift would lose every `drift > worst` below), else |now - stored| / |stored|.
 static double relative_drift(double now, double stored) {
     if (isnan(now) && isnan(stored)) return 0.0;
+    if (isnan(now) || isnan(stored)) return INFINITY;
     if (now == stored) return 0.0;
-    return fabs(now - stored) / (fabs(stored) > 0 ? fabs(stored) : 1.0);
+    double drift = fabs(now - stored) / (fabs(stored) > 0 ? fabs(stored) : 1.0);
+    return isnan(drift) ? INFINITY : drift; // (inf - inf)
 }
 
 // Largest drift of a sketch's components relative to the gradient's norm (a component's own size is
@@ -170,7 +174,8 @@ static double sketch_drift(const double *now, const double *stored, double norm,
     if (!now) return INFINITY;
     double worst = 0;
     for (int j = 0; j < PARITY_SKETCH_K; j++) {
-        double drift = isnan(now[j]) ? INFINITY : now[j] == stored[j] ? 0.0 : fabs(now[j] - stored[j]) / (norm > 0 ? norm : 1.0);
+        double drift = now[j] == stored[j] ? 0.0 : fabs(now[j] - stored[j]) / (norm > 0 ? norm : 1.0);
+        if (isnan(drift)) drift = INFINITY; // a NaN component (now's or the norm's) is drift
         if (drift > worst) worst = drift, *component = j;
     }
     return worst;
