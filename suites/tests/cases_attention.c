@@ -1,8 +1,8 @@
 // cases_attention.c: attention rows (causal and not, MHA/GQA/MQA, D = 48, MLA's D != Dv, N = 1,
 // varlen documents of length 1, a plain [B, T] batch, sliding windows, custom scales, and sequences
-// longer than sdpa's 16-token tile) and invalid calls. Every row runs eager and, through the
-// backend pair in op_cases.c, sdpa. Attention is smooth in all its inputs, so finite differences
-// need no special inputs.
+// longer than sdpa's 16-token tile) and invalid calls. Every row runs eager and, through the backend
+// pair in op_cases.c, sdpa. Attention is smooth in all its inputs, so finite differences need no
+// special inputs. And GPU-only rows of awkward shapes (attention_gpu_case_list).
 #include <math.h>
 
 #include "ops/attention/attention.h"
@@ -68,6 +68,33 @@ static const op_check_case attention_cases[] = {
     ATTENTION_ROW("window=20 long varlen {37,1,19} Hq=2 Hk=1", 2, 1, 8, 8, true, 20, 0, 37, 1, 19),
 };
 const op_case_list attention_case_list = OP_CASE_LIST(attention_cases);
+
+// GPU-only rows (test_ops_fused_gpu.c, not in all_op_cases: too large for the CPU tests' finite
+// differences): the awkward shapes of the CUDA attention kernels' tiles (T = 1, 17, 239, 1023, 4224; a 32- or
+// 16-token tile boundary straddled by documents of 1, 15, 100, 300), the models' head sizes 64, 128,
+// 192 with Dv 128 (MLA) and 256, GQA 32/8 and MQA, causal, non-causal and sliding windows. Kept to a
+// few heads at long T: the CPU eager reference runs five times a row.
+static const op_check_case attention_gpu_cases[] = {
+    ATTENTION_ROW("gpu T=1 gqa Hq=4 Hk=2 D=64", 4, 2, 64, 64, true, 0, 0, 1),
+    ATTENTION_ROW("gpu T=1 non-causal mla D=192 Dv=128 Hq=2 Hk=1", 2, 1, 192, 128, false, 0, 0, 1),
+    ATTENTION_ROW("gpu T=17 gqa 32/8 D=64 causal", 32, 8, 64, 64, true, 0, 0, 17),
+    ATTENTION_ROW("gpu T=17 gqa 32/8 mla D=192 Dv=128 window=5", 32, 8, 192, 128, true, 5, 0, 17),
+    ATTENTION_ROW("gpu T=17 mqa Hq=8 Hk=1 D=128 non-causal", 8, 1, 128, 128, false, 0, 0, 17),
+    ATTENTION_ROW("gpu T=239 mqa Hq=4 Hk=1 D=128 causal", 4, 1, 128, 128, true, 0, 0, 239),
+    ATTENTION_ROW("gpu T=239 mla D=192 Dv=128 Hq=4 Hk=2 causal", 4, 2, 192, 128, true, 0, 0, 239),
+    ATTENTION_ROW("gpu T=239 D=Dv=256 Hq=2 Hk=1 window=100", 2, 1, 256, 256, true, 100, 0, 239),
+    ATTENTION_ROW("gpu T=1023 Hq=2 Hk=1 D=64 causal", 2, 1, 64, 64, true, 0, 0, 1023),
+    ATTENTION_ROW("gpu T=1023 Hq=Hk=1 D=64 window=128", 1, 1, 64, 64, true, 128, 0, 1023),
+    ATTENTION_ROW("gpu T=4224 Hq=Hk=1 D=64 causal", 1, 1, 64, 64, true, 0, 0, 4224),
+    ATTENTION_ROW("gpu varlen {1,15,100,300} gqa Hq=4 Hk=2 D=64 causal", 4, 2, 64, 64, true, 0, 0, 1, 15, 100, 300),
+    ATTENTION_ROW("gpu varlen {300,1,100,15} Hq=4 Hk=2 D=128 non-causal", 4, 2, 128, 128, false, 0, 0, 300, 1, 100,
+                  15),
+    ATTENTION_ROW("gpu varlen {1,15,100,300} mqa Hq=4 Hk=1 mla D=192 Dv=128 window=37", 4, 1, 192, 128, true, 37, 0, 1,
+                  15, 100, 300),
+    ATTENTION_ROW("gpu varlen {15,1,1,300,100} mqa Hq=8 Hk=1 D=64 scale=0.3 causal", 8, 1, 64, 64, true, 0, 0.3, 15, 1,
+                  1, 300, 100),
+};
+const op_case_list attention_gpu_case_list = OP_CASE_LIST(attention_gpu_cases);
 
 // ---- invalid calls ----
 typedef struct attention_call {

@@ -1,11 +1,12 @@
-// test_ops_fused_gpu.c: every fused CUDA backend (liger_kernel, triton, fla, chunk_loss on cuda)
+// test_ops_fused_gpu.c: every fused CUDA backend (liger_kernel, triton, fla, chunk_loss, sdpa on cuda)
 // against the CPU eager reference on every row of its op (op_cases.c: primes, one row, hidden 48,
-// 4096-wide rows, vocabularies and chunks that do not divide the tokens), through the op engine's
-// GPU mode (the CPU-built state mirrored to the device):
+// 4096-wide rows, vocabularies and chunks that do not divide the tokens; for attention sdpa also the
+// GPU-only awkward shapes of cases_attention.c), through the op engine's GPU mode (the CPU-built state
+// mirrored to the device):
 //   fp64        GPU backend vs CPU eager, relative L2 error <= the pair's bound on every output and gradient;
 //   fp32, bf16  the GPU backend's error against the CPU f64 truth (inputs rounded to that dtype) is no
 //               worse than 2x the CPU eager's error in that dtype + a floor (fp32 1e-6, bf16 1e-3);
-//   backends flagged deterministic give bitwise identical runs;
+//   backends flagged deterministic give bitwise identical runs (attention sdpa: 20 runs on large rows);
 //   a row a backend cannot do must answer UNSUPPORTED with the pair's expected reason (rotary
 //   liger_kernel: partial rotary), and is printed as a visible skip, never silently passed.
 // And batch invariance on large pools for the CUDA backends flagged PARITY_CAP_BATCH_INVARIANT of the
@@ -47,6 +48,7 @@ static const fused_backend fused_backends[] = {
     {PARITY_OP_CROSS_ENTROPY, "liger_kernel", 1e-12, NULL},
     {PARITY_OP_CROSS_ENTROPY, "chunk_loss", 1e-12, NULL},
     {PARITY_OP_LOAD_BALANCING_LOSS, "triton", 1e-12, NULL},
+    {PARITY_OP_ATTENTION, "sdpa", 1e-12, NULL},
 };
 
 static void fail_on_error(parity_error *error, const char *what) {
@@ -147,6 +149,59 @@ Test(ops_fused_gpu, fused_backends_match_cpu_eager_on_every_row) {
             }
         cr_log_info("%s %s: %d of %d rows ran", pair->op, pair->backend, ran, rows);
         cr_expect(ran > 0, "%s %s ran none of its %d rows", pair->op, pair->backend, rows);
+    }
+}
+
+// Attention sdpa on the GPU-only awkward shapes (T = 1 .. 1023, packed documents of 1 .. 300 tokens,
+// head sizes up to 256, MLA's 192/128, GQA 32/8, MQA, windows), by check_row's rules.
+Test(ops_fused_gpu, attention_sdpa_matches_cpu_eager_on_awkward_shapes) {
+    parity_test_require_gpu();
+    fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
+    const fused_backend *pair = NULL;
+    for (size_t b = 0; b < ROWS(fused_backends); b++)
+        if (strcmp(fused_backends[b].op, PARITY_OP_ATTENTION) == 0 && strcmp(fused_backends[b].backend, "sdpa") == 0)
+            pair = &fused_backends[b];
+    cr_assert_not_null(pair, "attention sdpa has no row in fused_backends");
+    const parity_backend *backend = parity_registry_find(pair->op, pair->backend, PARITY_DEVICE_CUDA);
+    cr_assert_not_null(backend, "attention sdpa is not registered on cuda");
+    int ran = 0;
+    for (size_t row = 0; row < attention_gpu_case_list.count; row++)
+        ran += check_row(pair, backend, &attention_gpu_case_list.cases[row]);
+    cr_expect_eq(ran, (int)attention_gpu_case_list.count, "attention sdpa ran %d of %zu awkward rows", ran,
+                 attention_gpu_case_list.count);
+}
+
+// Attention sdpa claims determinism: 20 runs of large rows (many key tiles, GQA groups summed in the
+// dk/dv kernel, packed documents) give the first run's bits, in f32, bf16 and f64.
+Test(ops_fused_gpu, attention_sdpa_is_bitwise_deterministic_over_20_runs) {
+    parity_test_require_gpu();
+    fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
+    const parity_backend *backend = parity_registry_find(PARITY_OP_ATTENTION, "sdpa", PARITY_DEVICE_CUDA);
+    cr_assert_not_null(backend, "attention sdpa is not registered on cuda");
+    cr_assert(backend->capabilities & PARITY_CAP_DETERMINISTIC, "attention sdpa no longer claims determinism: drop this test");
+    const char *const rows[] = {"gpu T=1023 Hq=2 Hk=1 D=64 causal", "gpu varlen {1,15,100,300} gqa Hq=4 Hk=2 D=64 causal",
+                                "gpu T=17 gqa 32/8 mla D=192 Dv=128 window=5"};
+    const parity_dtype dtypes[] = {PARITY_F32, PARITY_BF16, PARITY_F64};
+    for (size_t r = 0; r < ROWS(rows); r++) {
+        const op_check_case *test_case = NULL;
+        for (size_t row = 0; row < attention_gpu_case_list.count; row++)
+            if (strcmp(attention_gpu_case_list.cases[row].name, rows[r]) == 0) test_case = &attention_gpu_case_list.cases[row];
+        cr_assert_not_null(test_case, "no attention GPU row '%s'", rows[r]);
+        for (size_t d = 0; d < ROWS(dtypes); d++) {
+            op_check_state first;
+            fail_on_error(op_check_run(test_case, run_on("sdpa", PARITY_CUDA(0), dtypes[d], dtypes[d]), &first), test_case->name);
+            for (int run = 1; run < 20; run++) {
+                op_check_state again;
+                fail_on_error(op_check_run(test_case, run_on("sdpa", PARITY_CUDA(0), dtypes[d], dtypes[d]), &again),
+                              test_case->name);
+                char differing[48] = "";
+                cr_expect(op_check_bitwise_equal(&first, &again, differing, sizeof differing),
+                          "attention sdpa [%s] %s: run %d differs from run 0 in %s", test_case->name,
+                          parity_dtype_name(dtypes[d]), run, differing);
+                op_check_release(&again);
+            }
+            op_check_release(&first);
+        }
     }
 }
 
