@@ -20,6 +20,8 @@
 // in dynamic shared memory in C, rows padded by one element against bank conflicts. At D = Dv = 256:
 // forward 133 KiB (f32) / 131 KiB (f64), dq 165 / 163 KiB, dk/dv 165 / 197 KiB, so one block an SM;
 // at D = Dv = 64 about a quarter of that. Head sizes above 256 are rejected (UNSUPPORTED).
+// Tested on the GPU by suites/tests/test_ops_fused_gpu.c; tools/sdpa_cuda_emulation runs these kernels
+// on the host (one thread a block) against a naive f64 attention, for changes made without a GPU.
 #include <stdlib.h>
 
 #include "ops/core/cuda/device_args.h"
