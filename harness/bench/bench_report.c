@@ -86,11 +86,16 @@ static parity_error *peer_row(const char *path, const cJSON *item, int index, pa
     memset(row, 0, sizeof *row);
     const char *op = json_string(item, "op"), *pass = json_string(item, "pass"), *shape = json_string(item, "shape");
     const char *dtype = json_string(item, "dtype"), *peer = json_string(item, "peer");
+    // a peer that could not run (a torch.compile failure, a variant the script does not time) carries
+    // "error": the reason, and no timing
+    const char *failure = json_string(item, "error");
     double median = 0, value = 0;
-    if (!op || !pass || !shape || !dtype || !peer || !json_number(item, "median_ms", &median) || !(median > 0))
+    if (!op || !pass || !shape || !dtype || !peer ||
+        (!failure && (!json_number(item, "median_ms", &median) || !(median > 0))))
         return PARITY_ERROR(PARITY_ERROR_DATA,
-                            "%s: peers[%d] needs strings op, pass, shape, dtype, peer and a positive number median_ms", path,
-                            index);
+                            "%s: peers[%d] needs strings op, pass, shape, dtype, peer and a positive number median_ms "
+                            "(or a string error)",
+                            path, index);
     const parity_bench_op *bench_op = parity_bench_find_op(op);
     parity_bench_shape parsed;
     if (!bench_op) return PARITY_ERROR(PARITY_ERROR_DATA, "%s: peers[%d].op '%s' is not an op parity bench knows", path, index, op);
@@ -107,7 +112,13 @@ static parity_error *peer_row(const char *path, const cJSON *item, int index, pa
     parity_bench_shape_string(&parsed, row->shape, sizeof row->shape);
     snprintf(row->dtype, sizeof row->dtype, "%s", parity_dtype_name(parsed_dtype));
     snprintf(row->backend, sizeof row->backend, "torch:%s", peer);
-    row->is_peer = row->ok = true;
+    row->is_peer = true;
+    row->extra_peak_bytes = -1;
+    if (failure) {
+        snprintf(row->status, sizeof row->status, "not measured: %s", failure);
+        return NULL;
+    }
+    row->ok = true;
     snprintf(row->status, sizeof row->status, "peer");
     row->timing.median_ms = median;
     row->timing.min_ms = json_number(item, "min_ms", &value) ? value : NAN;
@@ -152,17 +163,20 @@ parity_error *parity_bench_read_peers(const char *path, parity_bench_report *rep
         if (error) break;
         parity_bench_result row;
         error = peer_row(path, item, index++, &row);
+        // flop-bound peers against the GEMM ceiling parity's rows use, measured in this run
+        if (!error && row.ok && row.flops > 0 && report->context.gemm_teraflops > 0)
+            row.gemm_fraction = row.teraflops / report->context.gemm_teraflops;
         if (!error) error = parity_bench_report_add(report, &row);
     }
     cJSON_Delete(root);
     if (error) return error;
-    // every parity row: the first peer of the same op, pass, shape and dtype
+    // every parity row: the first measured peer of the same op, pass, shape and dtype
     for (size_t i = 0; i < report->count; i++) {
         parity_bench_result *row = &report->results[i];
         if (row->is_peer) continue;
         for (size_t p = first_peer; p < report->count; p++) {
             const parity_bench_result *peer = &report->results[p];
-            if (!peer->is_peer || strcmp(peer->op, row->op) || strcmp(peer->pass, row->pass) ||
+            if (!peer->is_peer || !peer->ok || strcmp(peer->op, row->op) || strcmp(peer->pass, row->pass) ||
                 strcmp(peer->shape, row->shape) || strcmp(peer->dtype, row->dtype))
                 continue;
             row->peer_median_ms = peer->timing.median_ms;
@@ -505,9 +519,10 @@ static parity_error *markdown_at(const parity_bench_report *report, const parity
             c->l2_bytes / 1048576.0, c->copy_gigabytes_per_second, 100 * c->copy_timing.noise, (long long)c->gemm_n,
             c->gemm_teraflops, 100 * c->gemm_timing.noise);
     fprintf(stream, "Timing: CUDA events around each call, L2 flushed (%.0f MiB written) before every run, %d warm-up runs, "
-                    "median of %d runs (%d for cross_entropy); noise = median absolute deviation / median. Rates count "
-                    "the bytes that must move (each input read once, each output written once) or the GEMM flops "
-                    "(cross_entropy: 6 N H V). Extra peak = device memory at the fwd+bwd peak beyond what was held "
+                    "median of %d runs (%d for the flop-bound cross_entropy and attention); noise = median absolute deviation / "
+                    "median. Rates count the bytes that must move (each input read once, each output written once) or "
+                    "the GEMM flops (cross_entropy: 6 N H V; attention, causal: issue 13's count 2 B H D sum(L^2) over "
+                    "the documents forward, i.e. 2 B H T^2 D for one document a row, 3.5x that forward + backward). Extra peak = device memory at the fwd+bwd peak beyond what was held "
                     "before it: for parity the inputs and the caller's gradient buffers (listed apart), for torch the "
                     "inputs only.%s%s%s\n\n",
             c->flush_bytes / 1048576.0, c->warmup, c->runs, c->flop_bound_runs,

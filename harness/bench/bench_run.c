@@ -97,7 +97,12 @@ static void time_pass(const parity_bench_options *options, const parity_bench_co
     parity_error *error = parity_bench_timer_measure(timer, pass_step, pass_after, &pass, warmup, runs, &result->timing);
     pass_after(&pass);
     if (error) {
-        set_status(result, parity_error_kind_of(error) == PARITY_ERROR_UNSUPPORTED ? "not supported" : "error", error);
+        // out of device memory (eager's T x T scores at long T) is a limit of the backend, not a failure
+        parity_error_kind kind = parity_error_kind_of(error);
+        set_status(result, kind == PARITY_ERROR_UNSUPPORTED ? "not supported"
+                           : kind == PARITY_ERROR_MEMORY    ? "not supported: out of memory"
+                                                            : "error",
+                   error);
         return;
     }
     result->ok = true;
