@@ -16,6 +16,7 @@
 #include "harness/bench/bench_stats.h"
 #include "harness/bench/bench_targets.h"
 #include "ops/attention/attention.h"
+#include "ops/core/file.h"
 #include "ops/registry.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
@@ -164,6 +165,33 @@ Test(bench, attention_counts_causal_flops_over_documents) {
                       parity_error_message(error), refused[i].expected);
         parity_error_free(error);
     }
+}
+
+// tools/bench_torch_peers.py (PyTorch, run on the GPU host only) times attention on parity's default
+// shapes, so its rows match parity's by shape: each default shape is a tuple of its ATTENTION_SHAPES,
+// and it packs documents by the same rule (checked here without torch).
+Test(bench, torch_peers_time_attention_on_parity_shapes) {
+    char *script = NULL;
+    size_t size = 0;
+    parity_error *error = parity_read_file("tools/bench_torch_peers.py", &script, &size);
+    cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
+    const parity_bench_op *op = parity_bench_find_op("attention");
+    cr_assert_not_null(op);
+    int shapes = 0;
+    for (const char *const *text = op->default_shapes; *text; text++, shapes++) {
+        parity_bench_shape shape;
+        cr_assert_null(parity_bench_parse_shape(op, *text, &shape));
+        char tuple[96];
+        snprintf(tuple, sizeof tuple, "(%lld, %lld, %lld, %lld, %lld, %lld)", (long long)shape.dims[0],
+                 (long long)shape.dims[1], (long long)shape.dims[2], (long long)shape.dims[3], (long long)shape.dims[4],
+                 (long long)shape.dims[5]);
+        cr_expect(strstr(script, tuple) != NULL, "bench_torch_peers.py's ATTENTION_SHAPES lacks %s (%s)", tuple, *text);
+    }
+    cr_expect_eq(shapes, 5, "issue 13's five shapes");
+    cr_expect(strstr(script, "lengths = [tokens * (i + 1) // weights for i in range(documents - 1)]") != NULL,
+              "the script packs documents as parity_attention_work_document_length");
+    cr_expect(strstr(script, "\"rms_norm,swiglu,rotary,cross_entropy,attention\"") != NULL, "attention is a default op");
+    free(script);
 }
 
 Test(bench, statistics_give_median_and_relative_noise) {
