@@ -98,13 +98,16 @@ static void time_pass(const parity_bench_options *options, const parity_bench_co
     if (work->flop_bound) {
         // a slow backend (eager's T x T scores, a first CUDA-core kernel) gets fewer runs: one timed call,
         // which is also the first warm-up, sets how many fit the row's budget (at least 3; the row's
-        // timing.runs says how many were taken)
+        // timing.runs says how many were taken), and then one more warm-up at most
         parity_bench_timing first;
         error = parity_bench_timer_measure(timer, pass_step, pass_after, &pass, 0, 1, &first);
         if (!error) {
             double fit = PARITY_BENCH_FLOP_BOUND_ROW_BUDGET_MS / first.median_ms;
-            if (fit < runs) runs = fit < PARITY_BENCH_MIN_RUNS ? PARITY_BENCH_MIN_RUNS : (int)fit;
             if (warmup > 0) warmup--;
+            if (fit < runs) {
+                runs = fit < PARITY_BENCH_MIN_RUNS ? PARITY_BENCH_MIN_RUNS : (int)fit;
+                if (warmup > 1) warmup = 1;
+            }
         }
     }
     if (!error)
