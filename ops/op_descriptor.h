@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 #define PARITY_OP_MAX_SLOTS 10      // concat and split: 8 parts and their other tensor
-#define PARITY_OP_MAX_SIZES 4       // the sizes of a work model ("ROWSxHIDDEN", ...)
+#define PARITY_OP_MAX_SIZES 6       // the sizes of a work model ("ROWSxHIDDEN", ...; attention has 6)
 #define PARITY_OP_NO_FIELD ((size_t)-1)
 
 typedef enum parity_op_slot_kind {

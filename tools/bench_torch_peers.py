@@ -14,9 +14,17 @@ Peers (bf16 unless --dtype):
   rotary         HF eager RoPE: cos/sin from inv_freq and position_ids (LlamaRotaryEmbedding), then
                  apply_rotary_pos_emb on q (B, Hq, T, D) and k (B, Hk, T, D)
   cross_entropy  eager linear + cross-entropy: logits = hidden @ weight.T, F.cross_entropy(logits.float())
+  attention      causal F.scaled_dot_product_attention under sdpa_kernel(SDPBackend.FLASH_ATTENTION,
+                 CUDNN_ATTENTION, EFFICIENT_ATTENTION) (that order: the first is the one parity's rows are
+                 compared with), and flex_attention compiled with torch.compile and a causal block mask
+                 (create_block_mask), on q (B, Hq, T, D), k and v (B, Hk, T, D) (enable_gqa for GQA), the
+                 shapes of harness/bench/bench_ops.c (BATCHxQUERY_HEADSxKV_HEADSxTOKENSxHEAD_DIMxDOCUMENTS).
+                 The packed row (documents > 1) is timed by flex_attention alone (a causal document mask);
+                 the sdpa backends have no cu_seqlens entry, so their rows say so. A peer that fails
+                 (a backend refusing a shape, a compile error) is a row with its error text, not a crash.
 
 Needs PyTorch with CUDA (present on the GPU host). Usage:
-  python3 tools/bench_torch_peers.py --out peers.json [--runs 30] [--warmup 5] [--ops rms_norm,swiglu,...]
+  python3 tools/bench_torch_peers.py --out peers.json [--runs 30] [--warmup 5] [--ops rms_norm,swiglu,...,attention]
 """
 import argparse
 import json
@@ -28,6 +36,9 @@ import torch
 import torch.nn.functional as F
 
 ROTARY_SEQUENCE = 4096  # as harness/bench/bench_ops.c: positions restart every 4096 tokens
+# as harness/bench/bench_ops.c's attention_shapes: (B, Hq, Hk, T, D, documents a row)
+ATTENTION_SHAPES = ((4, 16, 16, 4096, 128, 1), (8, 16, 16, 2048, 64, 1), (2, 32, 8, 4096, 128, 1),
+                    (1, 16, 16, 16384, 128, 8), (1, 16, 16, 16384, 128, 1))
 
 
 def summarize(times):
@@ -184,6 +195,98 @@ def cross_entropy_peers(timer, dtype, name, runs):
     return out
 
 
+def document_lengths(tokens, documents):
+    """ops/attention/descriptor.c's parity_attention_work_document_length: lengths grow as 1, 2, ..., S."""
+    weights = documents * (documents + 1) // 2
+    lengths = [tokens * (i + 1) // weights for i in range(documents - 1)]
+    return lengths + [tokens - sum(lengths)]
+
+
+def failed_row(op, pass_, shape, dtype, peer, error):
+    text = f"{type(error).__name__}: {error}".replace("\n", " ")[:240]
+    print(f"{op:14} {shape:18} {pass_:8} {peer:28} not measured: {text}", file=sys.stderr, flush=True)
+    return {"op": op, "pass": pass_, "shape": shape, "dtype": dtype, "peer": peer, "error": text}
+
+
+def attention_peers(timer, dtype, name, runs):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    try:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        flex_error = None
+    except ImportError as error:  # an old torch: every flex row says so
+        flex_error = error
+    # one compiled flex_attention for every shape and pass: without a larger cache torch.compile would
+    # fall back to eager flex after a few recompiles and time the wrong thing
+    for limit in ("cache_size_limit", "recompile_limit"):
+        if hasattr(torch._dynamo.config, limit):
+            setattr(torch._dynamo.config, limit, 64)
+    compiled_flex = torch.compile(flex_attention, dynamic=False) if flex_error is None else None
+    sdpa_backends = (("sdpa flash", SDPBackend.FLASH_ATTENTION), ("sdpa cudnn", SDPBackend.CUDNN_ATTENTION),
+                     ("sdpa memory-efficient", SDPBackend.EFFICIENT_ATTENTION))
+    out = []
+    for batch, hq, hk, tokens, d, documents in ATTENTION_SHAPES:
+        shape = f"{batch}x{hq}x{hk}x{tokens}x{d}x{documents}"
+        q = torch.randn(batch, hq, tokens, d, device="cuda", dtype=dtype)
+        k = torch.randn(batch, hk, tokens, d, device="cuda", dtype=dtype)
+        v = torch.randn(batch, hk, tokens, d, device="cuda", dtype=dtype)
+        do = torch.randn_like(q)
+        gqa = hq != hk
+        peers = []
+        for peer, backend in sdpa_backends:
+            if documents > 1:
+                reason = RuntimeError("varlen (cu_seqlens) is not timed for torch sdpa: no packed-documents entry; "
+                                      "flex_attention's document mask is the varlen peer")
+                peers.append((peer, None, reason))
+                continue
+
+            def sdpa(q, k, v, backend=backend):
+                with sdpa_kernel(backend):
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
+            peers.append((peer, sdpa, None))
+        flex_peer = "flex_attention (torch.compile)"
+        if flex_error is not None:
+            peers.append((flex_peer, None, flex_error))
+        else:
+            try:
+                if documents > 1:
+                    ids = torch.cat([torch.full((length,), i, dtype=torch.int32, device="cuda")
+                                     for i, length in enumerate(document_lengths(tokens, documents))])
+
+                    def mask(b, h, q_index, kv_index):
+                        return (q_index >= kv_index) & (ids[q_index] == ids[kv_index])
+                else:
+                    def mask(b, h, q_index, kv_index):
+                        return q_index >= kv_index
+                block_mask = create_block_mask(mask, None, None, tokens, tokens, device="cuda")
+                peers.append((flex_peer, lambda q, k, v: compiled_flex(q, k, v, block_mask=block_mask, enable_gqa=gqa),
+                              None))
+            except Exception as error:  # noqa: BLE001 -- the row carries it
+                peers.append((flex_peer, None, error))
+        for peer, fn, error in peers:
+            if error is not None:
+                out.append(failed_row("attention", "fwd", shape, name, peer, error))
+                out.append(failed_row("attention", "fwd+bwd", shape, name, peer, error))
+                continue
+            try:
+                with torch.no_grad():
+                    out.append(row("attention", "fwd", shape, name, peer, timer.measure(lambda: fn(q, k, v), runs=runs)))
+            except Exception as error:  # noqa: BLE001
+                out.append(failed_row("attention", "fwd", shape, name, peer, error))
+            qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
+            step = lambda: fn(qg, kg, vg).backward(do)
+            try:
+                out.append(row("attention", "fwd+bwd", shape, name, peer,
+                               timer.measure(step, clear_grads(qg, kg, vg), runs=runs),
+                               extra_peak(step, clear_grads(qg, kg, vg))))
+            except Exception as error:  # noqa: BLE001
+                out.append(failed_row("attention", "fwd+bwd", shape, name, peer, error))
+            del qg, kg, vg
+            torch.cuda.empty_cache()
+        del q, k, v, do
+        torch.cuda.empty_cache()
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="JSON file to write (atomically)")
@@ -191,7 +294,7 @@ def main():
     parser.add_argument("--flop-bound-runs", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"])
-    parser.add_argument("--ops", default="rms_norm,swiglu,rotary,cross_entropy")
+    parser.add_argument("--ops", default="rms_norm,swiglu,rotary,cross_entropy,attention")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("bench_torch_peers: no CUDA device visible to PyTorch", file=sys.stderr)
@@ -209,6 +312,8 @@ def main():
             peers += rotary_peers(timer, dtype, args.dtype)
         elif op == "cross_entropy":
             peers += cross_entropy_peers(timer, dtype, args.dtype, args.flop_bound_runs)
+        elif op == "attention":
+            peers += attention_peers(timer, dtype, args.dtype, args.flop_bound_runs)
         else:
             print(f"bench_torch_peers: unknown op '{op}'", file=sys.stderr)
             return 2

@@ -3,10 +3,12 @@
 // setup hands them to the descriptor's slots, and the descriptor makes every call.
 #include "harness/bench/bench_ops.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/attention/attention.h"
 #include "ops/core/rng.h"
 #include "ops/cross_entropy/cross_entropy.h"
 #include "ops/load_balancing_loss/load_balancing_loss.h"
@@ -212,6 +214,40 @@ static parity_error *load_balancing_setup(const parity_bench_shape *shape, parit
     return bench_attributes(in, &(parity_load_balancing_loss_args){.num_layers = 1, .top_k = shape->dims[2]});
 }
 
+// ---- attention: BATCHxQUERY_HEADSxKV_HEADSxTOKENSxHEAD_DIMxDOCUMENTS (causal, packed rows) ----
+
+static parity_error *attention_setup(const parity_bench_shape *shape, parity_dtype dtype, parity_device device,
+                                     parity_bench_inputs *in) {
+    int64_t batch = shape->dims[0], hq = shape->dims[1], hk = shape->dims[2], tokens = shape->dims[3];
+    int64_t d = shape->dims[4], documents = shape->dims[5], n = batch * tokens;
+    // cu_seqlens: each of the B rows packed the same way (ops/attention/attention.h)
+    int64_t *offsets = malloc((size_t)(batch * documents + 1) * sizeof *offsets);
+    if (!offsets) return PARITY_ERROR(PARITY_ERROR_MEMORY, "bench attention: cu_seqlens");
+    offsets[0] = 0;
+    for (int64_t b = 0, at = 1; b < batch; b++)
+        for (int64_t s = 0; s < documents; s++, at++)
+            offsets[at] = offsets[at - 1] + parity_attention_work_document_length(tokens, documents, s);
+    parity_tensor *cu, *q, *k, *v, *o, *dout, *dq, *dk, *dv;
+    parity_error *error = bench_upload(in, &cu, PARITY_I64, device, 1, (int64_t[]){batch * documents + 1}, offsets);
+    free(offsets);
+    PARITY_TRY(error);
+    int64_t q_shape[3] = {n, hq, d}, k_shape[3] = {n, hk, d};
+    PARITY_TRY(bench_tensor(in, &q, dtype, device, 3, q_shape, "attention q", PARITY_RNG_NORMAL, 0, 1));
+    PARITY_TRY(bench_tensor(in, &k, dtype, device, 3, k_shape, "attention k", PARITY_RNG_NORMAL, 0, 1));
+    PARITY_TRY(bench_tensor(in, &v, dtype, device, 3, k_shape, "attention v", PARITY_RNG_NORMAL, 0, 1));
+    PARITY_TRY(bench_tensor(in, &o, dtype, device, 3, q_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &dout, dtype, device, 3, q_shape, "attention do", PARITY_RNG_NORMAL, 0, 1));
+    PARITY_TRY(bench_tensor(in, &dq, dtype, device, 3, q_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &dk, dtype, device, 3, k_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &dv, dtype, device, 3, k_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_slot(in, "query", q, dq));
+    PARITY_TRY(bench_slot(in, "key", k, dk));
+    PARITY_TRY(bench_slot(in, "value", v, dv));
+    PARITY_TRY(bench_slot(in, "cu_seqlens", cu, NULL));
+    PARITY_TRY(bench_slot(in, "output", o, dout));
+    return bench_attributes(in, &(parity_attention_args){.scale = 1.0 / sqrt((double)d), .causal = true});
+}
+
 // ---- the table ----
 
 static const char *const rms_norm_shapes[] = {"16384x4096", NULL};
@@ -221,6 +257,12 @@ static const char *const cross_entropy_shapes[] = {"8192x4096x151936", "16384x20
 static const char *const rms_norm_gated_shapes[] = {"262144x128", NULL}; // Qwen3.5: 8192 tokens x 32 value heads
 static const char *const load_balancing_shapes[] = {"65536x128x8", NULL}; // 4 layers x 16384 tokens, 128 experts, top-8
 
+// Issue 13's shapes: (B, H, T, D) = (4, 16, 4096, 128), (8, 16, 2048, 64), GQA 32/8 (B 2, T 4096), a
+// packed row of 8 documents (16384 tokens), then (1, 16, 16384, 128) last: eager's T x T scores are
+// largest there, so an out-of-memory row cannot take the others with it.
+static const char *const attention_shapes[] = {"4x16x16x4096x128x1", "8x16x16x2048x64x1", "2x32x8x4096x128x1",
+                                               "1x16x16x16384x128x8", "1x16x16x16384x128x1", NULL};
+
 static const parity_bench_op bench_ops[] = {
     {&parity_rms_norm_op, rms_norm_shapes, true, rms_norm_setup},
     {&parity_swiglu_op, swiglu_shapes, true, swiglu_setup},
@@ -228,6 +270,7 @@ static const parity_bench_op bench_ops[] = {
     {&parity_cross_entropy_op, cross_entropy_shapes, false, cross_entropy_setup},
     {&parity_rms_norm_gated_op, rms_norm_gated_shapes, true, rms_norm_gated_setup},
     {&parity_load_balancing_loss_op, load_balancing_shapes, true, load_balancing_setup},
+    {&parity_attention_op, attention_shapes, true, attention_setup},
 };
 
 parity_error *parity_bench_setup(const parity_bench_op *op, const parity_bench_shape *shape, parity_dtype dtype,
@@ -296,6 +339,16 @@ parity_error *parity_bench_parse_shape(const parity_bench_op *op, const char *te
     if (op->descriptor == &parity_load_balancing_loss_op && shape->dims[2] > shape->dims[1])
         return PARITY_ERROR(PARITY_ERROR_USAGE, "bench %s: top-k %lld exceeds the %lld experts", name,
                             (long long)shape->dims[2], (long long)shape->dims[1]);
+    if (op->descriptor == &parity_attention_op) {
+        const int64_t *dims = shape->dims; // B, Hq, Hk, T, D, S
+        if (dims[1] % dims[2] != 0)
+            return PARITY_ERROR(PARITY_ERROR_USAGE, "bench %s: %lld query heads are not a multiple of %lld kv heads",
+                                name, (long long)dims[1], (long long)dims[2]);
+        if (dims[5] > 65536 || dims[3] < dims[5] * (dims[5] + 1) / 2)
+            return PARITY_ERROR(PARITY_ERROR_USAGE,
+                                "bench %s: %lld documents need at least %lld tokens a row (lengths grow as 1, 2, ..., S)",
+                                name, (long long)dims[5], (long long)(dims[5] * (dims[5] + 1) / 2));
+    }
     return NULL;
 }
 

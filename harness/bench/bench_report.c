@@ -86,11 +86,16 @@ static parity_error *peer_row(const char *path, const cJSON *item, int index, pa
     memset(row, 0, sizeof *row);
     const char *op = json_string(item, "op"), *pass = json_string(item, "pass"), *shape = json_string(item, "shape");
     const char *dtype = json_string(item, "dtype"), *peer = json_string(item, "peer");
+    // a peer that could not run (a torch.compile failure, a variant the script does not time) carries
+    // "error": the reason, and no timing
+    const char *failure = json_string(item, "error");
     double median = 0, value = 0;
-    if (!op || !pass || !shape || !dtype || !peer || !json_number(item, "median_ms", &median) || !(median > 0))
+    if (!op || !pass || !shape || !dtype || !peer ||
+        (!failure && (!json_number(item, "median_ms", &median) || !(median > 0))))
         return PARITY_ERROR(PARITY_ERROR_DATA,
-                            "%s: peers[%d] needs strings op, pass, shape, dtype, peer and a positive number median_ms", path,
-                            index);
+                            "%s: peers[%d] needs strings op, pass, shape, dtype, peer and a positive number median_ms "
+                            "(or a string error)",
+                            path, index);
     const parity_bench_op *bench_op = parity_bench_find_op(op);
     parity_bench_shape parsed;
     if (!bench_op) return PARITY_ERROR(PARITY_ERROR_DATA, "%s: peers[%d].op '%s' is not an op parity bench knows", path, index, op);
@@ -107,7 +112,13 @@ static parity_error *peer_row(const char *path, const cJSON *item, int index, pa
     parity_bench_shape_string(&parsed, row->shape, sizeof row->shape);
     snprintf(row->dtype, sizeof row->dtype, "%s", parity_dtype_name(parsed_dtype));
     snprintf(row->backend, sizeof row->backend, "torch:%s", peer);
-    row->is_peer = row->ok = true;
+    row->is_peer = true;
+    row->extra_peak_bytes = -1;
+    if (failure) {
+        snprintf(row->status, sizeof row->status, "not measured: %s", failure);
+        return NULL;
+    }
+    row->ok = true;
     snprintf(row->status, sizeof row->status, "peer");
     row->timing.median_ms = median;
     row->timing.min_ms = json_number(item, "min_ms", &value) ? value : NAN;
@@ -152,17 +163,20 @@ parity_error *parity_bench_read_peers(const char *path, parity_bench_report *rep
         if (error) break;
         parity_bench_result row;
         error = peer_row(path, item, index++, &row);
+        // flop-bound peers against the GEMM ceiling parity's rows use, measured in this run
+        if (!error && row.ok && row.flops > 0 && report->context.gemm_teraflops > 0)
+            row.gemm_fraction = row.teraflops / report->context.gemm_teraflops;
         if (!error) error = parity_bench_report_add(report, &row);
     }
     cJSON_Delete(root);
     if (error) return error;
-    // every parity row: the first peer of the same op, pass, shape and dtype
+    // every parity row: the first measured peer of the same op, pass, shape and dtype
     for (size_t i = 0; i < report->count; i++) {
         parity_bench_result *row = &report->results[i];
         if (row->is_peer) continue;
         for (size_t p = first_peer; p < report->count; p++) {
             const parity_bench_result *peer = &report->results[p];
-            if (!peer->is_peer || strcmp(peer->op, row->op) || strcmp(peer->pass, row->pass) ||
+            if (!peer->is_peer || !peer->ok || strcmp(peer->op, row->op) || strcmp(peer->pass, row->pass) ||
                 strcmp(peer->shape, row->shape) || strcmp(peer->dtype, row->dtype))
                 continue;
             row->peer_median_ms = peer->timing.median_ms;
@@ -319,8 +333,10 @@ void parity_bench_print_table(const parity_bench_report *report, FILE *stream, b
     fprintf(stream, "ceilings copy %.0f GB/s (2 GiB, read + write, noise %.1f%%), cuBLAS bf16 GEMM %lld^3 %.0f TFLOP/s (noise %.1f%%)\n",
             c->copy_gigabytes_per_second, 100 * c->copy_timing.noise, (long long)c->gemm_n, c->gemm_teraflops,
             100 * c->gemm_timing.noise);
-    fprintf(stream, "timing   CUDA events, L2 flushed (%.0f MiB written) before each run, %d warm-up, median of %d runs (%d for flop-bound ops)\n",
-            c->flush_bytes / 1048576.0, c->warmup, c->runs, c->flop_bound_runs);
+    fprintf(stream, "timing   CUDA events, L2 flushed (%.0f MiB written) before each run, %d warm-up, median of %d runs (%d for flop-bound ops, "
+                    "fewer, at least %d, where they would pass %.0f s: the row says how many)\n",
+            c->flush_bytes / 1048576.0, c->warmup, c->runs, c->flop_bound_runs, PARITY_BENCH_MIN_RUNS,
+            PARITY_BENCH_FLOP_BOUND_ROW_BUDGET_MS / 1000);
     if (c->peers_file[0]) fprintf(stream, "peers    %s (torch %s); 'vs torch' = torch median / parity median\n", c->peers_file, c->torch_version);
     static const char *const headers[] = {"op shape dtype", "pass", "backend", "median ms (noise)", "rate", "of ceiling",
                                           "extra peak", "vs torch"};
@@ -330,7 +346,10 @@ void parity_bench_print_table(const parity_bench_report *report, FILE *stream, b
         const parity_bench_result *row = &report->results[i];
         char what[128], median[64], rate[32], fraction[32], extra[32], speedup[16];
         snprintf(what, sizeof what, "%s %s %s", row->op, row->shape, row->dtype);
-        if (row->ok) snprintf(median, sizeof median, "%.4f (%.1f%%)", row->timing.median_ms, 100 * row->timing.noise);
+        if (row->ok && !row->is_peer && row->flops > 0 && row->timing.runs < c->flop_bound_runs)
+            snprintf(median, sizeof median, "%.4f (%.1f%%, %d runs)", row->timing.median_ms, 100 * row->timing.noise,
+                     row->timing.runs);
+        else if (row->ok) snprintf(median, sizeof median, "%.4f (%.1f%%)", row->timing.median_ms, 100 * row->timing.noise);
         else snprintf(median, sizeof median, "%.60s", row->status);
         format_rate(row, rate, sizeof rate, fraction, sizeof fraction);
         format_bytes(row->extra_peak_bytes, extra, sizeof extra);
@@ -488,6 +507,14 @@ static void target_line(const parity_bench_report *report, const parity_bench_ta
     fprintf(stream, "| %s | %s | %s |\n", target->what, measured, verdict);
 }
 
+// ", 5 runs" for a flop-bound parity row that took fewer runs than the report's count (its budget), else "".
+static const char *few_runs(const parity_bench_report *report, const parity_bench_result *row, char *buffer, size_t size) {
+    buffer[0] = '\0';
+    if (!row->is_peer && row->flops > 0 && row->timing.runs < report->context.flop_bound_runs)
+        snprintf(buffer, size, ", %d runs", row->timing.runs);
+    return buffer;
+}
+
 // "#" repeated `level` times (1 to 5).
 static const char *heading(int level) {
     static const char marks[] = "#####";
@@ -505,13 +532,15 @@ static parity_error *markdown_at(const parity_bench_report *report, const parity
             c->l2_bytes / 1048576.0, c->copy_gigabytes_per_second, 100 * c->copy_timing.noise, (long long)c->gemm_n,
             c->gemm_teraflops, 100 * c->gemm_timing.noise);
     fprintf(stream, "Timing: CUDA events around each call, L2 flushed (%.0f MiB written) before every run, %d warm-up runs, "
-                    "median of %d runs (%d for cross_entropy); noise = median absolute deviation / median. Rates count "
-                    "the bytes that must move (each input read once, each output written once) or the GEMM flops "
-                    "(cross_entropy: 6 N H V). Extra peak = device memory at the fwd+bwd peak beyond what was held "
+                    "median of %d runs (%d for the flop-bound cross_entropy and attention, fewer where they would pass "
+                    "%.0f s, at least %d: the noise column says how many); noise = median absolute deviation / "
+                    "median. Rates count the bytes that must move (each input read once, each output written once) or "
+                    "the GEMM flops (cross_entropy: 6 N H V; attention, causal: issue 13's count 2 B H D sum(L^2) over "
+                    "the documents forward, i.e. 2 B H T^2 D for one document a row, 3.5x that forward + backward). Extra peak = device memory at the fwd+bwd peak beyond what was held "
                     "before it: for parity the inputs and the caller's gradient buffers (listed apart), for torch the "
                     "inputs only.%s%s%s\n\n",
-            c->flush_bytes / 1048576.0, c->warmup, c->runs, c->flop_bound_runs,
-            c->peers_file[0] ? " PyTorch peers (torch " : "", c->peers_file[0] ? c->torch_version : "",
+            c->flush_bytes / 1048576.0, c->warmup, c->runs, c->flop_bound_runs, PARITY_BENCH_FLOP_BOUND_ROW_BUDGET_MS / 1000,
+            PARITY_BENCH_MIN_RUNS, c->peers_file[0] ? " PyTorch peers (torch " : "", c->peers_file[0] ? c->torch_version : "",
             c->peers_file[0] ? ") from tools/bench_torch_peers.py in the same device call; speedup = torch median / parity median." : "");
     fprintf(stream, "%s Targets\n\n| target | parity (the best backend unless the target names one) | verdict |\n|---|---|---|\n",
             heading(level + 1));
@@ -520,15 +549,15 @@ static parity_error *markdown_at(const parity_bench_report *report, const parity
                     "|---|---|---|---|---|---|---|---|---|---|---|---|\n", heading(level + 1));
     for (size_t i = 0; i < report->count; i++) {
         const parity_bench_result *row = &report->results[i];
-        char rate[32], fraction[32], extra[32], gradients[32], speedup[16];
+        char rate[32], fraction[32], extra[32], gradients[32], speedup[16], runs[32];
         format_rate(row, rate, sizeof rate, fraction, sizeof fraction);
         format_bytes(row->extra_peak_bytes, extra, sizeof extra);
         format_bytes(row->ok && !strcmp(row->pass, "fwd+bwd") ? row->gradient_bytes : -1, gradients, sizeof gradients);
         format_speedup(row, speedup, sizeof speedup);
         if (row->ok)
-            fprintf(stream, "| %s | %s | %s | %s | %s | %.4f | %.1f%% | %s | %s | %s | %s | %s |\n", row->op, row->shape,
-                    row->dtype, row->pass, row->backend, row->timing.median_ms, 100 * row->timing.noise, rate, fraction,
-                    extra, gradients, speedup);
+            fprintf(stream, "| %s | %s | %s | %s | %s | %.4f | %.1f%%%s | %s | %s | %s | %s | %s |\n", row->op, row->shape,
+                    row->dtype, row->pass, row->backend, row->timing.median_ms, 100 * row->timing.noise,
+                    few_runs(report, row, runs, sizeof runs), rate, fraction, extra, gradients, speedup);
         else
             fprintf(stream, "| %s | %s | %s | %s | %s | %s | | | | | | |\n", row->op, row->shape, row->dtype, row->pass,
                     row->backend, row->status);

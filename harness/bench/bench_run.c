@@ -94,10 +94,32 @@ static void time_pass(const parity_bench_options *options, const parity_bench_co
     pass_context pass = {.exec = exec, .op = op, .inputs = inputs, .kernels = backend->kernels, .backward = backward};
     int runs = work->flop_bound ? options->flop_bound_runs : options->runs;
     int warmup = work->flop_bound ? (options->warmup < 3 ? options->warmup : 3) : options->warmup;
-    parity_error *error = parity_bench_timer_measure(timer, pass_step, pass_after, &pass, warmup, runs, &result->timing);
+    parity_error *error = NULL;
+    if (work->flop_bound) {
+        // a slow backend (eager's T x T scores, a first CUDA-core kernel) gets fewer runs: one timed call,
+        // which is also the first warm-up, sets how many fit the row's budget (at least 3; the row's
+        // timing.runs says how many were taken), and then one more warm-up at most
+        parity_bench_timing first;
+        error = parity_bench_timer_measure(timer, pass_step, pass_after, &pass, 0, 1, &first);
+        if (!error) {
+            double fit = PARITY_BENCH_FLOP_BOUND_ROW_BUDGET_MS / first.median_ms;
+            if (warmup > 0) warmup--;
+            if (fit < runs) {
+                runs = fit < PARITY_BENCH_MIN_RUNS ? PARITY_BENCH_MIN_RUNS : (int)fit;
+                if (warmup > 1) warmup = 1;
+            }
+        }
+    }
+    if (!error)
+        error = parity_bench_timer_measure(timer, pass_step, pass_after, &pass, warmup, runs, &result->timing);
     pass_after(&pass);
     if (error) {
-        set_status(result, parity_error_kind_of(error) == PARITY_ERROR_UNSUPPORTED ? "not supported" : "error", error);
+        // out of device memory (eager's T x T scores at long T) is a limit of the backend, not a failure
+        parity_error_kind kind = parity_error_kind_of(error);
+        set_status(result, kind == PARITY_ERROR_UNSUPPORTED ? "not supported"
+                           : kind == PARITY_ERROR_MEMORY    ? "not supported: out of memory"
+                                                            : "error",
+                   error);
         return;
     }
     result->ok = true;

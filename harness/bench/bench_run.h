@@ -18,6 +18,12 @@
 extern "C" {
 #endif
 
+// Flop-bound ops take flop_bound_runs runs, or fewer where those would pass this budget (a slow
+// backend: eager attention at T = 16384), never fewer than PARITY_BENCH_MIN_RUNS; so `parity bench op
+// attention` stays within about 90 s on an H200 whatever its backends' speed.
+#define PARITY_BENCH_FLOP_BOUND_ROW_BUDGET_MS 2000.0
+#define PARITY_BENCH_MIN_RUNS 3
+
 typedef struct parity_bench_result {
     char op[32], pass[16], shape[64], dtype[8];
     char backend[64];        // the parity backend, or "torch:<peer>" for a PyTorch peer read from a peers file

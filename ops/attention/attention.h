@@ -50,8 +50,12 @@ typedef struct parity_attention_kernels {
                               const parity_attention_grads *grads);
 } parity_attention_kernels;
 
-// The op's descriptor (descriptor.c): slots, args builder, kernel call.
+// The op's descriptor (descriptor.c): slots, args builder, kernel call, the bench's work model.
 extern const parity_op_descriptor parity_attention_op;
+// The bench's packed rows (descriptor.c): document `index` of `documents` in a row of `tokens` tokens
+// has a length proportional to index + 1 (floor(T (i + 1) / (S (S + 1) / 2)), the last takes the rest),
+// so a packed row mixes short and long documents; every length is >= 1 when T >= S (S + 1) / 2.
+int64_t parity_attention_work_document_length(int64_t tokens, int64_t documents, int64_t index);
 
 // The sizes of a validated call.
 typedef struct parity_attention_dims {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "ops/attention/attention.h"
+#include "ops/attention/flash_attention_4.h"
 #include "ops/registry.h"
 #include "suites/tests/exec_fixture.h"
 #include "worst_error.h"
@@ -109,4 +110,37 @@ Test(attention, eager_and_sdpa_match_a_naive_reference) {
         check_against_naive(&naive_cases[i], "eager");
         check_against_naive(&naive_cases[i], "sdpa");
     }
+}
+
+// flash_attention_4's refusal names the SM it needs and the device's own (issue 13, deliverable 4); the
+// GPU test ops_fused_gpu/flash_attention_4_is_refused_with_the_devices_sm checks it on the real device.
+Test(attention, flash_attention_4_reason_names_sm100_and_the_devices_sm) {
+    static const struct {
+        int sm;
+        const char *reason;
+    } rows[] = {
+        {90, "needs SM100 (Blackwell); device is SM90"},
+        {80, "needs SM100 (Blackwell); device is SM80"},
+        {89, "needs SM100 (Blackwell); device is SM89"},
+        {100, "not built yet: parity has no FlashAttention-4 (SM100) kernels; device is SM100"},
+        {120, "not built yet: parity has no FlashAttention-4 (SM100) kernels; device is SM120"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char reason[128];
+        cr_expect_str_eq(parity_flash_attention_4_reason(rows[i].sm, reason, sizeof reason), rows[i].reason);
+    }
+    // registered on cuda as a refusing probe that claims nothing (never eager, never replaced)
+    cr_assert_null(parity_registry_register_builtins());
+    const parity_backend *backend = parity_registry_find(PARITY_OP_ATTENTION, "flash_attention_4", PARITY_DEVICE_CUDA);
+    cr_assert_not_null(backend, "flash_attention_4 has a cuda registry entry");
+    cr_expect_not_null(backend->probe);
+    cr_expect_eq(backend->dtypes, 0u);
+    cr_expect_eq(backend->capabilities, 0u);
+    parity_device_info sm90 = {.compute_capability = 90};
+    char reason[128] = "";
+    cr_expect(!backend->probe(backend, &sm90, reason, sizeof reason));
+    cr_expect_str_eq(reason, "needs SM100 (Blackwell); device is SM90");
+    parity_device_info sm100 = {.compute_capability = 100};
+    cr_expect(!backend->probe(backend, &sm100, reason, sizeof reason), "no kernels: refused on SM100 too");
+    cr_expect(parity_registry_find(PARITY_OP_ATTENTION, "flash_attention_4", PARITY_DEVICE_CPU) == NULL);
 }

@@ -15,6 +15,8 @@
 #include "harness/bench/bench_report.h"
 #include "harness/bench/bench_stats.h"
 #include "harness/bench/bench_targets.h"
+#include "ops/attention/attention.h"
+#include "ops/core/file.h"
 #include "ops/registry.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
@@ -78,12 +80,18 @@ Test(bench, shapes_parse_into_the_ops_formats) {
     static const struct {
         const char *op, *text;
         int count;
-        int64_t dims[4];
+        int64_t dims[6];
     } rows[] = {
         {"rms_norm", "16384x4096", 2, {16384, 4096}},
         {"rotary", "16384x32x8x128", 4, {16384, 32, 8, 128}},
         {"cross_entropy", "8192x4096x151936", 3, {8192, 4096, 151936}},
         {"load_balancing_loss", "65536x128x8", 3, {65536, 128, 8}},
+        // attention: BATCHxQUERY_HEADSxKV_HEADSxTOKENSxHEAD_DIMxDOCUMENTS (issue 13's shapes)
+        {"attention", "4x16x16x4096x128x1", 6, {4, 16, 16, 4096, 128, 1}},
+        {"attention", "8x16x16x2048x64x1", 6, {8, 16, 16, 2048, 64, 1}},
+        {"attention", "1x16x16x16384x128x1", 6, {1, 16, 16, 16384, 128, 1}},
+        {"attention", "1x16x16x16384x128x8", 6, {1, 16, 16, 16384, 128, 8}},
+        {"attention", "2x32x8x4096x128x1", 6, {2, 32, 8, 4096, 128, 1}},
     };
     for (size_t i = 0; i < ROWS(rows); i++) {
         const parity_bench_op *op = parity_bench_find_op(rows[i].op);
@@ -111,6 +119,79 @@ Test(bench, shapes_parse_into_the_ops_formats) {
             cr_expect_gt(work->bytes(shape.dims, PARITY_BF16, true), work->bytes(shape.dims, PARITY_BF16, false), "%s", name);
         }
     }
+}
+
+// Attention's work model: the issue's causal count, 2 B H T^2 D forward and 3.5x that forward + backward,
+// with sum(L^2) over the packed documents; and the shapes it refuses.
+Test(bench, attention_counts_causal_flops_over_documents) {
+    const parity_bench_op *op = parity_bench_find_op("attention");
+    cr_assert_not_null(op);
+    const parity_op_work_model *work = op->descriptor->work;
+    cr_expect(work->flop_bound);
+    parity_bench_shape shape;
+    cr_assert_null(parity_bench_parse_shape(op, "4x16x16x4096x128x1", &shape));
+    cr_expect_float_eq(work->flops(shape.dims, false), 2.0 * 4 * 16 * 4096.0 * 4096 * 128, 1);
+    cr_expect_float_eq(work->flops(shape.dims, true), 3.5 * 2.0 * 4 * 16 * 4096.0 * 4096 * 128, 1);
+    cr_assert_null(parity_bench_parse_shape(op, "2x32x8x4096x128x1", &shape)); // GQA: query heads count
+    cr_expect_float_eq(work->flops(shape.dims, false), 2.0 * 2 * 32 * 4096.0 * 4096 * 128, 1);
+    // 8 documents in 16384 tokens: lengths 16384 (i + 1) / 36, the last the rest
+    static const int64_t lengths[8] = {455, 910, 1365, 1820, 2275, 2730, 3185, 3644};
+    double squares = 0;
+    int64_t total = 0;
+    for (int i = 0; i < 8; i++) {
+        cr_expect_eq(parity_attention_work_document_length(16384, 8, i), lengths[i], "document %d", i);
+        squares += (double)lengths[i] * (double)lengths[i];
+        total += lengths[i];
+    }
+    cr_expect_eq(total, 16384);
+    cr_assert_null(parity_bench_parse_shape(op, "1x16x16x16384x128x8", &shape));
+    cr_expect_float_eq(work->flops(shape.dims, false), 2.0 * 16 * 128 * squares, 1);
+    cr_expect_float_eq(work->flops(shape.dims, true), 3.5 * 2.0 * 16 * 128 * squares, 1);
+    // bytes: q, k, v read and o written, bf16, plus cu_seqlens
+    cr_assert_null(parity_bench_parse_shape(op, "2x32x8x4096x128x1", &shape));
+    cr_expect_float_eq(work->bytes(shape.dims, PARITY_BF16, false), 8192.0 * 128 * (64 + 16) * 2 + 3 * 8, 1e-3);
+    static const struct {
+        const char *text, *expected;
+    } refused[] = {
+        {"2x32x6x4096x128x1", "32 query heads are not a multiple of 6 kv heads"},
+        {"1x16x16x20x128x8", "8 documents need at least 36 tokens a row"},
+        {"4x16x4096x128", "has 4 sizes, expected 6 (BATCHxQUERY_HEADSxKV_HEADSxTOKENSxHEAD_DIMxDOCUMENTS)"},
+    };
+    for (size_t i = 0; i < ROWS(refused); i++) {
+        parity_error *error = parity_bench_parse_shape(op, refused[i].text, &shape);
+        cr_expect_not_null(error, "%s accepted", refused[i].text);
+        if (error)
+            cr_expect(strstr(parity_error_message(error), refused[i].expected) != NULL, "'%s' lacks '%s'",
+                      parity_error_message(error), refused[i].expected);
+        parity_error_free(error);
+    }
+}
+
+// tools/bench_torch_peers.py (PyTorch, run on the GPU host only) times attention on parity's default
+// shapes, so its rows match parity's by shape: each default shape is a tuple of its ATTENTION_SHAPES,
+// and it packs documents by the same rule (checked here without torch).
+Test(bench, torch_peers_time_attention_on_parity_shapes) {
+    char *script = NULL;
+    size_t size = 0;
+    parity_error *error = parity_read_file("tools/bench_torch_peers.py", &script, &size);
+    cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
+    const parity_bench_op *op = parity_bench_find_op("attention");
+    cr_assert_not_null(op);
+    int shapes = 0;
+    for (const char *const *text = op->default_shapes; *text; text++, shapes++) {
+        parity_bench_shape shape;
+        cr_assert_null(parity_bench_parse_shape(op, *text, &shape));
+        char tuple[96];
+        snprintf(tuple, sizeof tuple, "(%lld, %lld, %lld, %lld, %lld, %lld)", (long long)shape.dims[0],
+                 (long long)shape.dims[1], (long long)shape.dims[2], (long long)shape.dims[3], (long long)shape.dims[4],
+                 (long long)shape.dims[5]);
+        cr_expect(strstr(script, tuple) != NULL, "bench_torch_peers.py's ATTENTION_SHAPES lacks %s (%s)", tuple, *text);
+    }
+    cr_expect_eq(shapes, 5, "issue 13's five shapes");
+    cr_expect(strstr(script, "lengths = [tokens * (i + 1) // weights for i in range(documents - 1)]") != NULL,
+              "the script packs documents as parity_attention_work_document_length");
+    cr_expect(strstr(script, "\"rms_norm,swiglu,rotary,cross_entropy,attention\"") != NULL, "attention is a default op");
+    free(script);
 }
 
 Test(bench, statistics_give_median_and_relative_noise) {
@@ -198,6 +279,46 @@ Test(bench, peers_files_are_read_and_malformed_ones_named) {
         parity_bench_report_release(&report);
         unlink(path);
     }
+}
+
+// A peer that could not run (compiled flex_attention failing, a varlen peer the script does not time)
+// is a row with its error text: read as a peer that is not ok, never linked as a parity row's peer; the
+// first measured peer of the same row is, with its % of the GEMM ceiling.
+Test(bench, peers_that_failed_are_rows_with_their_reason) {
+    const char *text =
+        "{\"peers\": [{\"op\": \"attention\", \"pass\": \"fwd\", \"shape\": \"4x16x16x4096x128x1\", \"dtype\": \"bf16\", "
+        "\"peer\": \"flex_attention (torch.compile)\", \"error\": \"BackendCompilerFailed: boom\"}, "
+        "{\"op\": \"attention\", \"pass\": \"fwd\", \"shape\": \"4x16x16x4096x128x1\", \"dtype\": \"bf16\", "
+        "\"peer\": \"sdpa flash\", \"median_ms\": 2.0, \"runs\": 20}]}";
+    char path[64];
+    write_temporary(text, path);
+    parity_bench_report report;
+    memset(&report, 0, sizeof report);
+    report.context.gemm_teraflops = 800;
+    parity_bench_result ours;
+    memset(&ours, 0, sizeof ours);
+    snprintf(ours.op, sizeof ours.op, "attention");
+    snprintf(ours.pass, sizeof ours.pass, "fwd");
+    snprintf(ours.shape, sizeof ours.shape, "4x16x16x4096x128x1");
+    snprintf(ours.dtype, sizeof ours.dtype, "bf16");
+    snprintf(ours.backend, sizeof ours.backend, "sdpa");
+    ours.ok = true;
+    ours.timing.median_ms = 4.0;
+    cr_assert_null(parity_bench_report_add(&report, &ours));
+    parity_error *error = parity_bench_read_peers(path, &report);
+    cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
+    cr_assert_eq(report.count, 3);
+    cr_expect(report.results[1].is_peer && !report.results[1].ok);
+    cr_expect_str_eq(report.results[1].status, "not measured: BackendCompilerFailed: boom");
+    cr_expect(report.results[2].is_peer && report.results[2].ok);
+    cr_expect_str_eq(report.results[0].peer, "torch:sdpa flash");
+    cr_expect_float_eq(report.results[0].peer_median_ms, 2.0, 1e-12);
+    double flops = 2.0 * 4 * 16 * 4096.0 * 4096 * 128;
+    cr_expect_float_eq(report.results[2].teraflops, flops / 2e-3 / 1e12, 1e-9);
+    cr_expect_float_eq(report.results[2].gemm_fraction, flops / 2e-3 / 1e12 / 800, 1e-12);
+    cr_expect(!parity_bench_report_has_errors(&report), "a failed peer is not a parity error");
+    parity_bench_report_release(&report);
+    unlink(path);
 }
 
 // A count in a report (runs, warm-ups, SMs, the GEMM size) that does not fit an int is refused, naming

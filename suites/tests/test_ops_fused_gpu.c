@@ -23,6 +23,8 @@
 
 #include "gpu_skip.h"
 #include "op_cases.h"
+#include "ops/attention/attention.h"
+#include "ops/attention/flash_attention_4.h"
 #include "ops/core/cpu_math.h"
 #include "ops/core/rng.h"
 #include "ops/rms_norm/rms_norm.h"
@@ -205,12 +207,19 @@ Test(ops_fused_gpu, attention_sdpa_is_bitwise_deterministic_over_20_runs) {
     }
 }
 
-// Every non-eager CUDA backend of the ops above is in the table (none escapes the comparison).
+// Every non-eager CUDA backend of the ops above is in the table (none escapes the comparison), but for
+// a refusing probe that claims no dtype and never runs (flash_attention_4: its own test below).
 Test(ops_fused_gpu, every_fused_cuda_backend_is_compared) {
     fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
     for (size_t i = 0; i < parity_registry_count(); i++) {
         const parity_backend *backend = parity_registry_at(i);
         if (backend->device != PARITY_DEVICE_CUDA || strcmp(backend->name, "eager") == 0) continue;
+        if (backend->dtypes == 0) {
+            cr_expect(strcmp(backend->name, "flash_attention_4") == 0 && backend->probe,
+                      "cuda backend %s/%s claims no dtype: only flash_attention_4's refusing probe may", backend->op,
+                      backend->name);
+            continue;
+        }
         bool op_covered = false, listed = false;
         for (size_t b = 0; b < ROWS(fused_backends); b++) {
             if (strcmp(fused_backends[b].op, backend->op) != 0) continue;
@@ -219,6 +228,43 @@ Test(ops_fused_gpu, every_fused_cuda_backend_is_compared) {
         }
         if (op_covered) cr_expect(listed, "cuda backend %s/%s has no row in test_ops_fused_gpu.c", backend->op, backend->name);
     }
+}
+
+// flash_attention_4 is refused on the real device with the reason for its SM (issue 13, deliverable 4),
+// and nothing runs in its place: resolving it fails, and its kernels answer UNSUPPORTED.
+Test(ops_fused_gpu, flash_attention_4_is_refused_with_the_devices_sm) {
+    parity_test_require_gpu();
+    fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
+    parity_device_info info;
+    fail_on_error(parity_device_query(PARITY_CUDA(0), &info), "querying cuda:0");
+    char expected[128];
+    parity_flash_attention_4_reason(info.compute_capability, expected, sizeof expected);
+    parity_backend_check check;
+    parity_availability verdict =
+        parity_registry_check(PARITY_OP_ATTENTION, "flash_attention_4", PARITY_CUDA(0), NULL, NULL, &check);
+    cr_expect_eq(verdict, PARITY_PROBE_REFUSED, "verdict %d (%s)", (int)verdict, check.reason);
+    cr_expect_str_eq(check.reason, expected);
+    if (info.compute_capability < PARITY_FLASH_ATTENTION_4_MIN_SM) {
+        char sm90_style[128];
+        snprintf(sm90_style, sizeof sm90_style, "needs SM100 (Blackwell); device is SM%d", info.compute_capability);
+        cr_expect_str_eq(check.reason, sm90_style);
+    }
+    const parity_backend *backend = NULL;
+    parity_error *error = parity_registry_resolve(PARITY_OP_ATTENTION, "flash_attention_4", PARITY_CUDA(0), &backend);
+    cr_expect_not_null(error, "flash_attention_4 resolved on SM%d", info.compute_capability);
+    if (error) cr_expect(strstr(parity_error_message(error), expected) != NULL, "'%s' lacks '%s'", parity_error_message(error), expected);
+    parity_error_free(error);
+    const parity_backend *registered = parity_registry_find(PARITY_OP_ATTENTION, "flash_attention_4", PARITY_DEVICE_CUDA);
+    cr_assert_not_null(registered);
+    parity_exec *exec;
+    fail_on_error(parity_exec_create(PARITY_CUDA(0), &exec), "execution context");
+    const parity_attention_kernels *kernels = registered->kernels;
+    parity_attention_args args = {0};
+    error = kernels->forward(exec, &args, NULL);
+    cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_UNSUPPORTED);
+    if (error) cr_expect(strstr(parity_error_message(error), expected) != NULL, "'%s' lacks '%s'", parity_error_message(error), expected);
+    parity_error_free(error);
+    parity_exec_destroy(exec);
 }
 
 // ---- batch invariance ----
