@@ -19,6 +19,7 @@
 
 extern "C" {
 #include "ops/attention/attention.h"
+#include "ops/attention/attention_cuda.h"
 #include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
@@ -161,22 +162,9 @@ parity_error *gemm_over_heads(const parity_exec *exec, parity_dtype dtype, const
 // Validation shared by forward and backward: sizes, devices, strictly increasing boundaries (read to the host).
 // S = 0 documents (N = 0) is a valid, empty call, as on the CPU.
 parity_error *prepare_call(const parity_attention_args *args, parity_attention_dims *dims, scoped_documents *documents) {
-    PARITY_TRY(parity_attention_check(args, dims));
-    parity_device device = args->query->device;
-    if (device.type != PARITY_DEVICE_CUDA) return parity_cuda_check_tensor("attention", "query", args->query, cuda_device(0));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "query", args->query, device));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "key", args->key, device));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "value", args->value, device));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "output", args->output, device));
-    // the boundaries on the host (cu_seqlens may live on either side), checked as the CPU backends check them
-    scoped_tensor host;
-    PARITY_TRY(parity_tensor_to(&host.tensor, args->cu_seqlens, PARITY_CPU, PARITY_I64));
-    PARITY_TRY(parity_attention_check_boundaries(host.data<int64_t>(), host.tensor.numel, dims->tokens));
-    documents->documents.offsets = static_cast<int64_t *>(malloc((size_t)host.tensor.numel * sizeof(int64_t)));
-    if (!documents->documents.offsets) return PARITY_ERROR(PARITY_ERROR_MEMORY, "attention: cu_seqlens of %lld entries", (long long)host.tensor.numel);
-    memcpy(documents->documents.offsets, host.tensor.data, (size_t)host.tensor.numel * sizeof(int64_t));
-    documents->documents.count = host.tensor.numel - 1;
-    PARITY_CUDA_TRY(cudaSetDevice(device.index));
+    PARITY_TRY(parity_attention_cuda_check(args, dims, &documents->documents.offsets));
+    documents->documents.count = args->cu_seqlens->numel - 1;
+    PARITY_CUDA_TRY(cudaSetDevice(args->query->device.index));
     return NULL;
 }
 
@@ -316,12 +304,8 @@ parity_error *attention_cuda_eager_backward(const parity_exec *exec, const parit
     parity_attention_dims dims;
     scoped_documents documents;
     PARITY_TRY(prepare_call(args, &dims, &documents));
-    PARITY_TRY(parity_attention_check_grads(args, grads));
+    PARITY_TRY(parity_attention_cuda_check_grads(args, grads));
     parity_device device = args->query->device;
-    PARITY_TRY(parity_cuda_check_tensor("attention", "doutput", grads->doutput, device));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "dquery", grads->dquery, device));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "dkey", grads->dkey, device));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "dvalue", grads->dvalue, device));
     const parity_tensor *probabilities;
     PARITY_TRY(parity_saved_get(saved, 0, &probabilities));
     int64_t *offsets = static_cast<int64_t *>(malloc((size_t)(documents.documents.count + 1) * sizeof(int64_t)));

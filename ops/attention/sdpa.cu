@@ -30,6 +30,7 @@
 
 extern "C" {
 #include "ops/attention/attention.h"
+#include "ops/attention/attention_cuda.h"
 #include "ops/builtin_backends.h"
 #include "ops/registry.h"
 }
@@ -413,22 +414,17 @@ parity_error *allow_shared(Kernel kernel, const char *name, size_t bytes, parity
 // the boundaries uploaded to the device (`offsets`, whichever side cu_seqlens lives on).
 parity_error *prepare_call(const parity_attention_args *args, parity_attention_dims *dims, scoped_tensor *offsets,
                            sdpa_call *call) {
-    PARITY_TRY(parity_attention_check(args, dims));
-    parity_device device = args->query->device;
-    if (device.type != PARITY_DEVICE_CUDA) return parity_cuda_check_tensor("attention", "query", args->query, cuda_device(0));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "query", args->query, device));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "key", args->key, device));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "value", args->value, device));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "output", args->output, device));
-    PARITY_CHECK(dims->head_dim <= sdpa_max_head_dim && dims->value_dim <= sdpa_max_head_dim, PARITY_ERROR_UNSUPPORTED,
-                 "attention: sdpa on cuda takes head sizes up to %lld, got D = %lld, Dv = %lld",
-                 (long long)sdpa_max_head_dim, (long long)dims->head_dim, (long long)dims->value_dim);
-    PARITY_CHECK(dims->query_heads <= 65535, PARITY_ERROR_UNSUPPORTED,
-                 "attention: sdpa on cuda takes up to 65535 query heads (a grid dimension), got %lld",
-                 (long long)dims->query_heads);
     int64_t *host = NULL;
-    PARITY_TRY(parity_cuda_indices_to_host(args->cu_seqlens, "attention cu_seqlens", &host));
-    parity_error *error = parity_attention_check_boundaries(host, args->cu_seqlens->numel, dims->tokens);
+    PARITY_TRY(parity_attention_cuda_check(args, dims, &host));
+    parity_device device = args->query->device;
+    parity_error *error = NULL;
+    if (dims->head_dim > sdpa_max_head_dim || dims->value_dim > sdpa_max_head_dim)
+        error = PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "attention: sdpa on cuda takes head sizes up to %lld, got D = %lld, Dv = %lld",
+                             (long long)sdpa_max_head_dim, (long long)dims->head_dim, (long long)dims->value_dim);
+    else if (dims->query_heads > 65535)
+        error = PARITY_ERROR(PARITY_ERROR_UNSUPPORTED,
+                             "attention: sdpa on cuda takes up to 65535 query heads (a grid dimension), got %lld",
+                             (long long)dims->query_heads);
     if (!error) error = use_device(device);
     if (!error) error = upload_int64(*offsets, host, args->cu_seqlens->numel, device);
     free(host);
@@ -530,12 +526,8 @@ parity_error *attention_cuda_sdpa_backward(const parity_exec *exec, const parity
     scoped_tensor offsets;
     sdpa_call call;
     PARITY_TRY(prepare_call(args, &dims, &offsets, &call));
-    PARITY_TRY(parity_attention_check_grads(args, grads));
+    PARITY_TRY(parity_attention_cuda_check_grads(args, grads));
     parity_device device = args->query->device;
-    PARITY_TRY(parity_cuda_check_tensor("attention", "doutput", grads->doutput, device));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "dquery", grads->dquery, device));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "dkey", grads->dkey, device));
-    PARITY_TRY(parity_cuda_check_tensor("attention", "dvalue", grads->dvalue, device));
     const parity_tensor *lse;
     PARITY_TRY(parity_saved_get(saved, 0, &lse));
     parity_dtype compute = args->query->dtype == PARITY_F64 ? PARITY_F64 : PARITY_F32;
