@@ -40,6 +40,21 @@ static void read_text(const char *path, char *text, size_t size) {
     fclose(file);
 }
 
+// A measured parity row of the bench report, for the peer-linking tests.
+static parity_bench_result measured_row(const char *op, const char *pass, const char *shape, const char *dtype,
+                                        const char *backend, double median_ms) {
+    parity_bench_result row;
+    memset(&row, 0, sizeof row);
+    snprintf(row.op, sizeof row.op, "%s", op);
+    snprintf(row.pass, sizeof row.pass, "%s", pass);
+    snprintf(row.shape, sizeof row.shape, "%s", shape);
+    snprintf(row.dtype, sizeof row.dtype, "%s", dtype);
+    snprintf(row.backend, sizeof row.backend, "%s", backend);
+    row.ok = true;
+    row.timing.median_ms = median_ms;
+    return row;
+}
+
 Test(bench, command_line_errors_have_documented_exit_codes) {
     static const struct {
         const char *arguments;
@@ -246,15 +261,7 @@ Test(bench, peers_files_are_read_and_malformed_ones_named) {
         write_temporary(rows[i].text, path);
         parity_bench_report report;
         memset(&report, 0, sizeof report);
-        parity_bench_result ours;
-        memset(&ours, 0, sizeof ours);
-        snprintf(ours.op, sizeof ours.op, "rms_norm");
-        snprintf(ours.pass, sizeof ours.pass, "fwd");
-        snprintf(ours.shape, sizeof ours.shape, "16384x4096");
-        snprintf(ours.dtype, sizeof ours.dtype, "bf16");
-        snprintf(ours.backend, sizeof ours.backend, "triton");
-        ours.ok = true;
-        ours.timing.median_ms = 0.075;
+        parity_bench_result ours = measured_row("rms_norm", "fwd", "16384x4096", "bf16", "triton", 0.075);
         cr_assert_null(parity_bench_report_add(&report, &ours));
         parity_error *error = parity_bench_read_peers(path, &report);
         if (!rows[i].expected) {
@@ -295,15 +302,7 @@ Test(bench, peers_that_failed_are_rows_with_their_reason) {
     parity_bench_report report;
     memset(&report, 0, sizeof report);
     report.context.gemm_teraflops = 800;
-    parity_bench_result ours;
-    memset(&ours, 0, sizeof ours);
-    snprintf(ours.op, sizeof ours.op, "attention");
-    snprintf(ours.pass, sizeof ours.pass, "fwd");
-    snprintf(ours.shape, sizeof ours.shape, "4x16x16x4096x128x1");
-    snprintf(ours.dtype, sizeof ours.dtype, "bf16");
-    snprintf(ours.backend, sizeof ours.backend, "sdpa");
-    ours.ok = true;
-    ours.timing.median_ms = 4.0;
+    parity_bench_result ours = measured_row("attention", "fwd", "4x16x16x4096x128x1", "bf16", "sdpa", 4.0);
     cr_assert_null(parity_bench_report_add(&report, &ours));
     parity_error *error = parity_bench_read_peers(path, &report);
     cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
