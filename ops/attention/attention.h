@@ -35,6 +35,9 @@ typedef struct parity_attention_args {
     bool causal;
     int64_t sliding_window; // 0 = none; else query i sees key j when j <= i && i - j < window
     parity_tensor *output;  // (N, Hq, Dv), same dtype as query
+    // flex_attention only: the model's block mask (block_mask.h) over the same N tokens, on the
+    // query's device; NULL for every other backend.
+    const struct parity_block_mask *block_mask;
 } parity_attention_args;
 
 typedef struct parity_attention_grads {
