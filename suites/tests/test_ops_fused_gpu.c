@@ -38,19 +38,22 @@ typedef struct fused_backend {
     const char *backend;
     double f64_bound;
     const char *unsupported_reason; // the only UNSUPPORTED message this backend may give (NULL: none)
+    bool gpu_shapes_only;           // runs only the GPU-only rows (its kernels need head sizes >= 64)
 } fused_backend;
 
 static const fused_backend fused_backends[] = {
-    {PARITY_OP_RMS_NORM, "liger_kernel", 1e-12, NULL},
-    {PARITY_OP_RMS_NORM, "triton", 1e-12, NULL},
-    {PARITY_OP_RMS_NORM_GATED, "fla", 1e-12, NULL},
-    {PARITY_OP_ROTARY, "liger_kernel", 1e-12, "partial rotary"},
-    {PARITY_OP_ROTARY, "triton", 1e-12, NULL},
-    {PARITY_OP_SWIGLU, "liger_kernel", 1e-12, NULL},
-    {PARITY_OP_CROSS_ENTROPY, "liger_kernel", 1e-12, NULL},
-    {PARITY_OP_CROSS_ENTROPY, "chunk_loss", 1e-12, NULL},
-    {PARITY_OP_LOAD_BALANCING_LOSS, "triton", 1e-12, NULL},
-    {PARITY_OP_ATTENTION, "sdpa", 1e-12, NULL},
+    {PARITY_OP_RMS_NORM, "liger_kernel", 1e-12, NULL, false},
+    {PARITY_OP_RMS_NORM, "triton", 1e-12, NULL, false},
+    {PARITY_OP_RMS_NORM_GATED, "fla", 1e-12, NULL, false},
+    {PARITY_OP_ROTARY, "liger_kernel", 1e-12, "partial rotary", false},
+    {PARITY_OP_ROTARY, "triton", 1e-12, NULL, false},
+    {PARITY_OP_SWIGLU, "liger_kernel", 1e-12, NULL, false},
+    {PARITY_OP_CROSS_ENTROPY, "liger_kernel", 1e-12, NULL, false},
+    {PARITY_OP_CROSS_ENTROPY, "chunk_loss", 1e-12, NULL, false},
+    {PARITY_OP_LOAD_BALANCING_LOSS, "triton", 1e-12, NULL, false},
+    {PARITY_OP_ATTENTION, "sdpa", 1e-12, NULL, false},
+    // bf16 tensor cores only: f64/f32 and head sizes without kernels are refused by name
+    {PARITY_OP_ATTENTION, "flash_attention_2", 1e-12, "flash_attention_2 on cuda", true},
 };
 
 static void fail_on_error(parity_error *error, const char *what) {
@@ -89,16 +92,18 @@ static bool run_fused(const fused_backend *pair, const op_check_case *test_case,
 static bool check_row(const fused_backend *pair, const parity_backend *backend, const op_check_case *test_case) {
     op_check_state cpu, gpu;
     op_check_error_report report;
-    if (!run_fused(pair, test_case, PARITY_F64, &gpu)) return false;
-    fail_on_error(op_check_run(test_case, run_on("eager", PARITY_CPU, PARITY_F64, PARITY_F64), &cpu), test_case->name);
-    fail_on_error(op_check_compare_states(&cpu, &gpu, &report), test_case->name);
-    cr_log_info("%-20s %-12s %-48s fp64 vs cpu eager: %.2e (%s)", pair->op, pair->backend, test_case->name,
-                report.worst_error, report.worst_tensor);
-    cr_expect(report.tensors_compared > 0, "%s %s [%s]: nothing compared", pair->op, pair->backend, test_case->name);
-    cr_expect(report.worst_error <= pair->f64_bound, "%s %s [%s] fp64: %s relative error %.3e > %.0e", pair->op,
-              pair->backend, test_case->name, report.worst_tensor, report.worst_error, pair->f64_bound);
-    op_check_release(&cpu);
-    op_check_release(&gpu);
+    bool ran = run_fused(pair, test_case, PARITY_F64, &gpu);
+    if (ran) {
+        fail_on_error(op_check_run(test_case, run_on("eager", PARITY_CPU, PARITY_F64, PARITY_F64), &cpu), test_case->name);
+        fail_on_error(op_check_compare_states(&cpu, &gpu, &report), test_case->name);
+        cr_log_info("%-20s %-12s %-48s fp64 vs cpu eager: %.2e (%s)", pair->op, pair->backend, test_case->name,
+                    report.worst_error, report.worst_tensor);
+        cr_expect(report.tensors_compared > 0, "%s %s [%s]: nothing compared", pair->op, pair->backend, test_case->name);
+        cr_expect(report.worst_error <= pair->f64_bound, "%s %s [%s] fp64: %s relative error %.3e > %.0e", pair->op,
+                  pair->backend, test_case->name, report.worst_tensor, report.worst_error, pair->f64_bound);
+        op_check_release(&cpu);
+        op_check_release(&gpu);
+    }
 
     const struct { parity_dtype dtype; double floor; } precisions[] = {{PARITY_F32, 1e-6}, {PARITY_BF16, 1e-3}};
     for (size_t p = 0; p < ROWS(precisions); p++) {
@@ -106,6 +111,7 @@ static bool check_row(const fused_backend *pair, const parity_backend *backend, 
         op_check_state truth, cpu_low, gpu_low, gpu_again;
         op_check_error_report cpu_report, gpu_report;
         if (!run_fused(pair, test_case, dtype, &gpu_low)) continue;
+        ran = true;
         fail_on_error(op_check_run(test_case, run_on("eager", PARITY_CPU, PARITY_F64, dtype), &truth), test_case->name);
         fail_on_error(op_check_run(test_case, run_on("eager", PARITY_CPU, dtype, dtype), &cpu_low), test_case->name);
         fail_on_error(op_check_compare_states(&truth, &cpu_low, &cpu_report), test_case->name);
@@ -130,7 +136,7 @@ static bool check_row(const fused_backend *pair, const parity_backend *backend, 
         op_check_release(&cpu_low);
         op_check_release(&gpu_low);
     }
-    return true;
+    return ran;
 }
 
 Test(ops_fused_gpu, fused_backends_match_cpu_eager_on_every_row) {
@@ -140,7 +146,7 @@ Test(ops_fused_gpu, fused_backends_match_cpu_eager_on_every_row) {
         const fused_backend *pair = &fused_backends[b];
         const parity_backend *backend = parity_registry_find(pair->op, pair->backend, PARITY_DEVICE_CUDA);
         cr_expect_not_null(backend, "%s %s is not registered on cuda", pair->op, pair->backend);
-        if (!backend) continue;
+        if (!backend || pair->gpu_shapes_only) continue;
         int ran = 0, rows = 0;
         for (size_t list = 0; list < all_op_case_list_count; list++)
             for (size_t row = 0; row < all_op_cases[list]->count; row++) {
@@ -154,23 +160,24 @@ Test(ops_fused_gpu, fused_backends_match_cpu_eager_on_every_row) {
     }
 }
 
-// Attention sdpa on the GPU-only awkward shapes (T = 1 .. 1023, packed documents of 1 .. 300 tokens,
-// head sizes up to 256, MLA's 192/128, GQA 32/8, MQA, windows), by check_row's rules.
-Test(ops_fused_gpu, attention_sdpa_matches_cpu_eager_on_awkward_shapes) {
+// Every attention row of fused_backends on the GPU-only awkward shapes (T = 1 .. 4224, packed
+// documents of 1 .. 300 tokens, head sizes up to 256, MLA's 192/128, GQA 32/8, MQA, windows), by
+// check_row's rules.
+Test(ops_fused_gpu, attention_backends_match_cpu_eager_on_awkward_shapes) {
     parity_test_require_gpu();
     fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
-    const fused_backend *pair = NULL;
-    for (size_t b = 0; b < ROWS(fused_backends); b++)
-        if (strcmp(fused_backends[b].op, PARITY_OP_ATTENTION) == 0 && strcmp(fused_backends[b].backend, "sdpa") == 0)
-            pair = &fused_backends[b];
-    cr_assert_not_null(pair, "attention sdpa has no row in fused_backends");
-    const parity_backend *backend = parity_registry_find(pair->op, pair->backend, PARITY_DEVICE_CUDA);
-    cr_assert_not_null(backend, "attention sdpa is not registered on cuda");
-    int ran = 0;
-    for (size_t row = 0; row < attention_gpu_case_list.count; row++)
-        ran += check_row(pair, backend, &attention_gpu_case_list.cases[row]);
-    cr_expect_eq(ran, (int)attention_gpu_case_list.count, "attention sdpa ran %d of %zu awkward rows", ran,
-                 attention_gpu_case_list.count);
+    for (size_t b = 0; b < ROWS(fused_backends); b++) {
+        const fused_backend *pair = &fused_backends[b];
+        if (strcmp(pair->op, PARITY_OP_ATTENTION) != 0) continue;
+        const parity_backend *backend = parity_registry_find(pair->op, pair->backend, PARITY_DEVICE_CUDA);
+        cr_expect_not_null(backend, "attention %s is not registered on cuda", pair->backend);
+        if (!backend) continue;
+        int ran = 0;
+        for (size_t row = 0; row < attention_gpu_case_list.count; row++)
+            ran += check_row(pair, backend, &attention_gpu_case_list.cases[row]);
+        cr_expect_eq(ran, (int)attention_gpu_case_list.count, "attention %s ran %d of %zu awkward rows", pair->backend, ran,
+                     attention_gpu_case_list.count);
+    }
 }
 
 // Attention sdpa claims determinism: 20 runs of large rows (many key tiles, GQA groups summed in the

@@ -1,0 +1,41 @@
+// flash_attention_2.cu: value "flash_attention_2" on cuda: the FlashAttention-2 algorithm on tensor
+// cores (the engine of flash/: mma.sync bf16 with f32 accumulation, forward with log-sum-exp, backward
+// with recomputation), on the documents schedule: varlen through cu_seqlens (a tile never straddles a
+// document), GQA/MQA without repeating k/v, causal, sliding window, head sizes 64, 96, 128, 192 (v 128
+// or 192) and 256. Its backward has no atomics, so it is always the deterministic mode.
+#include "ops/attention/flash/flash.h"
+
+extern "C" {
+#include "ops/builtin_backends.h"
+#include "ops/registry.h"
+}
+
+namespace {
+
+parity_error *flash_attention_2_forward(const parity_exec *exec, const parity_attention_args *args, parity_saved *saved) {
+    return parity_flash_attention_forward(exec, args, saved, false, "flash_attention_2");
+}
+
+parity_error *flash_attention_2_backward(const parity_exec *exec, const parity_attention_args *args, const parity_saved *saved,
+                                         const parity_attention_grads *grads) {
+    return parity_flash_attention_backward(exec, args, saved, grads, false, "flash_attention_2");
+}
+
+const parity_attention_kernels flash_attention_2_kernels = {flash_attention_2_forward, flash_attention_2_backward};
+
+} // namespace
+
+PARITY_BACKEND_REGISTRATION(attention, flash_attention_2, cuda) {
+    parity_backend backend = {};
+    backend.op = PARITY_OP_ATTENTION;
+    backend.name = "flash_attention_2";
+    backend.device = PARITY_DEVICE_CUDA;
+    backend.dtypes = PARITY_DTYPE_BIT(PARITY_BF16);
+    backend.min_compute_capability = 80; // mma.sync with bf16 operands
+    // deterministic: no atomics, one owner per output element, fixed tile and sum orders
+    backend.capabilities = PARITY_CAP_VARLEN | PARITY_CAP_GQA | PARITY_CAP_SLIDING_WINDOW | PARITY_CAP_DETERMINISTIC;
+    backend.kernels = &flash_attention_2_kernels;
+    backend.description = "FlashAttention-2 on tensor cores (mma.sync bf16, f32 accumulate, lse saved, recomputing "
+                          "deterministic backward), varlen/GQA/causal/window, head sizes 64-256 and 192+128";
+    return parity_registry_add(&backend);
+}
