@@ -476,6 +476,19 @@ static const parity_bench_result *best_row(const parity_bench_report *report, co
     return best;
 }
 
+// A peer target's peer: the measured torch row of that name ("torch:<peer>") for the target's op, pass,
+// shape and bf16; NULL when this run did not measure it.
+static const parity_bench_result *target_peer(const parity_bench_report *report, const parity_bench_target *target) {
+    for (size_t i = 0; i < report->count; i++) {
+        const parity_bench_result *row = &report->results[i];
+        if (row->is_peer && row->ok && strncmp(row->backend, "torch:", 6) == 0 && strcmp(row->backend + 6, target->peer) == 0 &&
+            strcmp(row->op, target->op) == 0 && strcmp(row->pass, target->pass) == 0 &&
+            strcmp(row->shape, target->shape) == 0 && strcmp(row->dtype, "bf16") == 0)
+            return row;
+    }
+    return NULL;
+}
+
 static void target_line(const parity_bench_report *report, const parity_bench_target *target, FILE *stream) {
     const parity_bench_result *row = best_row(report, target);
     if (!row) {
@@ -491,18 +504,23 @@ static void target_line(const parity_bench_report *report, const parity_bench_ta
             snprintf(verdict, sizeof verdict, "missed by %.0f GB/s (%.1f%%)",
                      target->minimum_gigabytes_per_second - row->gigabytes_per_second,
                      100 * (1 - row->gigabytes_per_second / target->minimum_gigabytes_per_second));
-    } else if (!(row->peer_median_ms > 0)) { // a peer target needs its peer measured in this run
+    } else if (!target_peer(report, target)) { // a peer target needs its peer measured in this run
         snprintf(measured, sizeof measured, "%s: %.2f ms, extra peak %.2f GiB (+ %.2f GiB gradients)", row->backend,
                  row->timing.median_ms, row->extra_peak_bytes / gibibyte, row->gradient_bytes / gibibyte);
-        snprintf(verdict, sizeof verdict, "no verdict: no torch peer measured in this run");
+        snprintf(verdict, sizeof verdict, "no verdict: torch %s not measured in this run", target->peer);
     } else {
-        double extra_gib = row->extra_peak_bytes / gibibyte;
-        snprintf(measured, sizeof measured, "%s: %.2f ms vs torch %.2f ms, extra peak %.2f GiB (+ %.2f GiB gradients)",
-                 row->backend, row->timing.median_ms, row->peer_median_ms, extra_gib, row->gradient_bytes / gibibyte);
-        bool fast = row->timing.median_ms <= row->peer_median_ms, small = extra_gib <= target->maximum_extra_gib;
+        const parity_bench_result *peer = target_peer(report, target);
+        double extra_gib = row->extra_peak_bytes / gibibyte, speedup = peer->timing.median_ms / row->timing.median_ms;
+        snprintf(measured, sizeof measured, "%s: %.2f ms vs torch %s %.2f ms (%.2fx), extra peak %.2f GiB (+ %.2f GiB gradients)",
+                 row->backend, row->timing.median_ms, target->peer, peer->timing.median_ms, speedup, extra_gib,
+                 row->gradient_bytes / gibibyte);
+        bool fast = speedup >= target->minimum_speedup;
+        bool small = !(target->maximum_extra_gib > 0) || extra_gib <= target->maximum_extra_gib;
         if (fast && small) snprintf(verdict, sizeof verdict, "met");
-        else
-            snprintf(verdict, sizeof verdict, "missed:%s%s", fast ? "" : " slower than torch", small ? "" : " memory over");
+        else if (!fast)
+            snprintf(verdict, sizeof verdict, "missed: %.2fx of torch, target %.2fx (%.1f%% short)%s", speedup,
+                     target->minimum_speedup, 100 * (1 - speedup / target->minimum_speedup), small ? "" : "; memory over");
+        else snprintf(verdict, sizeof verdict, "missed: memory over");
     }
     fprintf(stream, "| %s | %s | %s |\n", target->what, measured, verdict);
 }

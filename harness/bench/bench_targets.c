@@ -12,8 +12,9 @@
 #include "harness/bench/bench_ops.h"
 #include "ops/core/file.h"
 
-enum { COLUMNS = 7 };
-static const char *const header[COLUMNS] = {"op", "pass", "shape", "backend", "min_gb_per_s", "max_extra_gib", "what"};
+enum { COLUMNS = 9 };
+static const char *const header[COLUMNS] = {"op",           "pass",         "shape",         "backend", "peer",
+                                            "min_speedup", "min_gb_per_s", "max_extra_gib", "what"};
 
 // Splits `line` at tabs in place; the number of fields (at most COLUMNS + 1: one more means too many).
 static int split_fields(char *line, char **fields) {
@@ -66,14 +67,21 @@ static parity_error *parse_target(char **fields, const char *path, int line, par
     PARITY_TRY(copy_field(target->shape, sizeof target->shape, fields[2], "shape", path, line));
     PARITY_TRY(copy_field(target->backend, sizeof target->backend, fields[3], "backend", path, line));
     if (strcmp(target->backend, "best") == 0) target->backend[0] = '\0';
-    PARITY_TRY(parse_number(fields[4], header[4], path, line, &target->minimum_gigabytes_per_second));
-    PARITY_TRY(parse_number(fields[5], header[5], path, line, &target->maximum_extra_gib));
-    if ((target->minimum_gigabytes_per_second > 0) == (target->maximum_extra_gib > 0))
+    bool peer_target = strcmp(fields[4], "-") != 0;
+    if (peer_target) PARITY_TRY(copy_field(target->peer, sizeof target->peer, fields[4], "peer", path, line));
+    PARITY_TRY(parse_number(fields[5], header[5], path, line, &target->minimum_speedup));
+    PARITY_TRY(parse_number(fields[6], header[6], path, line, &target->minimum_gigabytes_per_second));
+    PARITY_TRY(parse_number(fields[7], header[7], path, line, &target->maximum_extra_gib));
+    if (peer_target == (target->minimum_gigabytes_per_second > 0))
         return PARITY_ERROR(PARITY_ERROR_DATA,
-                            "%s:%d: a target sets either min_gb_per_s (a bandwidth target) or max_extra_gib (a torch peer "
+                            "%s:%d: a target sets either min_gb_per_s (a bandwidth target) or peer (a torch peer "
                             "target), '-' for the other",
                             path, line);
-    return copy_field(target->what, sizeof target->what, fields[6], "what", path, line);
+    if (!peer_target && (target->minimum_speedup > 0 || target->maximum_extra_gib > 0))
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s:%d: min_speedup and max_extra_gib judge a torch peer: '-' without a peer",
+                            path, line);
+    if (peer_target && !(target->minimum_speedup > 0)) target->minimum_speedup = 1;
+    return copy_field(target->what, sizeof target->what, fields[8], "what", path, line);
 }
 
 parity_error *parity_bench_targets_parse(const char *text, const char *path, parity_bench_targets *out) {
@@ -105,7 +113,8 @@ parity_error *parity_bench_targets_parse(const char *text, const char *path, par
             for (int c = 0; c < COLUMNS && !error; c++)
                 if (strcmp(fields[c], header[c]) != 0)
                     error = PARITY_ERROR(PARITY_ERROR_DATA, "%s:%d: header column %d is '%s', expected '%s' (the header is: "
-                                                            "op pass shape backend min_gb_per_s max_extra_gib what)",
+                                                            "op pass shape backend peer min_speedup min_gb_per_s "
+                                                            "max_extra_gib what)",
                                          path, line, c + 1, fields[c], header[c]);
             seen_header = true;
             continue;

@@ -4,12 +4,15 @@
 //
 // Format: tab-separated lines; '#' starts a comment line; blank lines are skipped. The first other
 // line is the header, exactly
-//   op  pass  shape  backend  min_gb_per_s  max_extra_gib  what
+//   op  pass  shape  backend  peer  min_speedup  min_gb_per_s  max_extra_gib  what
 // then one target a line: an op parity bench knows, fwd or fwd+bwd, a shape in the op's format, a
-// backend name or "best" (the fastest non-eager parity backend), and either min_gb_per_s (a
-// bandwidth target) or max_extra_gib (a peer target: no slower than the row's first torch peer
-// measured in the same run, with at most that much extra peak memory; a report without that peer
-// gives no verdict, never one against a typed-in time); "-" marks the one a target does not use;
+// backend name or "best" (the fastest non-eager parity backend), and then either
+//   a bandwidth target: min_gb_per_s, with peer, min_speedup and max_extra_gib "-"; or
+//   a peer target: peer, the name of the torch peer (tools/bench_torch_peers.py's "peer" field, e.g.
+//     "sdpa flash") measured in the same run for the same op, pass, shape and bf16; min_speedup, the
+//     least peer time / parity time ("-": 1, no slower); max_extra_gib, the most extra peak memory
+//     ("-": not judged); min_gb_per_s "-". A report without that peer gives no verdict, never one
+//     against a typed-in time;
 // `what` is the target as the report words it. Anything else is a DATA error "FILE:LINE: what is
 // wrong".
 //
@@ -35,8 +38,10 @@ extern "C" {
 typedef struct parity_bench_target {
     char op[32], pass[16], shape[64];
     char backend[64];                    // "" = the best non-eager parity backend ("best" in the file)
+    char peer[64];                       // the torch peer a peer target is judged against ("": a bandwidth target)
+    double minimum_speedup;              // peer targets: the least peer time / parity time (1 = no slower)
     double minimum_gigabytes_per_second; // 0: not a bandwidth target
-    double maximum_extra_gib;            // 0: not a peer target; else the extra peak memory allowed
+    double maximum_extra_gib;            // peer targets: the extra peak memory allowed (0: not judged)
     char what[256];
 } parity_bench_target;
 

@@ -69,8 +69,8 @@ static const op_check_case attention_cases[] = {
 };
 const op_case_list attention_case_list = OP_CASE_LIST(attention_cases);
 
-// GPU-only rows (test_ops_fused_gpu.c, not in all_op_cases: too large for the CPU tests' finite
-// differences): the awkward shapes of the CUDA attention kernels' tiles (T = 1, 17, 239, 1023, 4224; a 32- or
+// GPU-only rows (test_ops_fused_gpu.c, and three of them in test_attention_gpu.c's determinism table;
+// not in all_op_cases: too large for the CPU tests' finite differences): the awkward shapes of the CUDA attention kernels' tiles (T = 1, 17, 239, 1023, 4224; a 32- or
 // 16-token tile boundary straddled by documents of 1, 15, 100, 300), the models' head sizes 64, 128,
 // 192 with Dv 128 (MLA) and 256, GQA 32/8 and MQA, causal, non-causal and sliding windows. Kept to a
 // few heads at long T: the CPU eager reference runs five times a row.
@@ -95,6 +95,40 @@ static const op_check_case attention_gpu_cases[] = {
                   1, 300, 100),
 };
 const op_case_list attention_gpu_case_list = OP_CASE_LIST(attention_gpu_cases);
+
+// The rows every CUDA attention backend (sdpa, flash_attention_2, flex_attention) runs in
+// test_attention_gpu.c against an fp64 eager reference (issue 13, deliverable 6): single documents of
+// T = 1, 17, 239, 1023, 4224 (no tile size of 16, 32, 64 or 128 divides them: the last query and key
+// tiles are partial, their padding rows fully masked), one packed row of documents 1, 15, 100, 300,
+// 1200 (in three orders), head sizes 64, 96, 128, 256 and MLA's 192 with Dv 128, GQA 32/8, MQA
+// (Hk = 1), causal, non-causal and sliding windows. Heads are few where T is long: the references
+// (cuda eager in fp64 and in the run's dtype) materialize T x T scores, and the host builds and
+// compares every tensor. The rows named in test_attention_gpu.c's determinism table must stay.
+static const op_check_case attention_backend_gpu_cases[] = {
+    ATTENTION_ROW("T=1 gqa Hq=4 Hk=2 D=64 causal", 4, 2, 64, 64, true, 0, 0, 1),
+    ATTENTION_ROW("T=1 mqa Hq=4 Hk=1 mla D=192 Dv=128 non-causal", 4, 1, 192, 128, false, 0, 0, 1),
+    ATTENTION_ROW("T=17 gqa 32/8 D=128 causal", 32, 8, 128, 128, true, 0, 0, 17),
+    ATTENTION_ROW("T=17 mqa Hq=8 Hk=1 D=96 non-causal", 8, 1, 96, 96, false, 0, 0, 17),
+    ATTENTION_ROW("T=239 gqa 32/8 D=64 causal", 32, 8, 64, 64, true, 0, 0, 239),
+    ATTENTION_ROW("T=239 Hq=4 Hk=2 D=256 window=100", 4, 2, 256, 256, true, 100, 0, 239),
+    ATTENTION_ROW("T=239 Hq=4 Hk=2 mla D=192 Dv=128 causal", 4, 2, 192, 128, true, 0, 0, 239),
+    ATTENTION_ROW("T=1023 gqa 32/8 D=64 causal", 32, 8, 64, 64, true, 0, 0, 1023),
+    ATTENTION_ROW("T=1023 mqa Hq=8 Hk=1 D=96 window=256", 8, 1, 96, 96, true, 256, 0, 1023),
+    ATTENTION_ROW("T=1023 Hq=Hk=2 D=256 non-causal", 2, 2, 256, 256, false, 0, 0, 1023),
+    ATTENTION_ROW("T=1023 Hq=4 Hk=1 mla D=192 Dv=128 non-causal", 4, 1, 192, 128, false, 0, 0, 1023),
+    ATTENTION_ROW("T=4224 gqa Hq=8 Hk=2 D=128 causal", 8, 2, 128, 128, true, 0, 0, 4224),
+    ATTENTION_ROW("T=4224 Hq=Hk=2 D=64 window=1024", 2, 2, 64, 64, true, 1024, 0, 4224),
+    ATTENTION_ROW("T=4224 mqa Hq=2 Hk=1 D=128 non-causal", 2, 1, 128, 128, false, 0, 0, 4224),
+    ATTENTION_ROW("varlen {1,15,100,300,1200} gqa Hq=8 Hk=2 D=128 causal", 8, 2, 128, 128, true, 0, 0, 1, 15, 100, 300,
+                  1200),
+    ATTENTION_ROW("varlen {1200,300,100,15,1} mqa Hq=4 Hk=1 mla D=192 Dv=128 non-causal", 4, 1, 192, 128, false, 0, 0,
+                  1200, 300, 100, 15, 1),
+    ATTENTION_ROW("varlen {15,1,1200,1,100} Hq=4 Hk=2 D=64 window=37", 4, 2, 64, 64, true, 37, 0, 15, 1, 1200, 1, 100),
+    ATTENTION_ROW("varlen {1,15,100,300,1200} Hq=4 Hk=2 D=256 causal", 4, 2, 256, 256, true, 0, 0, 1, 15, 100, 300, 1200),
+    ATTENTION_ROW("varlen {300,1200,1,15,100} gqa 32/8 D=96 scale=0.3 causal", 32, 8, 96, 96, true, 0, 0.3, 300, 1200, 1,
+                  15, 100),
+};
+const op_case_list attention_backend_gpu_case_list = OP_CASE_LIST(attention_backend_gpu_cases);
 
 // ---- invalid calls ----
 typedef struct attention_call {

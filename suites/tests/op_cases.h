@@ -50,6 +50,7 @@ extern const op_invalid_list cross_entropy_invalid_list;
 extern const op_case_list attention_case_list;
 extern const op_invalid_list attention_invalid_list;
 extern const op_case_list attention_gpu_case_list; // GPU tests only (large rows, not in all_op_cases)
+extern const op_case_list attention_backend_gpu_case_list; // test_attention_gpu.c: every CUDA attention backend
 extern const op_case_list causal_conv1d_case_list;
 extern const op_invalid_list causal_conv1d_invalid_list;
 extern const op_case_list l2_norm_case_list;

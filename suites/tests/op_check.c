@@ -269,6 +269,11 @@ parity_error *op_check_run(const op_check_case *test_case, op_check_run_options 
     return NULL;
 }
 
+parity_error *op_check_rerun(const op_check_case *test_case, op_check_state *state) {
+    PARITY_TRY(run_forward(test_case, state));
+    return run_backward(test_case, state);
+}
+
 // Records in report->non_finite the first NaN/Inf element of `tensor` ("<prefix><name>[i]"), unless
 // an earlier one is recorded.
 static void note_non_finite(op_check_error_report *report, const parity_tensor *tensor, const char *prefix,
@@ -545,6 +550,35 @@ parity_error *op_check_compare_states(const op_check_state *reference, const op_
                 report->worst_error = error;
                 snprintf(report->worst_tensor, sizeof report->worst_tensor, "%s%s", which ? "d" : "", a->name);
             }
+        }
+    }
+    return NULL;
+}
+
+parity_error *op_check_max_errors(const op_check_state *reference, const op_check_state *candidate,
+                                  op_check_max_error *errors, int capacity, int *count) {
+    *count = 0;
+    if (reference->tensor_count != candidate->tensor_count)
+        return PARITY_ERROR(PARITY_ERROR_INTERNAL, "runs of %s have different tensors", reference->case_name);
+    for (int i = 0; i < reference->tensor_count; i++) {
+        const op_check_tensor *a = &reference->tensors[i], *b = &candidate->tensors[i];
+        if (!a->is_output && !a->differentiable) continue; // data and non-differentiable inputs: identical by construction
+        const parity_tensor *x = a->is_output ? &a->value : &a->gradient, *y = b->is_output ? &b->value : &b->gradient;
+        if (!parity_dtype_is_float(x->dtype)) continue;
+        if (x->numel != y->numel)
+            return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s: %s%s has %lld elements in one run, %lld in the other",
+                                reference->case_name, a->is_output ? "" : "d", a->name, (long long)x->numel,
+                                (long long)y->numel);
+        if (*count == capacity)
+            return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s: more than %d tensors to compare", reference->case_name, capacity);
+        op_check_max_error *entry = &errors[(*count)++];
+        snprintf(entry->tensor, sizeof entry->tensor, "%s%s", a->is_output ? "" : "d", a->name);
+        entry->max_error = 0;
+        entry->max_reference = 0;
+        for (int64_t j = 0; j < x->numel; j++) {
+            double r = parity_tensor_get(x, j), c = parity_tensor_get(y, j);
+            entry->max_error = parity_test_max(entry->max_error, isfinite(c) ? fabs(c - r) : NAN);
+            entry->max_reference = parity_test_max(entry->max_reference, fabs(r));
         }
     }
     return NULL;

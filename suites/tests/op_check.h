@@ -112,6 +112,10 @@ typedef struct op_check_run_options {
 
 // setup + forward + backward; the state owns everything until op_check_release.
 parity_error *op_check_run(const op_check_case *test_case, op_check_run_options options, op_check_state *state);
+// Forward + backward once more on a finished run's own inputs and cotangents (outputs and gradients
+// poisoned again first), for repeat-run checks that need not rebuild the inputs: a run of `repeats`
+// identical calls is op_check_run, then op_check_rerun repeats - 1 times.
+parity_error *op_check_rerun(const op_check_case *test_case, op_check_state *state);
 void op_check_release(op_check_state *state);
 
 typedef struct op_check_error_report {
@@ -134,6 +138,17 @@ parity_error *op_check_finite_differences(const op_check_case *test_case, const 
 // Relative L2 error of every output and input gradient of run `candidate` against run `reference`.
 parity_error *op_check_compare_states(const op_check_state *reference, const op_check_state *candidate,
                                       op_check_error_report *report);
+// Max absolute error of every output and input gradient of run `candidate` against run `reference`,
+// one entry per tensor in slot order ("output", "dquery", ...; at most `capacity`, *count set): the
+// flash-attention style rule compares these maxima. An element that is NaN/Inf in the candidate makes
+// that tensor's max_error NaN (worst_error.h), so no bound passes it.
+typedef struct op_check_max_error {
+    char tensor[48];
+    double max_error;     // max |candidate - reference|
+    double max_reference; // max |reference|
+} op_check_max_error;
+parity_error *op_check_max_errors(const op_check_state *reference, const op_check_state *candidate,
+                                  op_check_max_error *errors, int capacity, int *count);
 // True when both runs produced bit-identical outputs and gradients.
 bool op_check_bitwise_equal(const op_check_state *a, const op_check_state *b, char *differing, size_t differing_size);
 

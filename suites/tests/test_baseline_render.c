@@ -8,7 +8,8 @@
 //   - the command line rewrites a stale rendered part, and a README without its markers is a DATA
 //     error naming the file;
 //   - a peer target without its peer in the report gives "no verdict", never one against a typed-in
-//     time (the targets file has no anchor column), and a peers file from another device is refused.
+//     time (the targets file has no anchor column), and a peers file from another device is refused;
+//   - a peer target is judged against the peer it names, not the row's first peer, by its speedup.
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <stdio.h>
@@ -176,20 +177,26 @@ Test(baseline_render, a_peer_target_needs_the_peer_measured_in_the_same_run) {
     parity_bench_report report;
     parity_bench_targets targets;
     read_baseline(&report, &targets);
-    for (size_t i = 0; i < report.count; i++) report.results[i].peer_median_ms = 0; // no peer in this run
+    size_t kept = 0; // no peer in this run: only the parity rows
+    for (size_t i = 0; i < report.count; i++)
+        if (!report.results[i].is_peer) {
+            report.results[kept] = report.results[i];
+            report.results[kept++].peer_median_ms = 0;
+        }
+    report.count = kept;
     char *rendered = NULL;
     parity_error *error = parity_bench_render_markdown(&report, &targets, 1, &rendered);
     cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
     cr_expect(strstr(rendered, "| fused linear+CE (liger_kernel) fwd+bwd no slower than PyTorch eager, <= 1.5 GiB extra peak | "
-                               "liger_kernel: 50.24 ms, extra peak 1.49 GiB (+ 1.22 GiB gradients) | no verdict: no torch peer "
-                               "measured in this run |"),
+                               "liger_kernel: 50.24 ms, extra peak 1.49 GiB (+ 1.22 GiB gradients) | no verdict: torch eager linear + "
+                               "F.cross_entropy not measured in this run |"),
               "%s", rendered);
     cr_expect(strstr(rendered, "| RMSNorm fwd+bwd >= 3.4 TB/s | liger_kernel: 3524 GB/s (83% of copy) | met |"),
               "bandwidth targets are judged without peers:\n%s", rendered);
     free(rendered);
     // no target carries a time of its own to judge against
     for (size_t t = 0; t < targets.count; t++)
-        cr_expect((targets.items[t].minimum_gigabytes_per_second > 0) != (targets.items[t].maximum_extra_gib > 0),
+        cr_expect((targets.items[t].minimum_gigabytes_per_second > 0) != (targets.items[t].peer[0] != '\0'),
                   "%s: neither or both kinds", targets.items[t].what);
     parity_bench_targets_release(&targets);
 
@@ -221,4 +228,58 @@ Test(baseline_render, a_peer_target_needs_the_peer_measured_in_the_same_run) {
     unlink(path);
     rmdir(folder);
     parity_bench_report_release(&report);
+}
+
+// A peer target names its peer: attention's rows have sdpa flash first, but flex_attention is judged
+// against compiled flex and sdpa against memory-efficient; flash_attention_2 needs 1.1x sdpa flash.
+Test(baseline_render, a_peer_target_is_judged_against_the_peer_it_names) {
+    parity_bench_targets targets;
+    parity_error *error = parity_bench_targets_read(PARITY_BENCH_TARGETS_REPOSITORY_PATH, &targets);
+    cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
+    static const struct { const char *backend; bool peer; double fwd_ms; } rows[] = {
+        {"torch:sdpa flash", true, 10.0},            // the rows' first peer
+        {"torch:sdpa cudnn", true, 6.0},
+        {"torch:sdpa memory-efficient", true, 20.0},
+        {"torch:flex_attention (torch.compile)", true, 12.0},
+        {"flash_attention_2", false, 9.5},           // 1.05x sdpa flash: short of 1.1x
+        {"flex_attention", false, 11.0},             // slower than sdpa flash, faster than compiled flex
+        {"sdpa", false, 19.0},
+    };
+    parity_bench_report report;
+    memset(&report, 0, sizeof report);
+    for (size_t r = 0; r < ROWS(rows) && !error; r++)
+        for (int pass = 0; pass < 2 && !error; pass++) {
+            parity_bench_result row;
+            memset(&row, 0, sizeof row);
+            snprintf(row.op, sizeof row.op, "attention");
+            snprintf(row.pass, sizeof row.pass, "%s", pass ? "fwd+bwd" : "fwd");
+            snprintf(row.shape, sizeof row.shape, "4x16x16x4096x128x1");
+            snprintf(row.dtype, sizeof row.dtype, "bf16");
+            snprintf(row.backend, sizeof row.backend, "%s", rows[r].backend);
+            row.is_peer = rows[r].peer;
+            row.ok = true;
+            row.timing.median_ms = rows[r].fwd_ms * (pass ? 3.5 : 1);
+            row.extra_peak_bytes = 1 << 30;
+            if (!row.is_peer) row.peer_median_ms = rows[0].fwd_ms * (pass ? 3.5 : 1); // linked to the first peer
+            error = parity_bench_report_add(&report, &row);
+        }
+    char *rendered = NULL;
+    if (!error) error = parity_bench_render_markdown(&report, &targets, 1, &rendered);
+    cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
+    static const char *const expected[] = {
+        "| flash_attention_2 fwd >= 1.1x torch FA2 (sdpa flash), causal hd 128 | flash_attention_2: 9.50 ms vs torch sdpa "
+        "flash 10.00 ms (1.05x), extra peak 1.00 GiB (+ 0.00 GiB gradients) | missed: 1.05x of torch, target 1.10x (4.3% short) |",
+        "| flash_attention_2 fwd+bwd >= 1.1x torch FA2 (sdpa flash), causal hd 128 | flash_attention_2: 33.25 ms vs torch sdpa "
+        "flash 35.00 ms (1.05x)",
+        "| flex_attention fwd no slower than torch compiled flex_attention | flex_attention: 11.00 ms vs torch "
+        "flex_attention (torch.compile) 12.00 ms (1.09x), extra peak 1.00 GiB (+ 0.00 GiB gradients) | met |",
+        "| sdpa fwd no slower than torch sdpa memory-efficient | sdpa: 19.00 ms vs torch sdpa memory-efficient 20.00 ms "
+        "(1.05x), extra peak 1.00 GiB (+ 0.00 GiB gradients) | met |",
+        "| RMSNorm fwd >= 3.8 TB/s | not measured in this run | - |",
+    };
+    for (size_t i = 0; i < ROWS(expected); i++)
+        cr_expect(strstr(rendered, expected[i]) != NULL, "the targets lack '%s':\n%s", expected[i], rendered);
+    free(rendered);
+    parity_bench_report_release(&report);
+    parity_bench_targets_release(&targets);
 }

@@ -430,38 +430,69 @@ Test(bench, targets_file_reads_and_malformed_lines_are_named) {
     parity_bench_targets targets;
     parity_error *error = parity_bench_targets_read(PARITY_BENCH_TARGETS_REPOSITORY_PATH, &targets);
     cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
-    cr_expect_eq(targets.count, 5);
+    cr_expect_eq(targets.count, 11);
     cr_expect_str_eq(targets.items[0].op, "rms_norm");
     cr_expect_str_eq(targets.items[0].backend, "", "'best' is the best backend");
+    cr_expect_str_eq(targets.items[0].peer, "", "a bandwidth target names no peer");
     cr_expect_float_eq(targets.items[0].minimum_gigabytes_per_second, 3800, 1e-12);
     cr_expect_str_eq(targets.items[4].backend, "liger_kernel");
+    cr_expect_str_eq(targets.items[4].peer, "eager linear + F.cross_entropy");
+    cr_expect_float_eq(targets.items[4].minimum_speedup, 1, 0, "'-': no slower");
     cr_expect_float_eq(targets.items[4].minimum_gigabytes_per_second, 0, 0, "a peer target: no bandwidth");
     cr_expect_float_eq(targets.items[4].maximum_extra_gib, 1.5, 1e-12);
+    // issue 13's attention targets, each against its own peer (not the row's first)
+    static const struct { const char *pass, *backend, *peer; double speedup; } attention[] = {
+        {"fwd", "flash_attention_2", "sdpa flash", 1.1},
+        {"fwd+bwd", "flash_attention_2", "sdpa flash", 1.1},
+        {"fwd", "flex_attention", "flex_attention (torch.compile)", 1},
+        {"fwd+bwd", "flex_attention", "flex_attention (torch.compile)", 1},
+        {"fwd", "sdpa", "sdpa memory-efficient", 1},
+        {"fwd+bwd", "sdpa", "sdpa memory-efficient", 1},
+    };
+    for (size_t i = 0; i < ROWS(attention) && 5 + i < targets.count; i++) {
+        const parity_bench_target *target = &targets.items[5 + i];
+        cr_expect_str_eq(target->op, "attention");
+        cr_expect_str_eq(target->shape, "4x16x16x4096x128x1");
+        cr_expect_str_eq(target->pass, attention[i].pass);
+        cr_expect_str_eq(target->backend, attention[i].backend);
+        cr_expect_str_eq(target->peer, attention[i].peer);
+        cr_expect_float_eq(target->minimum_speedup, attention[i].speedup, 1e-12);
+        cr_expect_float_eq(target->maximum_extra_gib, 0, 0, "%s: memory not judged", target->what);
+    }
     parity_bench_targets_release(&targets);
 
-#define HEADER "op\tpass\tshape\tbackend\tmin_gb_per_s\tmax_extra_gib\twhat\n"
+#define HEADER "op\tpass\tshape\tbackend\tpeer\tmin_speedup\tmin_gb_per_s\tmax_extra_gib\twhat\n"
     static const struct {
         const char *text;
         const char *expected; // NULL: reads
     } rows[] = {
-        {"# a comment\n\n" HEADER "rms_norm\tfwd\t16384x4096\tbest\t3800\t-\tRMSNorm fwd\n", NULL},
-        {HEADER "swiglu\tfwd\t8x8\tliger_kernel\t-\t0.5\tpeer target\r\n", NULL},
-        {"op\tpass\tshape\n", "t.tsv:1: 3 tab-separated fields, expected 7"},
-        {"op\tpass\tshape\tbackend\tmin_gb_per_s\tmax_extra\twhat\n", "t.tsv:1: header column 6 is 'max_extra'"},
+        {"# a comment\n\n" HEADER "rms_norm\tfwd\t16384x4096\tbest\t-\t-\t3800\t-\tRMSNorm fwd\n", NULL},
+        {HEADER "swiglu\tfwd\t8x8\tliger_kernel\tF.silu\t-\t-\t0.5\tpeer target\r\n", NULL},
+        {HEADER "swiglu\tfwd\t8x8\tliger_kernel\tF.silu\t1.25\t-\t-\tpeer target, speed only\n", NULL},
+        {"op\tpass\tshape\n", "t.tsv:1: 3 tab-separated fields, expected 9"},
+        {"op\tpass\tshape\tbackend\tpeer\tmin_speedup\tmin_gb_per_s\tmax_extra\twhat\n", "t.tsv:1: header column 8 is 'max_extra'"},
+        // the format before targets named their peer (judged against the row's first peer) is refused
+        {"op\tpass\tshape\tbackend\tmin_gb_per_s\tmax_extra_gib\twhat\n", "t.tsv:1: 7 tab-separated fields, expected 9"},
         // the old format with a typed-in torch time is refused: a verdict needs a peer measured in the run
-        {"op\tpass\tshape\tbackend\tmin_gb_per_s\ttorch_anchor_ms\tmax_extra_gib\twhat\n", "t.tsv:1: more than 7 tab-separated fields"},
+        {"op\tpass\tshape\tbackend\tpeer\tmin_speedup\tmin_gb_per_s\ttorch_anchor_ms\tmax_extra_gib\twhat\n",
+         "t.tsv:1: more than 9 tab-separated fields"},
         {HEADER, "t.tsv: no targets"},
-        {HEADER "rms_norm\tfwd\t16384x4096\tbest\t3800\t-\n", "t.tsv:2: 6 tab-separated fields, expected 7"},
-        {HEADER "rms_norm\tfwd\t16384x4096\tbest\t3800\t-\twhat\textra\n", "t.tsv:2: more than 7 tab-separated fields"},
-        {"# c\n" HEADER "conv\tfwd\t8x8\tbest\t1\t-\tw\n", "t.tsv:3: op 'conv' is not an op parity bench knows"},
-        {HEADER "rms_norm\tboth\t8x8\tbest\t1\t-\tw\n", "t.tsv:2: pass 'both' is neither fwd nor fwd+bwd"},
-        {HEADER "rms_norm\tfwd\t8x8x8\tbest\t1\t-\tw\n", "t.tsv:2: shape:"},
-        {HEADER "rms_norm\tfwd\t8x8\tbest\t3.8TB\t-\tw\n", "t.tsv:2: min_gb_per_s '3.8TB' is not a positive number or '-'"},
-        {HEADER "rms_norm\tfwd\t8x8\tbest\t-1\t-\tw\n", "t.tsv:2: min_gb_per_s '-1' is not a positive number"},
-        {HEADER "rms_norm\tfwd\t8x8\tbest\t-\t-\tw\n", "t.tsv:2: a target sets either min_gb_per_s (a bandwidth target) or max_extra_gib"},
-        {HEADER "rms_norm\tfwd\t8x8\tbest\t1\t2\tw\n", "t.tsv:2: a target sets either min_gb_per_s (a bandwidth target) or max_extra_gib"},
-        {HEADER "rms_norm\tfwd\t8x8\t\t1\t-\tw\n", "t.tsv:2: backend is empty"},
-        {HEADER "rms_norm\tfwd\t8x8\tbest\t1\t-\t\n", "t.tsv:2: what is empty"},
+        {HEADER "rms_norm\tfwd\t16384x4096\tbest\t-\t-\t3800\t-\n", "t.tsv:2: 8 tab-separated fields, expected 9"},
+        {HEADER "rms_norm\tfwd\t16384x4096\tbest\t-\t-\t3800\t-\twhat\textra\n", "t.tsv:2: more than 9 tab-separated fields"},
+        {"# c\n" HEADER "conv\tfwd\t8x8\tbest\t-\t-\t1\t-\tw\n", "t.tsv:3: op 'conv' is not an op parity bench knows"},
+        {HEADER "rms_norm\tboth\t8x8\tbest\t-\t-\t1\t-\tw\n", "t.tsv:2: pass 'both' is neither fwd nor fwd+bwd"},
+        {HEADER "rms_norm\tfwd\t8x8x8\tbest\t-\t-\t1\t-\tw\n", "t.tsv:2: shape:"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\t-\t-\t3.8TB\t-\tw\n", "t.tsv:2: min_gb_per_s '3.8TB' is not a positive number or '-'"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\t-\t-\t-1\t-\tw\n", "t.tsv:2: min_gb_per_s '-1' is not a positive number"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\tF.rms_norm\t0\t-\t-\tw\n", "t.tsv:2: min_speedup '0' is not a positive number"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\t-\t-\t-\t-\tw\n", "t.tsv:2: a target sets either min_gb_per_s (a bandwidth target) or peer"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\tF.rms_norm\t-\t1\t-\tw\n", "t.tsv:2: a target sets either min_gb_per_s (a bandwidth target) or peer"},
+        // a peer criterion without a peer: once the row's first peer, now refused
+        {HEADER "rms_norm\tfwd\t8x8\tbest\t-\t-\t1\t2\tw\n", "t.tsv:2: min_speedup and max_extra_gib judge a torch peer"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\t-\t1.1\t1\t-\tw\n", "t.tsv:2: min_speedup and max_extra_gib judge a torch peer"},
+        {HEADER "rms_norm\tfwd\t8x8\t\t-\t-\t1\t-\tw\n", "t.tsv:2: backend is empty"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\t\t-\t1\t-\tw\n", "t.tsv:2: peer is empty"},
+        {HEADER "rms_norm\tfwd\t8x8\tbest\t-\t-\t1\t-\t\n", "t.tsv:2: what is empty"},
     };
 #undef HEADER
     for (size_t i = 0; i < ROWS(rows); i++) {
