@@ -1,6 +1,9 @@
 // sdpa.cu: memory-efficient attention on CUDA (value "sdpa"), the math of torch's
-// F.scaled_dot_product_attention (memory-efficient flavour) on CUDA cores: tiled over keys with an
-// online softmax, never a T x T tensor, and only lse = m + log(l) per (token, query head) saved.
+// F.scaled_dot_product_attention (memory-efficient flavour): tiled over keys with an online softmax,
+// never a T x T tensor, and only lse = m + log(l) per (token, query head) saved. Like torch's sdpa it
+// picks its kernels by the call: bf16 with head sizes the tensor-core engine has (flash/flash.h: the
+// same tiled online softmax with f32 accumulation, on mma.sync) runs there; everything else (f64, f32,
+// other head sizes up to 256) runs on the CUDA-core kernels of this file, described below.
 // Compute type C: f32 for f32 and bf16 (bf16 in/out), f64 for f64; every sum is in C, in a fixed order.
 //   forward   grid (ceil(N / BQ), Hq), one block per (query tile, query head): the query tile in shared
 //             memory, key/value tiles of BK staged in turn; per tile s = scale * q k^T (masked -> -inf),
@@ -24,6 +27,7 @@
 // on the host (one thread a block) against a naive f64 attention, for changes made without a GPU.
 #include <stdlib.h>
 
+#include "ops/attention/flash/flash.h"
 #include "ops/core/cuda/device_args.h"
 #include "ops/core/cuda/eager_support.cuh"
 #include "ops/core/cuda/exec_stream.cuh"
@@ -463,6 +467,7 @@ parity_error *forward_typed(const parity_exec *exec, const parity_attention_args
 
 parity_error *attention_cuda_sdpa_forward(const parity_exec *exec, const parity_attention_args *args,
                                           parity_saved *saved) {
+    if (parity_flash_attention_covers(args)) return parity_flash_attention_forward(exec, args, saved, false, "sdpa");
     parity_attention_dims dims;
     scoped_tensor offsets;
     sdpa_call call;
@@ -522,6 +527,8 @@ parity_error *backward_typed(const parity_exec *exec, const parity_attention_arg
 
 parity_error *attention_cuda_sdpa_backward(const parity_exec *exec, const parity_attention_args *args,
                                            const parity_saved *saved, const parity_attention_grads *grads) {
+    if (parity_flash_attention_covers(args))
+        return parity_flash_attention_backward(exec, args, saved, grads, false, "sdpa");
     parity_attention_dims dims;
     scoped_tensor offsets;
     sdpa_call call;
@@ -556,7 +563,8 @@ PARITY_BACKEND_REGISTRATION(attention, sdpa, cuda) {
     // not batch invariant: a row's key tiles start where its query tile's keys start
     backend.capabilities = PARITY_CAP_VARLEN | PARITY_CAP_GQA | PARITY_CAP_SLIDING_WINDOW | PARITY_CAP_DETERMINISTIC;
     backend.kernels = &attention_cuda_sdpa_kernels;
-    backend.description = "memory-efficient attention on CUDA cores (tiled online softmax, f32 accumulation, saves "
-                          "only lse; deterministic backward), f64/f32/bf16";
+    backend.description = "memory-efficient attention (tiled online softmax, f32 accumulation, saves only lse; "
+                          "deterministic backward): bf16 on tensor cores (the flash engine) for its head sizes, "
+                          "f64/f32 and other head sizes on CUDA cores";
     return parity_registry_add(&backend);
 }

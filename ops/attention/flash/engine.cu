@@ -204,6 +204,15 @@ parity_error *prepare(const parity_attention_args *args, bool block_mask, const 
 
 } // namespace
 
+bool parity_flash_attention_covers(const parity_attention_args *args) {
+    if (!args->query || !args->value || args->query->ndim != 3 || args->value->ndim != 3 ||
+        args->query->dtype != PARITY_BF16)
+        return false;
+    for (const head_size_kernels &row : kernel_table)
+        if (row.head_dim == args->query->shape[2] && row.value_dim == args->value->shape[2]) return true;
+    return false;
+}
+
 parity_error *parity_flash_attention_forward(const parity_exec *exec, const parity_attention_args *args, parity_saved *saved,
                                              bool block_mask, const char *backend) {
     prepared p{};

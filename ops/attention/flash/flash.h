@@ -43,6 +43,10 @@ constexpr int flash_mask_granule = 64;
 
 } // namespace parity_flash
 
+// Whether the engine has kernels for the call's dtype and head sizes (bf16, a PARITY_FLASH_HEAD_SIZES
+// pair): sdpa runs those calls on it and the others on its CUDA-core kernels.
+bool parity_flash_attention_covers(const parity_attention_args *args);
+
 // The engine (engine.cu): forward saves lse (N, Hq) f32; backward reads it. `block_mask` picks the
 // schedule: false = documents (cu_seqlens, causal, window), true = args->block_mask (required).
 // `backend` names the caller in messages ("flash_attention_2").

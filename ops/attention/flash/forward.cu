@@ -1,6 +1,6 @@
 // forward.cu: the FlashAttention-2 forward on tensor cores (mma.sync m16n8k16, bf16 in, f32
-// accumulate) and its launcher. One block of WARPS warps per (query tile of BQ = 16 WARPS rows,
-// query head[, document]); warp w owns rows 16 w .. 16 w + 15 of the tile.
+// accumulate) and its launcher. One block of WARPS warps per (query tile of BQ = 16 M WARPS rows,
+// query head[, document]); warp w owns rows 16 M w .. 16 M (w + 1) - 1 of the tile.
 //   q tile (BQ, D) staged once in shared memory (held in registers when D <= 128);
 //   key / value tiles (BK, D) / (BK, Dv) double-buffered with cp.async while the previous one computes;
 //   per key tile: S = Q K^T (16 x BK a warp, f32), masked -> -inf where the schedule says the tile
@@ -9,21 +9,24 @@
 //   at the end out = O / l (0 for a row that saw nothing), lse = ln 2 (m + log2 l) (+inf for it).
 // Shared-memory rows are padded by 8 elements (16 bytes) so ldmatrix's 8 row addresses hit 8
 // different bank quads for every D here. Instantiated for the head sizes flash.h lists.
+#include <stdlib.h>
+
 #include "ops/attention/flash/flash.h"
 #include "ops/attention/flash/mma.cuh"
 
 namespace parity_flash {
 
-template <int D, int DV, int WARPS, int BK> struct forward_shape {
-    static constexpr int BQ = 16 * WARPS, SQ = D + 8, SV = DV + 8;
+template <int D, int DV, int WARPS, int M, int BK> struct forward_shape {
+    static constexpr int BQ = 16 * M * WARPS, SQ = D + 8, SV = DV + 8;
     static constexpr size_t shared_bytes = sizeof(bf16) * ((size_t)BQ * SQ + 2 * (size_t)BK * SQ + 2 * (size_t)BK * SV);
 };
 
-template <int D, int DV, int WARPS, int BK, bool BLOCK_MASK>
+// M: 16-row atoms a warp owns (each K / V fragment loaded from shared memory feeds M mma's).
+template <int D, int DV, int WARPS, int M, int BK, bool BLOCK_MASK>
 __global__ void __launch_bounds__(WARPS * 32) flash_forward_kernel(flash_call c) {
-    using shape = forward_shape<D, DV, WARPS, BK>;
+    using shape = forward_shape<D, DV, WARPS, M, BK>;
     constexpr int BQ = shape::BQ, SQ = shape::SQ, SV = shape::SV, THREADS = WARPS * 32;
-    constexpr bool Q_IN_REGISTERS = D <= 128;
+    constexpr bool Q_IN_REGISTERS = M == 1 && D <= 128;
     extern __shared__ __align__(16) unsigned char shared_raw[];
     bf16 *sq = reinterpret_cast<bf16 *>(shared_raw); // (BQ, SQ)
     bf16 *sk = sq + BQ * SQ;                         // 2 x (BK, SQ)
@@ -64,18 +67,24 @@ __global__ void __launch_bounds__(WARPS * 32) flash_forward_kernel(flash_call c)
     copy_wait<0>();
     __syncthreads();
 
-    const bf16 *q_rows = sq + warp * 16 * SQ;
+    const bf16 *q_rows = sq + warp * 16 * M * SQ; // atom m: rows 16 m .. 16 m + 15 of the warp's
     uint32_t q_fragments[Q_IN_REGISTERS ? D / 16 : 1][4];
     if constexpr (Q_IN_REGISTERS) {
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) load_a(q_fragments[kk], q_rows + kk * 16, SQ, lane);
     }
 
-    float o[DV / 8][4];
+    float o[M][DV / 8][4];
+    float row_max[M][2], row_sum[M][2];
 #pragma unroll
-    for (int n = 0; n < DV / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
-    const int64_t row0 = walk.first + warp * 16 + g; // this thread's rows row0 and row0 + 8
+    for (int m = 0; m < M; m++) {
+#pragma unroll
+        for (int n = 0; n < DV / 8; n++) o[m][n][0] = o[m][n][1] = o[m][n][2] = o[m][n][3] = 0.f;
+        row_max[m][0] = row_max[m][1] = -INFINITY;
+        row_sum[m][0] = row_sum[m][1] = 0.f;
+    }
+    // this thread's rows: row0 + 16 m + 8 half
+    const int64_t row0 = walk.first + warp * 16 * M + g;
 
     for (int j = 0; j < tiles; j++) {
         if (j + 1 < tiles) load_tile(j + 1, (j + 1) & 1);
@@ -86,100 +95,124 @@ __global__ void __launch_bounds__(WARPS * 32) flash_forward_kernel(flash_call c)
         bool masked;
         int64_t key0 = walk.template tile<BQ, BK>(c, h, j, &masked);
 
-        float s[BK / 8][4];
+        float s[M][BK / 8][4];
 #pragma unroll
-        for (int n = 0; n < BK / 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        for (int m = 0; m < M; m++)
+#pragma unroll
+            for (int n = 0; n < BK / 8; n++) s[m][n][0] = s[m][n][1] = s[m][n][2] = s[m][n][3] = 0.f;
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) {
-            uint32_t a[4];
-            if constexpr (Q_IN_REGISTERS) {
+            uint32_t a[M][4];
 #pragma unroll
-                for (int e = 0; e < 4; e++) a[e] = q_fragments[kk][e];
-            } else {
-                load_a(a, q_rows + kk * 16, SQ, lane);
+            for (int m = 0; m < M; m++) {
+                if constexpr (Q_IN_REGISTERS) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++) a[m][e] = q_fragments[kk][e];
+                } else {
+                    load_a(a[m], q_rows + m * 16 * SQ + kk * 16, SQ, lane);
+                }
             }
 #pragma unroll
             for (int n = 0; n < BK / 16; n++) {
                 uint32_t b[4];
                 load_b_nk(b, k_tile + n * 16 * SQ + kk * 16, SQ, lane);
-                mma_16816(s[2 * n], a, b[0], b[1]);
-                mma_16816(s[2 * n + 1], a, b[2], b[3]);
-            }
-        }
 #pragma unroll
-        for (int n = 0; n < BK / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                s[n][e] *= c.scale_log2;
-                if (masked) {
-                    int64_t query = row0 + (e / 2) * 8, key = key0 + n * 8 + 2 * t + (e % 2);
-                    if (!walk.visible(c, query, key)) s[n][e] = -INFINITY;
+                for (int m = 0; m < M; m++) {
+                    mma_16816(s[m][2 * n], a[m], b[0], b[1]);
+                    mma_16816(s[m][2 * n + 1], a[m], b[2], b[3]);
                 }
             }
-        // Online softmax per row (this thread's two rows; a row's 4 threads are one quad).
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-            float top = row_max[half];
-#pragma unroll
-            for (int n = 0; n < BK / 8; n++) top = fmaxf(top, fmaxf(s[n][2 * half], s[n][2 * half + 1]));
-            top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 1));
-            top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 2));
-            float base = top == -INFINITY ? 0.f : top; // a row that saw nothing yet keeps p = 0
-            float alpha = exp2f(row_max[half] - base);
-            row_max[half] = top;
-            float sum = 0.f;
-#pragma unroll
-            for (int n = 0; n < BK / 8; n++) {
-                s[n][2 * half] = exp2f(s[n][2 * half] - base);
-                s[n][2 * half + 1] = exp2f(s[n][2 * half + 1] - base);
-                sum += s[n][2 * half] + s[n][2 * half + 1];
-            }
-            row_sum[half] = alpha * row_sum[half] + sum;
-#pragma unroll
-            for (int n = 0; n < DV / 8; n++) {
-                o[n][2 * half] *= alpha;
-                o[n][2 * half + 1] *= alpha;
-            }
         }
+#pragma unroll
+        for (int m = 0; m < M; m++)
+#pragma unroll
+            for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    s[m][n][e] *= c.scale_log2;
+                    if (masked) {
+                        int64_t query = row0 + m * 16 + (e / 2) * 8, key = key0 + n * 8 + 2 * t + (e % 2);
+                        if (!walk.visible(c, query, key)) s[m][n][e] = -INFINITY;
+                    }
+                }
+        // Online softmax per row (this thread's 2 M rows; a row's 4 threads are one quad).
+#pragma unroll
+        for (int m = 0; m < M; m++)
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                float top = row_max[m][half];
+#pragma unroll
+                for (int n = 0; n < BK / 8; n++) top = fmaxf(top, fmaxf(s[m][n][2 * half], s[m][n][2 * half + 1]));
+                top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 1));
+                top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 2));
+                float base = top == -INFINITY ? 0.f : top; // a row that saw nothing yet keeps p = 0
+                float alpha = exp2f(row_max[m][half] - base);
+                row_max[m][half] = top;
+                float sum = 0.f;
+#pragma unroll
+                for (int n = 0; n < BK / 8; n++) {
+                    s[m][n][2 * half] = exp2f(s[m][n][2 * half] - base);
+                    s[m][n][2 * half + 1] = exp2f(s[m][n][2 * half + 1] - base);
+                    sum += s[m][n][2 * half] + s[m][n][2 * half + 1];
+                }
+                row_sum[m][half] = alpha * row_sum[m][half] + sum;
+#pragma unroll
+                for (int n = 0; n < DV / 8; n++) {
+                    o[m][n][2 * half] *= alpha;
+                    o[m][n][2 * half + 1] *= alpha;
+                }
+            }
         // O += P V, P from the S registers.
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++) {
-            uint32_t a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-                             pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+            uint32_t a[M][4];
+#pragma unroll
+            for (int m = 0; m < M; m++) {
+                a[m][0] = pack_bf16(s[m][2 * kk][0], s[m][2 * kk][1]);
+                a[m][1] = pack_bf16(s[m][2 * kk][2], s[m][2 * kk][3]);
+                a[m][2] = pack_bf16(s[m][2 * kk + 1][0], s[m][2 * kk + 1][1]);
+                a[m][3] = pack_bf16(s[m][2 * kk + 1][2], s[m][2 * kk + 1][3]);
+            }
 #pragma unroll
             for (int n = 0; n < DV / 16; n++) {
                 uint32_t b[4];
                 load_b_kn(b, v_tile + kk * 16 * SV + n * 16, SV, lane);
-                mma_16816(o[2 * n], a, b[0], b[1]);
-                mma_16816(o[2 * n + 1], a, b[2], b[3]);
+#pragma unroll
+                for (int m = 0; m < M; m++) {
+                    mma_16816(o[m][2 * n], a[m], b[0], b[1]);
+                    mma_16816(o[m][2 * n + 1], a[m], b[2], b[3]);
+                }
             }
         }
         __syncthreads();
     }
 
 #pragma unroll
-    for (int half = 0; half < 2; half++) {
-        float sum = row_sum[half];
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        int64_t row = row0 + half * 8;
-        if (row >= walk.limit) continue;
-        float inverse = sum > 0.f ? 1.f / sum : 0.f;
-        bf16 *out_row = c.out + (row * qh + h) * DV;
+    for (int m = 0; m < M; m++)
 #pragma unroll
-        for (int n = 0; n < DV / 8; n++) {
-            __nv_bfloat162 pair = __floats2bfloat162_rn(o[n][2 * half] * inverse, o[n][2 * half + 1] * inverse);
-            *reinterpret_cast<__nv_bfloat162 *>(out_row + n * 8 + 2 * t) = pair;
+        for (int half = 0; half < 2; half++) {
+            float sum = row_sum[m][half];
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            int64_t row = row0 + m * 16 + half * 8;
+            if (row >= walk.limit) continue;
+            float inverse = sum > 0.f ? 1.f / sum : 0.f;
+            bf16 *out_row = c.out + (row * qh + h) * DV;
+#pragma unroll
+            for (int n = 0; n < DV / 8; n++) {
+                __nv_bfloat162 pair =
+                    __floats2bfloat162_rn(o[m][n][2 * half] * inverse, o[m][n][2 * half + 1] * inverse);
+                *reinterpret_cast<__nv_bfloat162 *>(out_row + n * 8 + 2 * t) = pair;
+            }
+            if (t == 0)
+                c.lse[row * qh + h] = sum > 0.f ? (row_max[m][half] + log2f(sum)) * 0.69314718055994531f : INFINITY;
         }
-        if (t == 0)
-            c.lse[row * qh + h] = sum > 0.f ? (row_max[half] + log2f(sum)) * 0.69314718055994531f : INFINITY;
-    }
 }
 
-template <int D, int DV, int WARPS, int BK, bool BLOCK_MASK>
+template <int D, int DV, int WARPS, int M, int BK, bool BLOCK_MASK>
 parity_error *launch_forward(const flash_call &call, const flash_grid &grid, cudaStream_t stream) {
-    using shape = forward_shape<D, DV, WARPS, BK>;
-    auto kernel = flash_forward_kernel<D, DV, WARPS, BK, BLOCK_MASK>;
+    using shape = forward_shape<D, DV, WARPS, M, BK>;
+    auto kernel = flash_forward_kernel<D, DV, WARPS, M, BK, BLOCK_MASK>;
     PARITY_TRY(flash_allow_shared((const void *)kernel, "forward", shape::shared_bytes, grid.device_index));
     dim3 blocks((unsigned)((grid.longest + shape::BQ - 1) / shape::BQ), (unsigned)call.query_heads,
                 (unsigned)grid.documents);
@@ -188,11 +221,21 @@ parity_error *launch_forward(const flash_call &call, const flash_grid &grid, cud
     return NULL;
 }
 
-// Tiles per head size: 4 warps (64 query rows); key tiles of 64, 32 at D = 256 (registers).
+// Tiles per head size: 4 warps of 32 query rows (128) up to Dv = 128, of 16 rows (64) above
+// (registers); key tiles of 64, 32 at D = 256.
 template <int D, int DV> parity_error *flash_forward_for(const flash_call &call, const flash_grid &grid, cudaStream_t stream) {
-    constexpr int BK = D >= 256 ? 32 : 64;
-    return grid.block_mask ? launch_forward<D, DV, 4, BK, true>(call, grid, stream)
-                           : launch_forward<D, DV, 4, BK, false>(call, grid, stream);
+    constexpr int BK = D >= 256 ? 32 : 64, M = DV <= 128 ? 2 : 1;
+    if constexpr (D == 128 && DV == 128) { // TUNING (temporary): PARITY_FLASH_VARIANT picks the tiles
+        const char *variant = getenv("PARITY_FLASH_VARIANT");
+        if (variant && !grid.block_mask) {
+            if (variant[0] == 'a') return launch_forward<D, DV, 4, 1, 64, false>(call, grid, stream);
+            if (variant[0] == 'b') return launch_forward<D, DV, 4, 2, 32, false>(call, grid, stream);
+            if (variant[0] == 'c') return launch_forward<D, DV, 8, 1, 64, false>(call, grid, stream);
+            if (variant[0] == 'd') return launch_forward<D, DV, 8, 2, 32, false>(call, grid, stream);
+        }
+    }
+    return grid.block_mask ? launch_forward<D, DV, 4, M, BK, true>(call, grid, stream)
+                           : launch_forward<D, DV, 4, M, BK, false>(call, grid, stream);
 }
 
 #define PARITY_FLASH_FORWARD_INSTANCE(D, DV)                                                                          \
