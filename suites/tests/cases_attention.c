@@ -133,7 +133,7 @@ static parity_error *call_attention(attention_call call) {
         for (int64_t i = 0; i < call.boundaries; i++) ((int64_t *)cu.data)[i] = call.cu_seqlens[i];
         error = parity_registry_resolve(PARITY_OP_ATTENTION, call.backend, PARITY_CPU, &backend);
     }
-    parity_attention_args args = {&q, &k, &v, &cu, 0.5, call.causal, call.sliding_window, &y};
+    parity_attention_args args = {&q, &k, &v, &cu, 0.5, call.causal, call.sliding_window, &y, NULL};
     const parity_attention_kernels *kernels = backend ? backend->kernels : NULL;
     if (!error) error = kernels->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     if (!error && call.wrong_dkey)

@@ -57,6 +57,7 @@ typedef struct op_check_state {
     parity_saved saved;
     bool has_attributes;
     _Alignas(max_align_t) unsigned char attributes[OP_CHECK_MAX_ATTRIBUTES]; // op->attributes_size bytes
+    void *prepared; // what the descriptor's prepare built for the backend (attention: a block mask)
 } op_check_state;
 
 typedef struct op_check_case {

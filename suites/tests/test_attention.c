@@ -81,7 +81,7 @@ static void check_against_naive(const naive_case *c, const char *backend_name) {
     cr_assert_null(parity_registry_resolve(PARITY_OP_ATTENTION, backend_name, PARITY_CPU, &backend));
     const parity_attention_kernels *kernels = backend->kernels;
     parity_saved saved = {0};
-    parity_attention_args args = {&q, &k, &v, &cu, c->scale, c->causal, c->window, &y};
+    parity_attention_args args = {&q, &k, &v, &cu, c->scale, c->causal, c->window, &y, NULL};
     cr_assert_null(kernels->forward(parity_test_exec(PARITY_CPU), &args, &saved));
     double worst = 0;
     for (int64_t i = 0; i < y.numel; i++) worst = parity_test_max(worst, fabs(parity_tensor_get(&y, i) - expected[i]));
