@@ -1,6 +1,7 @@
 // bench_ops.c: the ops `parity bench op` times (see bench_ops.h). Inputs are random (never zeros:
 // zeros can run faster than real data), drawn on the device from named Philox streams; each op's
-// setup hands them to the descriptor's slots, and the descriptor makes every call.
+// setup hands them to the descriptor's slots, and the descriptor makes every call (after its prepare
+// for the backend being timed: attention's block mask for a backend that runs on one).
 #include "harness/bench/bench_ops.h"
 
 #include <math.h>
