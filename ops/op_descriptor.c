@@ -26,6 +26,16 @@ void parity_op_build_grads(const parity_op_descriptor *op, parity_tensor *const 
         if (op->slots[i].grads_field != PARITY_OP_NO_FIELD) store_pointer(grads, op->slots[i].grads_field, gradients[i]);
 }
 
+parity_error *parity_op_prepare(const parity_op_descriptor *op, const struct parity_backend *backend, void *attributes,
+                                parity_tensor *const *tensors, void **prepared) {
+    *prepared = NULL;
+    return op->prepare ? op->prepare(backend, attributes, tensors, prepared) : NULL;
+}
+
+void parity_op_release_prepared(const parity_op_descriptor *op, void *prepared) {
+    if (prepared && op->release_prepared) op->release_prepared(prepared);
+}
+
 int parity_op_slot_index(const parity_op_descriptor *op, const char *name) {
     for (int i = 0; i < op->slot_count; i++)
         if (strcmp(op->slots[i].name, name) == 0) return i;

@@ -23,6 +23,8 @@
 extern "C" {
 #endif
 
+struct parity_backend;
+
 #define PARITY_OP_MAX_SLOTS 10      // concat and split: 8 parts and their other tensor
 #define PARITY_OP_MAX_SIZES 6       // the sizes of a work model ("ROWSxHIDDEN", ...; attention has 6)
 #define PARITY_OP_NO_FIELD ((size_t)-1)
@@ -80,6 +82,13 @@ typedef struct parity_op_descriptor {
     parity_error *(*backward)(const parity_exec *exec, const void *kernels, const void *attributes,
                               parity_tensor *const *tensors, parity_tensor *const *gradients, const parity_saved *saved);
     const parity_op_work_model *work; // NULL: `parity bench` does not time this op
+    // Per-call data a backend needs beyond the slots, built from the call's visibility (attention:
+    // the block mask of a backend with PARITY_CAP_BLOCK_MASK); NULL for the ops that have none. The
+    // op tests and `parity bench` call it once per (backend, inputs) through parity_op_prepare; the
+    // model builds the same data itself (models/autograd/nodes/node_attention.c).
+    parity_error *(*prepare)(const struct parity_backend *backend, void *attributes, parity_tensor *const *tensors,
+                             void **prepared);
+    void (*release_prepared)(void *prepared);
 } parity_op_descriptor;
 
 // The args builder: `args` (op->args_size bytes) from the attributes and the slots' tensors, for the
@@ -88,6 +97,14 @@ typedef struct parity_op_descriptor {
 void parity_op_build_args(const parity_op_descriptor *op, const void *attributes, parity_tensor *const *tensors,
                           bool for_backward, void *args);
 void parity_op_build_grads(const parity_op_descriptor *op, parity_tensor *const *gradients, void *grads);
+
+// For the op tests and `parity bench`: whatever `backend` needs beyond the slots for calls on
+// `tensors` (by slot), pointed at from the caller's copy of the attributes (op->prepare; for an op
+// without one, nothing). *prepared is what the caller releases with parity_op_release_prepared after
+// its last call with those attributes (NULL when nothing was built).
+parity_error *parity_op_prepare(const parity_op_descriptor *op, const struct parity_backend *backend, void *attributes,
+                                parity_tensor *const *tensors, void **prepared);
+void parity_op_release_prepared(const parity_op_descriptor *op, void *prepared); // NULL is a no-op
 
 // The index of the slot named `name`, or -1.
 int parity_op_slot_index(const parity_op_descriptor *op, const char *name);

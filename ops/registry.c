@@ -236,7 +236,7 @@ const char *parity_capability_names(uint32_t capabilities, char *buffer, size_t 
         {PARITY_CAP_SEQUENCE_PARALLEL, "sequence parallel"}, {PARITY_CAP_EXPERT_PARALLEL, "expert parallel"},
         {PARITY_CAP_SLIDING_WINDOW, "sliding window"}, {PARITY_CAP_OFFSET_WEIGHT, "(1 + w) offset weight"},
         {PARITY_CAP_BATCH_INVARIANT, "batch invariance"}, {PARITY_CAP_DETERMINISTIC, "determinism"},
-        {PARITY_CAP_FUSED_LINEAR, "fused linear"},
+        {PARITY_CAP_FUSED_LINEAR, "fused linear"}, {PARITY_CAP_BLOCK_MASK, "block mask"},
     };
     if (!buffer || size == 0) return buffer;
     size_t used = 0;

@@ -41,6 +41,8 @@ enum parity_capability {
     PARITY_CAP_DETERMINISTIC = 1u << 8,       // bitwise reproducible run to run
     PARITY_CAP_FUSED_LINEAR = 1u << 9,        // cross-entropy that takes hidden states + lm_head weight
     PARITY_CAP_TEST_ONLY = 1u << 10,          // deliberately wrong backends that prove the harness can see
+    PARITY_CAP_BLOCK_MASK = 1u << 11,         // attention that runs on a model-provided block mask
+                                              // (ops/attention/block_mask.h): its callers pass args.block_mask
 };
 
 typedef struct parity_backend parity_backend;

@@ -1,6 +1,7 @@
 // bench_ops.c: the ops `parity bench op` times (see bench_ops.h). Inputs are random (never zeros:
 // zeros can run faster than real data), drawn on the device from named Philox streams; each op's
-// setup hands them to the descriptor's slots, and the descriptor makes every call.
+// setup hands them to the descriptor's slots, and the descriptor makes every call (after its prepare
+// for the backend being timed: attention's block mask for a backend that runs on one).
 #include "harness/bench/bench_ops.h"
 
 #include <math.h>
@@ -27,6 +28,7 @@ struct parity_bench_inputs {
     parity_tensor *tensors[PARITY_OP_MAX_SLOTS];   // by slot
     parity_tensor *gradients[PARITY_OP_MAX_SLOTS]; // by slot: buffers of inputs' gradients, outputs' incoming ones
     _Alignas(max_align_t) unsigned char attributes[256];
+    void *prepared; // the descriptor's prepare for the backend being timed (attention: its block mask)
 };
 
 // A new device tensor in `in`: filled from the stream `name` (normal(a, b) or uniform(a, b)), or left
@@ -294,8 +296,14 @@ parity_error *parity_bench_backward(const parity_exec *exec, const parity_bench_
     return op->descriptor->backward(exec, kernels, inputs->attributes, inputs->tensors, inputs->gradients, saved);
 }
 
+parity_error *parity_bench_prepare(const parity_bench_op *op, parity_bench_inputs *inputs, const parity_backend *backend) {
+    parity_op_release_prepared(op->descriptor, inputs->prepared);
+    return parity_op_prepare(op->descriptor, backend, inputs->attributes, inputs->tensors, &inputs->prepared);
+}
+
 void parity_bench_teardown(parity_bench_inputs *inputs) {
     if (!inputs) return;
+    parity_op_release_prepared(inputs->op, inputs->prepared);
     for (int i = 0; i < inputs->count; i++) parity_tensor_release(&inputs->storage[i]);
     free(inputs);
 }

@@ -14,6 +14,7 @@
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
+#include "ops/registry.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,6 +49,10 @@ const parity_bench_op *parity_bench_op_at(size_t index);
 // Makes `op`'s inputs for `shape` (*out is set even on error; release it with parity_bench_teardown).
 parity_error *parity_bench_setup(const parity_bench_op *op, const parity_bench_shape *shape, parity_dtype dtype,
                                  parity_device device, parity_bench_inputs **out);
+// What `backend` needs beyond the inputs (the descriptor's prepare: attention's block mask, built from
+// the inputs' visibility for a backend that runs on one), replacing what the previous backend got;
+// before timing, so the build is never timed.
+parity_error *parity_bench_prepare(const parity_bench_op *op, parity_bench_inputs *inputs, const parity_backend *backend);
 // A backend's forward and backward on the inputs, through the op's descriptor, on `exec` (the bench's
 // context on the device).
 parity_error *parity_bench_forward(const parity_exec *exec, const parity_bench_op *op, parity_bench_inputs *inputs,

@@ -188,6 +188,8 @@ static parity_error *bench_shape(const parity_bench_options *options, const pari
                 set_status(&result, "not available", error);
             } else if (!(backend->dtypes & PARITY_DTYPE_BIT(options->dtype))) {
                 snprintf(result.status, sizeof result.status, "not supported: no %s", parity_dtype_name(options->dtype));
+            } else if ((error = parity_bench_prepare(op, inputs, backend))) {
+                set_status(&result, "error: preparing the call", error);
             } else {
                 time_pass(options, context, exec, timer, op, shape, inputs, backend, pass == 1, &result);
             }

@@ -27,6 +27,11 @@ void parity_tape_release(parity_tape *tape) {
         parity_tensor_release(&tape->variables[i]->gradient);
         free(tape->variables[i]);
     }
+    for (size_t i = 0; i < tape->block_mask_count; i++) {
+        parity_block_mask_free(&tape->block_masks[i]->mask);
+        free(tape->block_masks[i]);
+    }
+    free(tape->block_masks);
     free(tape->nodes);
     free(tape->variables);
     memset(tape, 0, sizeof *tape);

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include "models/autograd/tape_profile.h"
+#include "ops/attention/block_mask.h"
 #include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
@@ -30,6 +31,12 @@ typedef struct parity_variable {
 
 typedef struct parity_tape parity_tape;
 typedef struct parity_node parity_node;
+
+// A block mask the tape keeps (node_attention.c), with the cu_seqlens storage it was built from.
+typedef struct parity_tape_block_mask {
+    const void *cu_seqlens;
+    parity_block_mask mask;
+} parity_tape_block_mask;
 
 // A node's backward: reads the gradients of its outputs, accumulates into its inputs.
 typedef parity_error *(*parity_node_backward)(parity_tape *tape, parity_node *node);
@@ -57,6 +64,11 @@ struct parity_tape {
     // backward, every gradient it wrote is reduced once and the first non-finite one is named here.
     bool check_gradients;
     char first_non_finite[192];
+    // The block masks of this tape's attention nodes (a backend with PARITY_CAP_BLOCK_MASK,
+    // node_attention.c): one per distinct visibility (cu_seqlens, causal, sliding_window) of the
+    // step, on its device, freed with the tape (the nodes' backward reads them).
+    parity_tape_block_mask **block_masks;
+    size_t block_mask_count;
 };
 
 void parity_tape_init(parity_tape *tape, const parity_exec *exec, parity_dtype dtype, bool recording);

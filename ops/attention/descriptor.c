@@ -6,8 +6,15 @@
 //   the causal count, 2 B Hq D sum(L^2) over the documents forward (2 B H T^2 D for S = 1), 3.5x
 //   that forward + backward; bytes: the forward reads q, k, v and writes o, the backward also reads q, k,
 //   v, o, do and writes dq, dk, dv (the f32 log-sum-exp is not counted).
+//   prepare: the block mask of a backend with PARITY_CAP_BLOCK_MASK (block_mask.h), from the call's
+//   visibility, for the op tests and the bench.
+#include <stdlib.h>
+
 #include "ops/attention/attention.h"
+#include "ops/attention/block_mask.h"
 #include "ops/registry.h"
+
+enum { SLOT_QUERY = 0, SLOT_CU_SEQLENS = 3 }; // indices in `slots`
 
 static const parity_op_slot slots[] = {
     PARITY_OP_SLOT(attention, "query", PARITY_SLOT_INPUT, query, dquery),
@@ -51,4 +58,33 @@ static double gradient_bytes(const int64_t *sizes, parity_dtype dtype) {
 static const parity_op_work_model work = {"BATCHxQUERY_HEADSxKV_HEADSxTOKENSxHEAD_DIMxDOCUMENTS", 6, true, bytes, flops,
                                           gradient_bytes};
 
-PARITY_OP_DESCRIPTOR(attention, PARITY_OP_ATTENTION, PARITY_OP_ARGS_ATTRIBUTES(attention), .work = &work)
+// The op tests' and the bench's block mask: a backend with PARITY_CAP_BLOCK_MASK gets the mask of the
+// call's own visibility (cu_seqlens, causal, sliding_window), built by the model's builder on the
+// query's device; every other backend gets block_mask = NULL.
+static void release_block_mask(void *prepared) {
+    parity_block_mask_free(prepared);
+    free(prepared);
+}
+
+static parity_error *prepare_block_mask(const parity_backend *backend, void *attributes, parity_tensor *const *tensors,
+                                        void **prepared) {
+    parity_attention_args *args = attributes;
+    args->block_mask = NULL;
+    if (!(backend->capabilities & PARITY_CAP_BLOCK_MASK)) return NULL;
+    const parity_tensor *query = tensors[SLOT_QUERY];
+    PARITY_CHECK(query && query->ndim == 3, PARITY_ERROR_SHAPE, "attention: a block mask needs the query (N, Hq, D)");
+    parity_block_mask *mask = calloc(1, sizeof *mask);
+    if (!mask) return PARITY_ERROR(PARITY_ERROR_MEMORY, "attention: a block mask");
+    parity_error *error = parity_block_mask_from_visibility(query->device, tensors[SLOT_CU_SEQLENS], query->shape[0],
+                                                            args->causal, args->sliding_window, mask);
+    if (error) {
+        free(mask);
+        return error;
+    }
+    args->block_mask = mask;
+    *prepared = mask;
+    return NULL;
+}
+
+PARITY_OP_DESCRIPTOR(attention, PARITY_OP_ATTENTION, PARITY_OP_ARGS_ATTRIBUTES(attention), .work = &work,
+                     .prepare = prepare_block_mask, .release_prepared = release_block_mask)

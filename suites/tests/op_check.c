@@ -146,6 +146,7 @@ void op_check_release(op_check_state *state) {
         parity_tensor_release(&state->tensors[i].device_gradient);
     }
     parity_saved_release(&state->saved);
+    if (state->op) parity_op_release_prepared(state->op, state->prepared);
     memset(state, 0, sizeof *state);
 }
 
@@ -202,6 +203,16 @@ static parity_error *check_setup(const op_check_case *test_case, op_check_state 
                             op->attributes_size, sizeof state->attributes);
     if (op->attributes_size && !state->has_attributes)
         return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s [%s]: setup set no attributes", op->name, test_case->name);
+    return NULL;
+}
+
+// What the backend needs beyond the slots (the descriptor's prepare: attention's block mask for a
+// backend that runs on one), from the tensors it will get; after setup and mirroring, once per state.
+static parity_error *prepare_call(const op_check_case *test_case, op_check_state *state) {
+    parity_tensor *tensors[PARITY_OP_MAX_SLOTS];
+    slot_tensors(state, tensors, NULL);
+    PARITY_TRY_CONTEXT(parity_op_prepare(state->op, state->backend, state->attributes, tensors, &state->prepared),
+                       "%s [%s] preparing %s", test_case->op->name, test_case->name, state->backend->name);
     return NULL;
 }
 
@@ -264,6 +275,7 @@ parity_error *op_check_run(const op_check_case *test_case, op_check_run_options 
     PARITY_TRY(check_setup(test_case, state));
     if (state->device.type != PARITY_DEVICE_CPU)
         PARITY_TRY_CONTEXT(mirror_to_device(state), "%s [%s]", test_case->op->name, test_case->name);
+    PARITY_TRY(prepare_call(test_case, state));
     PARITY_TRY(run_forward(test_case, state));
     PARITY_TRY(run_backward(test_case, state));
     return NULL;
@@ -417,6 +429,7 @@ parity_error *op_check_run_rows(const op_check_case *test_case, const op_check_s
                        test_case->op->name, test_case->name, (long long)count);
     if (out->device.type != PARITY_DEVICE_CPU)
         PARITY_TRY_CONTEXT(mirror_to_device(out), "%s [%s]", test_case->op->name, test_case->name);
+    PARITY_TRY(prepare_call(test_case, out)); // its own rows' visibility, not the whole batch's
     PARITY_TRY(run_forward(test_case, out));
     PARITY_TRY(run_backward(test_case, out));
     return NULL;

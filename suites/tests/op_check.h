@@ -15,6 +15,9 @@
 // during forward/backward op_check_value and op_check_gradient return the device tensors, and the
 // outputs and gradients are copied back to the host slots afterwards, so every row runs unchanged
 // on the GPU and the checks below compare host tensors.
+// A backend that needs data beyond the slots gets it from the descriptor's prepare, built once per run
+// from the tensors it is handed (attention: the block mask of a PARITY_CAP_BLOCK_MASK backend, from
+// the row's cu_seqlens, causal and window; a row batch of op_check_run_rows gets its own).
 // Inputs are drawn from named Philox streams (case name + tensor name) in f64 and rounded once to
 // the run's dtype, or to a coarser "input precision" so an f64 run can see exactly the bf16 inputs.
 #ifndef PARITY_OP_CHECK_H
@@ -57,6 +60,7 @@ typedef struct op_check_state {
     parity_saved saved;
     bool has_attributes;
     _Alignas(max_align_t) unsigned char attributes[OP_CHECK_MAX_ATTRIBUTES]; // op->attributes_size bytes
+    void *prepared; // what the descriptor's prepare built for the backend (attention: a block mask)
 } op_check_state;
 
 typedef struct op_check_case {
