@@ -55,6 +55,7 @@ static const fused_backend fused_backends[] = {
     {PARITY_OP_ATTENTION, "sdpa", 1e-12, NULL, false},
     // bf16 tensor cores only: f64/f32 and head sizes without kernels are refused by name
     {PARITY_OP_ATTENTION, "flash_attention_2", 1e-12, "flash_attention_2 on cuda", true},
+    {PARITY_OP_ATTENTION, "flex_attention", 1e-12, "flex_attention on cuda", true},
 };
 
 static void fail_on_error(parity_error *error, const char *what) {

@@ -15,6 +15,8 @@
 //           then dQ *= scale.
 // lse = +inf (a row that saw nothing) gives P = 0 and so zero gradients. Shared-memory rows are
 // padded by 8 elements as in forward.cu.
+#include <stdlib.h>
+
 #include "ops/attention/flash/flash.h"
 #include "ops/attention/flash/mma.cuh"
 
@@ -245,15 +247,16 @@ __global__ void __launch_bounds__(WARPS * 32) flash_key_value_kernel(flash_call 
     }
 }
 
-template <int D, int DV, int WARPS, int BK> struct query_shape {
-    static constexpr int BQ = 16 * WARPS, SQ = D + 8, SV = DV + 8;
+template <int D, int DV, int WARPS, int M, int BK> struct query_shape {
+    static constexpr int BQ = 16 * M * WARPS, SQ = D + 8, SV = DV + 8;
     static constexpr size_t shared_bytes =
         sizeof(bf16) * ((size_t)BQ * SQ + (size_t)BQ * SV + 2 * (size_t)BK * SQ + 2 * (size_t)BK * SV);
 };
 
-template <int D, int DV, int WARPS, int BK, bool BLOCK_MASK>
+// M: 16-row atoms a warp owns (each K / V fragment loaded from shared memory feeds M mma's).
+template <int D, int DV, int WARPS, int M, int BK, bool BLOCK_MASK>
 __global__ void __launch_bounds__(WARPS * 32) flash_query_kernel(flash_call c) {
-    using shape = query_shape<D, DV, WARPS, BK>;
+    using shape = query_shape<D, DV, WARPS, M, BK>;
     constexpr int BQ = shape::BQ, SQ = shape::SQ, SV = shape::SV, THREADS = WARPS * 32;
     extern __shared__ __align__(16) unsigned char shared_raw[];
     bf16 *sq = reinterpret_cast<bf16 *>(shared_raw); // (BQ, SQ)
@@ -300,19 +303,23 @@ __global__ void __launch_bounds__(WARPS * 32) flash_query_kernel(flash_call c) {
     if (tiles > 0) load_tile(0, 0);
     copy_commit();
 
-    const int64_t row0 = walk.first + warp * 16 + g;
-    float row_lse[2], row_delta[2];
+    // this thread's rows: row0 + 16 m + 8 half
+    const int64_t row0 = walk.first + warp * 16 * M + g;
+    float row_lse[M][2], row_delta[M][2];
+    float dq[M][D / 8][4];
 #pragma unroll
-    for (int half = 0; half < 2; half++) {
-        int64_t row = row0 + half * 8;
-        bool ok = row < walk.limit;
-        row_lse[half] = ok ? c.lse[row * qh + h] * log2_e : INFINITY;
-        row_delta[half] = ok ? c.delta[row * qh + h] : 0.f;
+    for (int m = 0; m < M; m++) {
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            int64_t row = row0 + m * 16 + half * 8;
+            bool ok = row < walk.limit;
+            row_lse[m][half] = ok ? c.lse[row * qh + h] * log2_e : INFINITY;
+            row_delta[m][half] = ok ? c.delta[row * qh + h] : 0.f;
+        }
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) dq[m][n][0] = dq[m][n][1] = dq[m][n][2] = dq[m][n][3] = 0.f;
     }
-    float dq[D / 8][4];
-#pragma unroll
-    for (int n = 0; n < D / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.f;
-    const bf16 *q_rows = sq + warp * 16 * SQ, *do_rows = sdo + warp * 16 * SV;
+    const bf16 *q_rows = sq + warp * 16 * M * SQ, *do_rows = sdo + warp * 16 * M * SV;
 
     for (int j = 0; j < tiles; j++) {
         if (j + 1 < tiles) load_tile(j + 1, (j + 1) & 1);
@@ -323,69 +330,93 @@ __global__ void __launch_bounds__(WARPS * 32) flash_query_kernel(flash_call c) {
         bool masked;
         int64_t key0 = walk.template tile<BQ, BK>(c, h, j, &masked);
 
-        float p[BK / 8][4], ds[BK / 8][4];
+        float p[M][BK / 8][4], ds[M][BK / 8][4];
 #pragma unroll
-        for (int n = 0; n < BK / 8; n++)
+        for (int m = 0; m < M; m++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) p[n][e] = ds[n][e] = 0.f;
+            for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) p[m][n][e] = ds[m][n][e] = 0.f;
+        // S = Q K^T and dP = dout V^T.
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) {
-            uint32_t a[4];
-            load_a(a, q_rows + kk * 16, SQ, lane);
+            uint32_t a[M][4];
+#pragma unroll
+            for (int m = 0; m < M; m++) load_a(a[m], q_rows + m * 16 * SQ + kk * 16, SQ, lane);
 #pragma unroll
             for (int n = 0; n < BK / 16; n++) {
                 uint32_t b[4];
                 load_b_nk(b, k_tile + n * 16 * SQ + kk * 16, SQ, lane);
-                mma_16816(p[2 * n], a, b[0], b[1]);
-                mma_16816(p[2 * n + 1], a, b[2], b[3]);
+#pragma unroll
+                for (int m = 0; m < M; m++) {
+                    mma_16816(p[m][2 * n], a[m], b[0], b[1]);
+                    mma_16816(p[m][2 * n + 1], a[m], b[2], b[3]);
+                }
             }
         }
 #pragma unroll
         for (int kk = 0; kk < DV / 16; kk++) {
-            uint32_t a[4];
-            load_a(a, do_rows + kk * 16, SV, lane);
+            uint32_t a[M][4];
+#pragma unroll
+            for (int m = 0; m < M; m++) load_a(a[m], do_rows + m * 16 * SV + kk * 16, SV, lane);
 #pragma unroll
             for (int n = 0; n < BK / 16; n++) {
                 uint32_t b[4];
                 load_b_nk(b, v_tile + n * 16 * SV + kk * 16, SV, lane);
-                mma_16816(ds[2 * n], a, b[0], b[1]);
-                mma_16816(ds[2 * n + 1], a, b[2], b[3]);
+#pragma unroll
+                for (int m = 0; m < M; m++) {
+                    mma_16816(ds[m][2 * n], a[m], b[0], b[1]);
+                    mma_16816(ds[m][2 * n + 1], a[m], b[2], b[3]);
+                }
             }
         }
 #pragma unroll
-        for (int n = 0; n < BK / 8; n++)
+        for (int m = 0; m < M; m++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                float value = exp2f(p[n][e] * c.scale_log2 - row_lse[e / 2]);
-                if (masked && !walk.visible(c, row0 + (e / 2) * 8, key0 + n * 8 + 2 * t + (e % 2))) value = 0.f;
-                ds[n][e] = value * (ds[n][e] - row_delta[e / 2]);
-            }
+            for (int n = 0; n < BK / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float value = exp2f(p[m][n][e] * c.scale_log2 - row_lse[m][e / 2]);
+                    if (masked && !walk.visible(c, row0 + m * 16 + (e / 2) * 8, key0 + n * 8 + 2 * t + (e % 2)))
+                        value = 0.f;
+                    ds[m][n][e] = value * (ds[m][n][e] - row_delta[m][e / 2]);
+                }
         // dQ += dS K (contraction over the BK keys).
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++) {
-            uint32_t a[4] = {pack_bf16(ds[2 * kk][0], ds[2 * kk][1]), pack_bf16(ds[2 * kk][2], ds[2 * kk][3]),
-                             pack_bf16(ds[2 * kk + 1][0], ds[2 * kk + 1][1]),
-                             pack_bf16(ds[2 * kk + 1][2], ds[2 * kk + 1][3])};
+            uint32_t a[M][4];
+#pragma unroll
+            for (int m = 0; m < M; m++) {
+                a[m][0] = pack_bf16(ds[m][2 * kk][0], ds[m][2 * kk][1]);
+                a[m][1] = pack_bf16(ds[m][2 * kk][2], ds[m][2 * kk][3]);
+                a[m][2] = pack_bf16(ds[m][2 * kk + 1][0], ds[m][2 * kk + 1][1]);
+                a[m][3] = pack_bf16(ds[m][2 * kk + 1][2], ds[m][2 * kk + 1][3]);
+            }
 #pragma unroll
             for (int n = 0; n < D / 16; n++) {
                 uint32_t b[4];
                 load_b_kn(b, k_tile + kk * 16 * SQ + n * 16, SQ, lane);
-                mma_16816(dq[2 * n], a, b[0], b[1]);
-                mma_16816(dq[2 * n + 1], a, b[2], b[3]);
+#pragma unroll
+                for (int m = 0; m < M; m++) {
+                    mma_16816(dq[m][2 * n], a[m], b[0], b[1]);
+                    mma_16816(dq[m][2 * n + 1], a[m], b[2], b[3]);
+                }
             }
         }
         __syncthreads();
     }
 #pragma unroll
-    for (int half = 0; half < 2; half++) {
-        int64_t row = row0 + half * 8;
-        if (row >= walk.limit) continue;
-        bf16 *out_row = c.dq + (row * qh + h) * D;
+    for (int m = 0; m < M; m++)
 #pragma unroll
-        for (int n = 0; n < D / 8; n++)
-            *reinterpret_cast<__nv_bfloat162 *>(out_row + n * 8 + 2 * t) =
-                __floats2bfloat162_rn(dq[n][2 * half] * c.scale, dq[n][2 * half + 1] * c.scale);
-    }
+        for (int half = 0; half < 2; half++) {
+            int64_t row = row0 + m * 16 + half * 8;
+            if (row >= walk.limit) continue;
+            bf16 *out_row = c.dq + (row * qh + h) * D;
+#pragma unroll
+            for (int n = 0; n < D / 8; n++)
+                *reinterpret_cast<__nv_bfloat162 *>(out_row + n * 8 + 2 * t) =
+                    __floats2bfloat162_rn(dq[m][n][2 * half] * c.scale, dq[m][n][2 * half + 1] * c.scale);
+        }
 }
 
 template <int D, int DV, int WARPS, int BQ, bool BLOCK_MASK, bool DO_DK, bool DO_DV>
@@ -399,10 +430,10 @@ parity_error *launch_key_value(const flash_call &call, const flash_grid &grid, c
     return NULL;
 }
 
-template <int D, int DV, int WARPS, int BK, bool BLOCK_MASK>
+template <int D, int DV, int WARPS, int M, int BK, bool BLOCK_MASK>
 parity_error *launch_query(const flash_call &call, const flash_grid &grid, cudaStream_t stream) {
-    using shape = query_shape<D, DV, WARPS, BK>;
-    auto kernel = flash_query_kernel<D, DV, WARPS, BK, BLOCK_MASK>;
+    using shape = query_shape<D, DV, WARPS, M, BK>;
+    auto kernel = flash_query_kernel<D, DV, WARPS, M, BK, BLOCK_MASK>;
     PARITY_TRY(flash_allow_shared((const void *)kernel, "dq backward", shape::shared_bytes, grid.device_index));
     dim3 blocks((unsigned)((grid.longest + shape::BQ - 1) / shape::BQ), (unsigned)call.query_heads,
                 (unsigned)grid.documents);
@@ -414,6 +445,7 @@ parity_error *launch_query(const flash_call &call, const flash_grid &grid, cudaS
 template <int D, int DV, bool BLOCK_MASK>
 parity_error *backward_schedule(const flash_call &call, const flash_grid &grid, cudaStream_t stream) {
     constexpr int BQ_KV = 32, BK_Q = D >= 256 ? 32 : 64;
+    const char *variant = getenv("PARITY_FLASH_DQ"); // TUNING (temporary)
     if (call.dk || call.dv) {
         if constexpr (D + DV <= 256) {
             PARITY_TRY((launch_key_value<D, DV, 4, BQ_KV, BLOCK_MASK, true, true>(call, grid, stream)));
@@ -422,7 +454,12 @@ parity_error *backward_schedule(const flash_call &call, const flash_grid &grid, 
             if (call.dk) PARITY_TRY((launch_key_value<D, DV, 4, BQ_KV, BLOCK_MASK, true, false>(call, grid, stream)));
         }
     }
-    if (call.dq) PARITY_TRY((launch_query<D, DV, 4, BK_Q, BLOCK_MASK>(call, grid, stream)));
+    if (call.dq) {
+        if constexpr (D <= 128) {
+            if (variant && variant[0] == '2') return launch_query<D, DV, 4, 2, 32, BLOCK_MASK>(call, grid, stream);
+        }
+        PARITY_TRY((launch_query<D, DV, 4, 1, BK_Q, BLOCK_MASK>(call, grid, stream)));
+    }
     return NULL;
 }
 

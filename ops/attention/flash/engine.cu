@@ -56,60 +56,14 @@ void describe_head_sizes(char *buffer, size_t size) {
 
 bool aligned_16(const parity_tensor *tensor) { return !tensor || ((uintptr_t)tensor->data % 16) == 0; }
 
-// The device int32 lists of a block mask, checked against the call.
+// The model's block mask, checked against the call (block_mask.h), with blocks the kernels' tiles divide.
 parity_error *check_block_mask(const parity_attention_args *args, const parity_attention_dims &dims, const char *backend) {
+    PARITY_TRY_CONTEXT(parity_attention_require_block_mask(args, &dims), "attention %s", backend);
     const parity_block_mask *mask = args->block_mask;
-    PARITY_CHECK(mask, PARITY_ERROR_USAGE,
-                 "attention: %s runs on a model-provided block mask and the call has none (the model builds it from its "
-                 "visibility)",
-                 backend);
-    PARITY_CHECK(mask->tokens == dims.tokens, PARITY_ERROR_SHAPE,
-                 "attention: %s's block mask covers %lld tokens, the call has %lld", backend, (long long)mask->tokens,
-                 (long long)dims.tokens);
-    PARITY_CHECK(mask->heads == 1 || mask->heads == dims.query_heads, PARITY_ERROR_SHAPE,
-                 "attention: %s's block mask has %lld heads, expected 1 (head-broadcast) or %lld", backend,
-                 (long long)mask->heads, (long long)dims.query_heads);
-    PARITY_CHECK(mask->q_block > 0 && mask->kv_block > 0 && mask->q_block % flash_mask_granule == 0 &&
-                     mask->kv_block % flash_mask_granule == 0,
+    PARITY_CHECK(mask->q_block % flash_mask_granule == 0 && mask->kv_block % flash_mask_granule == 0,
                  PARITY_ERROR_UNSUPPORTED,
-                 "attention: %s takes block masks whose blocks are multiples of %d tokens, got %lld x %lld", backend,
-                 flash_mask_granule, (long long)mask->q_block, (long long)mask->kv_block);
-    PARITY_CHECK(mask->q_blocks == (dims.tokens + mask->q_block - 1) / mask->q_block &&
-                     mask->kv_blocks == (dims.tokens + mask->kv_block - 1) / mask->kv_block,
-                 PARITY_ERROR_SHAPE, "attention: %s's block mask has %lld x %lld blocks, %lld tokens need %lld x %lld",
-                 backend, (long long)mask->q_blocks, (long long)mask->kv_blocks, (long long)dims.tokens,
-                 (long long)((dims.tokens + mask->q_block - 1) / mask->q_block),
-                 (long long)((dims.tokens + mask->kv_block - 1) / mask->kv_block));
-    const struct {
-        const char *name;
-        const parity_tensor *tensor;
-        int64_t numel;
-    } lists[] = {
-        {"kv_num_blocks", &mask->kv_num_blocks, mask->heads * mask->q_blocks},
-        {"kv_indices", &mask->kv_indices, mask->heads * mask->q_blocks * mask->kv_blocks},
-        {"full_kv_num_blocks", &mask->full_kv_num_blocks, mask->heads * mask->q_blocks},
-        {"full_kv_indices", &mask->full_kv_indices, mask->heads * mask->q_blocks * mask->kv_blocks},
-        {"q_num_blocks", &mask->q_num_blocks, mask->heads * mask->kv_blocks},
-        {"q_indices", &mask->q_indices, mask->heads * mask->kv_blocks * mask->q_blocks},
-        {"full_q_num_blocks", &mask->full_q_num_blocks, mask->heads * mask->kv_blocks},
-        {"full_q_indices", &mask->full_q_indices, mask->heads * mask->kv_blocks * mask->q_blocks},
-        {"mask_mod.document_ids", &mask->mask_mod.document_ids, dims.tokens},
-    };
-    for (const auto &list : lists) {
-        PARITY_CHECK(list.tensor->dtype == PARITY_I32 && list.tensor->numel == list.numel &&
-                         parity_device_equal(list.tensor->device, args->query->device) &&
-                         parity_tensor_is_contiguous(list.tensor) && (list.numel == 0 || list.tensor->data),
-                     PARITY_ERROR_SHAPE,
-                     "attention: %s's block mask field %s is %s with %lld values on its device, expected %lld contiguous "
-                     "int32 on the query's",
-                     backend, list.name, parity_dtype_name(list.tensor->dtype), (long long)list.tensor->numel,
-                     (long long)list.numel);
-    }
-    PARITY_CHECK(mask->mask_mod.causal == args->causal && mask->mask_mod.sliding_window == args->sliding_window,
-                 PARITY_ERROR_USAGE,
-                 "attention: %s's block mask was built for causal=%d window=%lld, the call is causal=%d window=%lld",
-                 backend, (int)mask->mask_mod.causal, (long long)mask->mask_mod.sliding_window, (int)args->causal,
-                 (long long)args->sliding_window);
+                 "attention: %s on cuda takes block masks whose blocks are multiples of %d tokens (its tiles), got %lld x %lld",
+                 backend, flash_mask_granule, (long long)mask->q_block, (long long)mask->kv_block);
     return NULL;
 }
 

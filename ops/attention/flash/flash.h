@@ -38,8 +38,9 @@ template <int D, int DV> parity_error *flash_forward_for(const flash_call &call,
 template <int D, int DV>
 parity_error *flash_backward_for(const flash_call &call, const flash_grid &grid, cudaStream_t stream);
 
-// The tile sizes a block mask must be a multiple of (its q_block and kv_block).
-constexpr int flash_mask_granule = 64;
+// What a block mask's q_block and kv_block must be multiples of: the largest tile of any kernel
+// (the forward's 128 query rows).
+constexpr int flash_mask_granule = 128;
 
 } // namespace parity_flash
 
