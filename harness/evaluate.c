@@ -181,7 +181,9 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         parity_memory_reset_peak(options->device);
         error = parity_model_step(model, exec, batch, options->want_logits, &out->step);
         model->locate_non_finite = false; // the measured step said where; the repeats are for time
+        model->measure_gradients = false; // timed: the forward + backward, not the harness's norms and sketches
         if (!error) error = timed_steps(options, model, exec, batch, out);
+        model->measure_gradients = true;
         if (!error && options->profile_ops) error = profiled_step(model, exec, batch, out);
         out->peak_memory_bytes = (int64_t)parity_memory_get_stats(options->device).peak_bytes;
     }

@@ -80,6 +80,7 @@ parity_error *parity_model_create(const parity_model_config *config, parity_para
     model->family = family;
     model->bindings = *bindings;
     model->locate_non_finite = true;
+    model->measure_gradients = true;
     // Every parameter the model declares must be there with its declared shape; they are taken in
     // the declared (HF module) order and moved to the run's device and dtype. Tensors the model does
     // not use (e.g. extra prediction heads) are left out.
@@ -302,12 +303,15 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
         parameter->gradient = variable->gradient;           // hand the gradient over to the parameter
         memset(&variable->gradient, 0, sizeof variable->gradient);
         variable->has_gradient = false;
-        double norm = 0;
-        if (!error) error = norm_of(exec, &parameter->gradient, &norm);
-        if (!error)
-            error = parity_tensor_sketch(exec, &parameter->gradient, parameter->name,
-                                         result->parameter_grad_sketches + reported * PARITY_SKETCH_K);
-        if (!error && !isfinite(norm) && !result->first_non_finite[0])
+        double norm = NAN;
+        double *sketch = result->parameter_grad_sketches + reported * PARITY_SKETCH_K;
+        if (model->measure_gradients) {
+            if (!error) error = norm_of(exec, &parameter->gradient, &norm);
+            if (!error) error = parity_tensor_sketch(exec, &parameter->gradient, parameter->name, sketch);
+        } else {
+            for (int j = 0; j < PARITY_SKETCH_K; j++) sketch[j] = NAN;
+        }
+        if (!error && model->measure_gradients && !isfinite(norm) && !result->first_non_finite[0])
             snprintf(result->first_non_finite, sizeof result->first_non_finite, "gradient of %s", parameter->name);
         result->parameter_grad_norms[reported] = norm;
         result->parameter_numels[reported] = parameter->gradient.numel;
@@ -318,7 +322,7 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
     // variable's gradient until then).
     result->loss_input_grad_norm = NAN;
     for (int j = 0; j < PARITY_SKETCH_K; j++) result->loss_input_grad_sketch[j] = NAN;
-    if (!error && outputs.loss_input && outputs.loss_input->has_gradient) {
+    if (!error && model->measure_gradients && outputs.loss_input && outputs.loss_input->has_gradient) {
         const parity_tensor *gradient = &outputs.loss_input->gradient;
         result->has_loss_input = true;
         result->loss_input_numel = gradient->numel;

@@ -88,6 +88,11 @@ struct parity_model {
     // True (the default): a step that meets NaN/Inf runs once more on a checking tape to name where
     // it first appeared (parity_model_step). The timed steps after a measured one turn it off.
     bool locate_non_finite;
+    // True (the default): a step reduces every gradient (and the loss's input gradient) to its norm
+    // and sketch for the step result, one device reduction and host read each. The timed steps after
+    // a measured one turn it off, so they time the forward + backward a training step runs and not
+    // the harness's metrics (their results are discarded); their norms and sketches are NaN.
+    bool measure_gradients;
 };
 
 // The family that builds `config` (its traits row's), or NULL for a config not read by parity_model_config_parse.

@@ -130,7 +130,9 @@ static void fill_context(const parity_suite *suite, const parity_run_plan *plan,
         timer = parity_timer_wall_clock(plan->devices[0]);
     }
     parity_text_format(context->timing_method, sizeof context->timing_method,
-                       "%s; %d warm-up, median of %d; noise = median absolute deviation / median", timer.method,
+                       "%s; %d warm-up, median of %d; noise = median absolute deviation / median; a timed step "
+                       "is the forward + backward (gradient norms and sketches are taken on the measured step only)",
+                       timer.method,
                        suite->warmup, suite->repeats);
     parity_timer_release(&timer);
 }
