@@ -6,7 +6,8 @@
 // mlp_only layer between MoE layers, norm_topk_prob off, packed documents).
 // Weights are drawn from (seed, name); a handful of elements of every parameter is perturbed. The
 // step result's sketches are checked to be those of the gradients it reports, in its order, and the
-// loss input's gradient to be there.
+// loss input's gradient to be there; a timed step (measure_gradients off) to give the same loss and
+// gradients bit for bit without norms or sketches.
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <math.h>
@@ -99,6 +100,31 @@ static void check(const model_row *row) {
         if (model->parameters.items[p].gradient.data)
             cr_assert_null(parity_tensor_to(&gradients[p], &model->parameters.items[p].gradient, PARITY_CPU, PARITY_F64));
     }
+    // A timed step (measure_gradients off) runs the same forward + backward, bit for bit, and skips
+    // only the harness's norms and sketches.
+    model->measure_gradients = false;
+    parity_step_result timed;
+    cr_assert_null(parity_model_step(model, parity_test_exec(model->device), &batch, false, &timed), "%s: timed step",
+                   row->name);
+    model->measure_gradients = true;
+    cr_expect_eq(memcmp(&timed.loss, &analytic.loss, sizeof timed.loss), 0, "%s: timed step's loss", row->name);
+    cr_expect_eq(timed.parameter_count, analytic.parameter_count, "%s: timed step's gradients", row->name);
+    cr_expect(!timed.first_non_finite[0], "%s: timed step reports '%s'", row->name, timed.first_non_finite);
+    for (size_t p = 0; p < model->parameters.count; p++) {
+        const parity_tensor *again = &model->parameters.items[p].gradient;
+        if (!gradients[p].data) continue;
+        parity_tensor host;
+        cr_assert_null(parity_tensor_to(&host, again, PARITY_CPU, PARITY_F64));
+        cr_expect_eq(memcmp(host.data, gradients[p].data, (size_t)host.numel * sizeof(double)), 0,
+                     "%s: %s differs in the timed step", row->name, model->parameters.items[p].name);
+        parity_tensor_release(&host);
+    }
+    for (size_t r = 0; r < timed.parameter_count; r++)
+        cr_expect(isnan(timed.parameter_grad_norms[r]) && isnan(timed.parameter_grad_sketches[r * PARITY_SKETCH_K]),
+                  "%s: the timed step measured %s", row->name, timed.parameter_names[r]);
+    cr_expect(!timed.has_loss_input && isnan(timed.loss_input_grad_norm), "%s: the timed step measured the loss input",
+              row->name);
+    parity_step_result_release(&timed);
     // The step's norms and sketches are those of the gradients it handed to the parameters, in the
     // result's order (the sketch from each parameter's own name), and the loss input's gradient is there.
     size_t reported = 0;
