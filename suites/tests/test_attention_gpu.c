@@ -18,8 +18,8 @@
 //                in every dtype it claims, on two large rows (many key tiles, GQA groups summed in the
 //                dk/dv pass) and on three rows of attention_gpu_case_list (sdpa must claim it).
 // flex_attention gets its block mask from the op's descriptor (built from the row's visibility, as a
-// model builds it), so every query sees at least itself: a hand-built mask with empty query rows is
-// not a call the attention contract (attention.h) allows, and is not tested here.
+// model builds it), so every query sees at least itself here; a hand-edited mask whose rows see
+// nothing is test_flex_attention_gpu.c's.
 // Budget (H200): ~45 s in all, most of it the host building and comparing the large rows (19 rows x
 // 3 dtypes of references, ~60 backend runs; 50-run determinism on 5 rows for sdpa in 3 dtypes and the
 // other backends in bf16). Without a GPU every test skips visibly (gpu_skip.h).
