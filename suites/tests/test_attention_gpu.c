@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "assert_ok.h"
 #include "gpu_skip.h"
 #include "op_cases.h"
 #include "ops/attention/attention.h"
@@ -64,14 +65,6 @@ static double floor_of(parity_dtype dtype) {
 
 static const parity_dtype rule_dtypes[] = {PARITY_BF16, PARITY_F32, PARITY_F64};
 
-static void fail_on_error(parity_error *error, const char *what) {
-    if (!error) return;
-    char message[2048];
-    parity_error_format(error, message, sizeof message);
-    parity_error_free(error);
-    cr_assert_fail("%s: %s", what, message);
-}
-
 static op_check_run_options on_cuda(const char *backend, parity_dtype dtype, parity_dtype input_precision) {
     return (op_check_run_options){.backend = backend, .dtype = dtype, .input_precision = input_precision,
                                   .device = PARITY_CUDA(0)};
@@ -101,7 +94,7 @@ static bool claims(const parity_backend *backend, parity_dtype dtype) {
 
 Test(attention_gpu, every_backend_is_registered_and_available_on_cuda) {
     parity_test_require_gpu();
-    fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     for (size_t b = 0; b < ROWS(attention_backends); b++) {
         const parity_backend *backend = available_backend(&attention_backends[b]);
         if (!backend) continue;
@@ -127,10 +120,10 @@ static void check_backend(const parity_backend *backend, const op_check_case *ro
     snprintf(what, sizeof what, "attention %s [%s] %s", backend->name, row->name, parity_dtype_name(dtype));
     parity_error *error = op_check_run(row, on_cuda(backend->name, dtype, dtype), &run);
     if (error) op_check_release(&run);
-    fail_on_error(error, what);
+    assert_ok(error, what);
     op_check_max_error errors[MAX_COMPARED];
     int count = 0;
-    fail_on_error(op_check_max_errors(reference, &run, errors, MAX_COMPARED, &count), what);
+    assert_ok(op_check_max_errors(reference, &run, errors, MAX_COMPARED, &count), what);
     cr_expect_eq(count, eager_count, "%s: %d tensors compared, eager compared %d", what, count, eager_count);
     cr_expect_eq(count, 4, "%s: %d tensors compared, expected output, dquery, dkey, dvalue", what, count);
     for (int t = 0; t < count && t < eager_count; t++) {
@@ -149,7 +142,7 @@ static void check_backend(const parity_backend *backend, const op_check_case *ro
 
 Test(attention_gpu, every_backend_within_2x_eager_error_of_fp64_on_awkward_shapes, .timeout = 600) {
     parity_test_require_gpu();
-    fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     const parity_backend *backends[ROWS(attention_backends)];
     int rows_run[ROWS(attention_backends)][ROWS(rule_dtypes)] = {{0}};
     for (size_t b = 0; b < ROWS(attention_backends); b++) backends[b] = available_backend(&attention_backends[b]);
@@ -163,15 +156,15 @@ Test(attention_gpu, every_backend_within_2x_eager_error_of_fp64_on_awkward_shape
             // The fp64 reference on exactly the run's inputs, and eager's error in the run's dtype (for
             // f64 eager is the reference itself: its error is 0 and the floor is the whole allowance).
             op_check_state reference, eager;
-            fail_on_error(op_check_run(row, on_cuda("eager", PARITY_F64, dtype), &reference), row->name);
+            assert_ok(op_check_run(row, on_cuda("eager", PARITY_F64, dtype), &reference), row->name);
             op_check_max_error eager_errors[MAX_COMPARED];
             int eager_count = 0;
             if (dtype == PARITY_F64) {
-                fail_on_error(op_check_max_errors(&reference, &reference, eager_errors, MAX_COMPARED, &eager_count),
+                assert_ok(op_check_max_errors(&reference, &reference, eager_errors, MAX_COMPARED, &eager_count),
                               row->name);
             } else {
-                fail_on_error(op_check_run(row, on_cuda("eager", dtype, dtype), &eager), row->name);
-                fail_on_error(op_check_max_errors(&reference, &eager, eager_errors, MAX_COMPARED, &eager_count),
+                assert_ok(op_check_run(row, on_cuda("eager", dtype, dtype), &eager), row->name);
+                assert_ok(op_check_max_errors(&reference, &eager, eager_errors, MAX_COMPARED, &eager_count),
                               row->name);
                 op_check_release(&eager);
             }
@@ -220,7 +213,7 @@ static const op_check_case *find_row(const char *name) {
 
 Test(attention_gpu, deterministic_backends_are_bitwise_equal_over_50_runs, .timeout = 600) {
     parity_test_require_gpu();
-    fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     int proven = 0;
     for (size_t b = 0; b < ROWS(attention_backends); b++) {
         const parity_backend *backend = available_backend(&attention_backends[b]);
@@ -238,11 +231,11 @@ Test(attention_gpu, deterministic_backends_are_bitwise_equal_over_50_runs, .time
                 parity_dtype dtype = rule_dtypes[d];
                 if (!claims(backend, dtype)) continue;
                 op_check_state first, again;
-                fail_on_error(op_check_run(row, on_cuda(backend->name, dtype, dtype), &first), row->name);
-                fail_on_error(op_check_run(row, on_cuda(backend->name, dtype, dtype), &again), row->name);
+                assert_ok(op_check_run(row, on_cuda(backend->name, dtype, dtype), &first), row->name);
+                assert_ok(op_check_run(row, on_cuda(backend->name, dtype, dtype), &again), row->name);
                 int equal_runs = 1;
                 for (int run = 1; run < DETERMINISM_RUNS; run++) {
-                    if (run > 1) fail_on_error(op_check_rerun(row, &again), row->name);
+                    if (run > 1) assert_ok(op_check_rerun(row, &again), row->name);
                     char differing[48] = "";
                     bool same = op_check_bitwise_equal(&first, &again, differing, sizeof differing);
                     cr_expect(same, "attention %s [%s] %s: flagged deterministic but run %d differs from run 0 in %s",

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assert_ok.h"
 #include "harness/bench/bench_ops.h"
 #include "models/autograd/nodes.h"
 #include "op_cases.h"
@@ -28,18 +29,10 @@
 #define MAX_DOCUMENTS 6
 #define REFERENCE "test_block_mask_reference"
 
-static void check_ok(parity_error *error, const char *what) {
-    if (!error) return;
-    char message[512];
-    parity_error_format(error, message, sizeof message);
-    parity_error_free(error);
-    cr_assert_fail("%s: %s", what, message);
-}
-
 static void register_reference(void) {
-    check_ok(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     if (parity_registry_find(PARITY_OP_ATTENTION, REFERENCE, PARITY_DEVICE_CPU)) return;
-    check_ok(parity_registry_add(&(parity_backend){
+    assert_ok(parity_registry_add(&(parity_backend){
                  .op = PARITY_OP_ATTENTION, .name = REFERENCE, .device = PARITY_DEVICE_CPU,
                  .dtypes = PARITY_DTYPE_BIT(PARITY_F64),
                  .capabilities = PARITY_CAP_VARLEN | PARITY_CAP_GQA | PARITY_CAP_SLIDING_WINDOW |
@@ -126,7 +119,7 @@ static void classification_is_exact(const classification_row *row) {
     int64_t cu_seqlens[MAX_DOCUMENTS + 1];
     int64_t count = boundaries(&row->visibility, cu_seqlens), n = cu_seqlens[count - 1];
     parity_block_mask mask;
-    check_ok(parity_block_mask_build(PARITY_CPU, cu_seqlens, count, n, row->visibility.causal, row->visibility.window,
+    assert_ok(parity_block_mask_build(PARITY_CPU, cu_seqlens, count, n, row->visibility.causal, row->visibility.window,
                                      row->q_block, row->kv_block, &mask),
              row->name);
     cr_assert_eq(mask.heads, 1);
@@ -150,7 +143,7 @@ static void classification_is_exact(const classification_row *row) {
             kinds[expected]++;
         }
     // ascending lists: the value checks (which also recompute soundness) pass on what the builder made
-    check_ok(parity_block_mask_check_values(&mask, cu_seqlens, count), row->name);
+    assert_ok(parity_block_mask_check_values(&mask, cu_seqlens, count), row->name);
     // the rows exercise every kind where the visibility allows it
     int64_t block = row->q_block > row->kv_block ? row->q_block : row->kv_block;
     if (n > block && (row->visibility.causal || count > 2)) cr_expect_gt(kinds[PARTIAL], 0, "%s: no partial block", row->name);
@@ -191,8 +184,8 @@ typedef struct attention_tensors {
 } attention_tensors;
 
 static void random_tensor(parity_tensor *t, const char *name, int64_t a, int64_t b, int64_t c) {
-    check_ok(parity_tensor_alloc(t, PARITY_F64, PARITY_CPU, PARITY_SHAPE(a, b, c)), name);
-    check_ok(parity_rng_fill(NULL, t, parity_rng_stream_named(77, name), PARITY_RNG_NORMAL, 0, 1), name);
+    assert_ok(parity_tensor_alloc(t, PARITY_F64, PARITY_CPU, PARITY_SHAPE(a, b, c)), name);
+    assert_ok(parity_rng_fill(NULL, t, parity_rng_stream_named(77, name), PARITY_RNG_NORMAL, 0, 1), name);
 }
 
 static void attention_inputs(const equality_row *row, attention_tensors *t, parity_attention_args *args,
@@ -203,11 +196,11 @@ static void attention_inputs(const equality_row *row, attention_tensors *t, pari
     random_tensor(&t->k, "k", n, row->kv_heads, row->head_dim);
     random_tensor(&t->v, "v", n, row->kv_heads, row->value_dim);
     random_tensor(&t->dout, "do", n, row->query_heads, row->value_dim);
-    check_ok(parity_tensor_alloc(&t->out, PARITY_F64, PARITY_CPU, PARITY_SHAPE(n, row->query_heads, row->value_dim)), "o");
-    check_ok(parity_tensor_alloc(&t->dq, PARITY_F64, PARITY_CPU, PARITY_SHAPE(n, row->query_heads, row->head_dim)), "dq");
-    check_ok(parity_tensor_alloc(&t->dk, PARITY_F64, PARITY_CPU, PARITY_SHAPE(n, row->kv_heads, row->head_dim)), "dk");
-    check_ok(parity_tensor_alloc(&t->dv, PARITY_F64, PARITY_CPU, PARITY_SHAPE(n, row->kv_heads, row->value_dim)), "dv");
-    check_ok(parity_tensor_alloc(&t->cu, PARITY_I64, PARITY_CPU, PARITY_SHAPE(count)), "cu_seqlens");
+    assert_ok(parity_tensor_alloc(&t->out, PARITY_F64, PARITY_CPU, PARITY_SHAPE(n, row->query_heads, row->value_dim)), "o");
+    assert_ok(parity_tensor_alloc(&t->dq, PARITY_F64, PARITY_CPU, PARITY_SHAPE(n, row->query_heads, row->head_dim)), "dq");
+    assert_ok(parity_tensor_alloc(&t->dk, PARITY_F64, PARITY_CPU, PARITY_SHAPE(n, row->kv_heads, row->head_dim)), "dk");
+    assert_ok(parity_tensor_alloc(&t->dv, PARITY_F64, PARITY_CPU, PARITY_SHAPE(n, row->kv_heads, row->value_dim)), "dv");
+    assert_ok(parity_tensor_alloc(&t->cu, PARITY_I64, PARITY_CPU, PARITY_SHAPE(count)), "cu_seqlens");
     memcpy(t->cu.data, cu_seqlens, (size_t)count * sizeof *cu_seqlens);
     *args = (parity_attention_args){.query = &t->q, .key = &t->k, .value = &t->v, .cu_seqlens = &t->cu,
                                     .scale = 1 / sqrt((double)row->head_dim), .causal = row->visibility.causal,
@@ -232,19 +225,19 @@ static double relative_error(const parity_tensor *reference, const parity_tensor
 }
 
 static void copy_of(parity_tensor *out, const parity_tensor *source) {
-    check_ok(parity_tensor_to(out, source, PARITY_CPU, source->dtype), "copy");
+    assert_ok(parity_tensor_to(out, source, PARITY_CPU, source->dtype), "copy");
 }
 
 static void run_kernels(const parity_attention_kernels *kernels, const parity_attention_args *args,
                         const parity_attention_grads *grads, const char *what) {
     parity_saved saved = {0};
-    check_ok(kernels->forward(parity_test_exec(PARITY_CPU), args, &saved), what);
-    check_ok(kernels->backward(parity_test_exec(PARITY_CPU), args, &saved, grads), what);
+    assert_ok(kernels->forward(parity_test_exec(PARITY_CPU), args, &saved), what);
+    assert_ok(kernels->backward(parity_test_exec(PARITY_CPU), args, &saved, grads), what);
     parity_saved_release(&saved);
 }
 
 static void attention_through_the_mask_equals_eager(const equality_row *row) {
-    check_ok(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     attention_tensors t;
     parity_attention_args args;
     parity_attention_grads grads;
@@ -257,7 +250,7 @@ static void attention_through_the_mask_equals_eager(const equality_row *row) {
     copy_of(&eager[3], &t.dv);
     int64_t n = t.q.shape[0];
     parity_block_mask mask;
-    check_ok(parity_block_mask_build(PARITY_CPU, t.cu.data, t.cu.numel, n, row->visibility.causal, row->visibility.window,
+    assert_ok(parity_block_mask_build(PARITY_CPU, t.cu.data, t.cu.numel, n, row->visibility.causal, row->visibility.window,
                                      row->q_block, row->kv_block, &mask),
              row->name);
     args.block_mask = &mask;
@@ -361,11 +354,11 @@ static void a_bad_mask_is_rejected_naming_the_field(const rejection_row *row) {
     parity_attention_grads grads;
     attention_inputs(&rejection_call, &t, &args, &grads);
     parity_attention_dims dims;
-    check_ok(parity_attention_check(&args, &dims), "the call");
+    assert_ok(parity_attention_check(&args, &dims), "the call");
     parity_block_mask mask;
-    check_ok(parity_block_mask_build(PARITY_CPU, t.cu.data, t.cu.numel, 300, true, 0, 64, 64, &mask), "build");
+    assert_ok(parity_block_mask_build(PARITY_CPU, t.cu.data, t.cu.numel, 300, true, 0, 64, 64, &mask), "build");
     args.block_mask = &mask;
-    check_ok(parity_attention_require_block_mask(&args, &dims), "the unspoilt mask");
+    assert_ok(parity_attention_require_block_mask(&args, &dims), "the unspoilt mask");
     row->spoil(&mask);
     expect_message(parity_attention_require_block_mask(&args, &dims), row->expected, row->name);
     // and the reference backend refuses the call with it
@@ -388,7 +381,7 @@ Test(block_mask, a_block_mask_backend_without_a_mask_is_an_error) {
     parity_attention_grads grads;
     attention_inputs(&rejection_call, &t, &args, &grads);
     parity_attention_dims dims;
-    check_ok(parity_attention_check(&args, &dims), "the call");
+    assert_ok(parity_attention_check(&args, &dims), "the call");
     parity_error *error = parity_attention_require_block_mask(&args, &dims);
     cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_USAGE);
     expect_message(error, "runs on a model-provided block mask and args.block_mask is NULL", "no mask");
@@ -415,11 +408,11 @@ Test(block_mask, the_builder_rejects_bad_visibility) {
 Test(block_mask, sequence_parallel_takes_only_head_broadcast_masks) {
     int64_t cu_seqlens[] = {0, 200};
     parity_block_mask mask;
-    check_ok(parity_block_mask_build(PARITY_CPU, cu_seqlens, 2, 200, true, 0, 64, 64, &mask), "build");
-    check_ok(parity_block_mask_check_sequence_parallel(&mask, 1), "head-broadcast, sp 1");
-    check_ok(parity_block_mask_check_sequence_parallel(&mask, 4), "head-broadcast, sp 4");
+    assert_ok(parity_block_mask_build(PARITY_CPU, cu_seqlens, 2, 200, true, 0, 64, 64, &mask), "build");
+    assert_ok(parity_block_mask_check_sequence_parallel(&mask, 1), "head-broadcast, sp 1");
+    assert_ok(parity_block_mask_check_sequence_parallel(&mask, 4), "head-broadcast, sp 4");
     mask.heads = 8; // a head-specific mask (the sizes alone: the rule reads nothing else)
-    check_ok(parity_block_mask_check_sequence_parallel(&mask, 1), "head-specific, sp 1");
+    assert_ok(parity_block_mask_check_sequence_parallel(&mask, 1), "head-specific, sp 1");
     parity_error *error = parity_block_mask_check_sequence_parallel(&mask, 4);
     cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_UNSUPPORTED);
     expect_message(error, "rank-local head indices are not rebased for head-specific masks", "head-specific, sp 4");
@@ -437,13 +430,13 @@ Test(block_mask, op_test_rows_get_the_mask_of_their_visibility) {
     for (size_t i = 0; i < attention_case_list.count; i++) {
         const op_check_case *test_case = &attention_case_list.cases[i];
         op_check_state eager, through;
-        check_ok(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F64}, &eager), test_case->name);
+        assert_ok(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F64}, &eager), test_case->name);
         cr_expect_null(eager.prepared, "%s: eager got a block mask", test_case->name);
-        check_ok(op_check_run(test_case, (op_check_run_options){.backend = REFERENCE, .dtype = PARITY_F64}, &through),
+        assert_ok(op_check_run(test_case, (op_check_run_options){.backend = REFERENCE, .dtype = PARITY_F64}, &through),
                  test_case->name);
         cr_assert_not_null(through.prepared, "%s: no block mask prepared", test_case->name);
         op_check_error_report report;
-        check_ok(op_check_compare_states(&eager, &through, &report), test_case->name);
+        assert_ok(op_check_compare_states(&eager, &through, &report), test_case->name);
         cr_expect(report.tensors_compared == 4 && report.worst_error <= 1e-13, "%s: %s differs by %.3e", test_case->name,
                   report.worst_tensor, report.worst_error);
         op_check_release(&through);
@@ -458,23 +451,23 @@ Test(block_mask, bench_inputs_get_the_mask_of_their_visibility) {
     const parity_bench_op *op = parity_bench_find_op(PARITY_OP_ATTENTION);
     cr_assert_not_null(op);
     parity_bench_shape shape;
-    check_ok(parity_bench_parse_shape(op, "1x2x1x300x8x3", &shape), "shape");
+    assert_ok(parity_bench_parse_shape(op, "1x2x1x300x8x3", &shape), "shape");
     parity_bench_inputs *inputs = NULL;
-    check_ok(parity_bench_setup(op, &shape, PARITY_F64, PARITY_CPU, &inputs), "setup");
+    assert_ok(parity_bench_setup(op, &shape, PARITY_F64, PARITY_CPU, &inputs), "setup");
     const parity_backend *reference = parity_registry_find(PARITY_OP_ATTENTION, REFERENCE, PARITY_DEVICE_CPU);
     const parity_backend *eager = parity_registry_find(PARITY_OP_ATTENTION, "eager", PARITY_DEVICE_CPU);
     const parity_exec *exec = parity_test_exec(PARITY_CPU);
     parity_saved saved = {0};
     expect_message(parity_bench_forward(exec, op, inputs, reference->kernels, &saved), "args.block_mask is NULL",
                    "before prepare");
-    check_ok(parity_bench_prepare(op, inputs, reference), "prepare the reference");
-    check_ok(parity_bench_forward(exec, op, inputs, reference->kernels, &saved), "reference forward");
-    check_ok(parity_bench_backward(exec, op, inputs, reference->kernels, &saved), "reference backward");
+    assert_ok(parity_bench_prepare(op, inputs, reference), "prepare the reference");
+    assert_ok(parity_bench_forward(exec, op, inputs, reference->kernels, &saved), "reference forward");
+    assert_ok(parity_bench_backward(exec, op, inputs, reference->kernels, &saved), "reference backward");
     parity_saved_release(&saved);
-    check_ok(parity_bench_prepare(op, inputs, eager), "prepare eager");
-    check_ok(parity_bench_forward(exec, op, inputs, eager->kernels, &saved), "eager forward");
+    assert_ok(parity_bench_prepare(op, inputs, eager), "prepare eager");
+    assert_ok(parity_bench_forward(exec, op, inputs, eager->kernels, &saved), "eager forward");
     parity_saved_release(&saved);
-    check_ok(parity_bench_prepare(op, inputs, reference), "prepare the reference again");
+    assert_ok(parity_bench_prepare(op, inputs, reference), "prepare the reference again");
     parity_bench_teardown(inputs);
 }
 
@@ -485,32 +478,32 @@ static void attention_graph(const parity_backend *backend, attention_tensors *t,
     parity_tape tape;
     parity_tape_init(&tape, parity_test_exec(PARITY_CPU), PARITY_F64, true);
     parity_variable *q, *k, *v, *full, *windowed, *again, *sum, *total, *loss;
-    check_ok(parity_tape_borrow(&tape, "q", &t->q, true, &q), "q");
-    check_ok(parity_tape_borrow(&tape, "k", &t->k, true, &k), "k");
-    check_ok(parity_tape_borrow(&tape, "v", &t->v, true, &v), "v");
+    assert_ok(parity_tape_borrow(&tape, "q", &t->q, true, &q), "q");
+    assert_ok(parity_tape_borrow(&tape, "k", &t->k, true, &k), "k");
+    assert_ok(parity_tape_borrow(&tape, "v", &t->v, true, &v), "v");
     double scale = 1 / sqrt((double)t->q.shape[2]);
-    check_ok(parity_node_attention(&tape, backend, "full", q, k, v, &t->cu, scale, true, 0, &full), "full");
-    check_ok(parity_node_attention(&tape, backend, "sliding", q, k, v, &t->cu, scale, true, 50, &windowed), "sliding");
-    check_ok(parity_node_attention(&tape, backend, "full again", q, k, v, &t->cu, scale, true, 0, &again), "again");
+    assert_ok(parity_node_attention(&tape, backend, "full", q, k, v, &t->cu, scale, true, 0, &full), "full");
+    assert_ok(parity_node_attention(&tape, backend, "sliding", q, k, v, &t->cu, scale, true, 50, &windowed), "sliding");
+    assert_ok(parity_node_attention(&tape, backend, "full again", q, k, v, &t->cu, scale, true, 0, &again), "again");
     *masks = tape.block_mask_count;
     const parity_backend *add = parity_registry_find("add", "eager", PARITY_DEVICE_CPU);
-    check_ok(parity_node_add(&tape, add, "sum", full, windowed, &sum), "sum");
-    check_ok(parity_node_add(&tape, add, "total", sum, again, &total), "total");
+    assert_ok(parity_node_add(&tape, add, "sum", full, windowed, &sum), "sum");
+    assert_ok(parity_node_add(&tape, add, "total", sum, again, &total), "total");
     // loss = cross_entropy(flat(total) @ head^T, targets): every output element reaches the loss
     int64_t n = t->q.shape[0], width = total->value.shape[1] * total->value.shape[2];
     parity_variable *flat, *head;
-    check_ok(parity_tape_reshape(&tape, total, PARITY_SHAPE(n, width), &flat), "flat");
+    assert_ok(parity_tape_reshape(&tape, total, PARITY_SHAPE(n, width), &flat), "flat");
     parity_tensor head_value, targets;
     random_tensor(&head_value, "head", 1, 5, width);
-    check_ok(parity_tensor_alloc(&targets, PARITY_I64, PARITY_CPU, PARITY_SHAPE(n)), "targets");
+    assert_ok(parity_tensor_alloc(&targets, PARITY_I64, PARITY_CPU, PARITY_SHAPE(n)), "targets");
     for (int64_t i = 0; i < n; i++) ((int64_t *)targets.data)[i] = i % 5;
     parity_tensor head_view;
-    check_ok(parity_tensor_reshape(&head_view, &head_value, PARITY_SHAPE(5, width)), "head view");
-    check_ok(parity_tape_borrow(&tape, "head", &head_view, false, &head), "head");
-    check_ok(parity_node_cross_entropy(&tape, parity_registry_find(PARITY_OP_CROSS_ENTROPY, "eager", PARITY_DEVICE_CPU),
+    assert_ok(parity_tensor_reshape(&head_view, &head_value, PARITY_SHAPE(5, width)), "head view");
+    assert_ok(parity_tape_borrow(&tape, "head", &head_view, false, &head), "head");
+    assert_ok(parity_node_cross_entropy(&tape, parity_registry_find(PARITY_OP_CROSS_ENTROPY, "eager", PARITY_DEVICE_CPU),
                                        "loss", flat, head, &targets, 0, &loss, NULL),
              "loss");
-    check_ok(parity_tape_backward(&tape, loss), "backward");
+    assert_ok(parity_tape_backward(&tape, loss), "backward");
     copy_of(out, &total->value);
     copy_of(&gradients[0], &q->gradient);
     copy_of(&gradients[1], &k->gradient);

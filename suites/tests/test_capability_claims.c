@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assert_ok.h"
 #include "gpu_skip.h"
 #include "op_cases.h"
 #include "ops/rms_norm/rms_norm.h"
@@ -65,14 +66,6 @@ static const op_case_list *cases_of(const char *op) {
     for (size_t list = 0; list < all_op_case_list_count; list++)
         if (all_op_cases[list]->count && strcmp(all_op_cases[list]->cases[0].op->name, op) == 0) return all_op_cases[list];
     return NULL;
-}
-
-static void check_ok(parity_error *error, const char *what) {
-    if (!error) return;
-    char message[1024];
-    parity_error_format(error, message, sizeof message);
-    parity_error_free(error);
-    cr_assert_fail("%s: %s", what, message);
 }
 
 // Row batches of a batch of n rows; `rows` holds 2n + 8. Returns the count, 0 past the last.
@@ -139,9 +132,9 @@ static void prove_row(const parity_backend *backend, const invariance_layout *la
         result->rows_unsupported++;
         return;
     }
-    check_ok(error, test_case->name);
+    assert_ok(error, test_case->name);
     int64_t n;
-    check_ok(op_check_row_count(&whole, &layout->layout, &n), test_case->name);
+    assert_ok(op_check_row_count(&whole, &layout->layout, &n), test_case->name);
     const parity_tensor *offsets = NULL;
     for (int i = 0; i < whole.tensor_count; i++)
         if (strcmp(whole.tensors[i].name, "cu_seqlens") == 0) offsets = &whole.tensors[i].value;
@@ -167,7 +160,7 @@ static void prove_row(const parity_backend *backend, const invariance_layout *la
             what = row_batch_names[which];
         }
         op_check_state part;
-        check_ok(op_check_run_rows(test_case, &whole, &layout->layout, rows, count, layout->documents ? new_offsets : NULL, picked,
+        assert_ok(op_check_run_rows(test_case, &whole, &layout->layout, rows, count, layout->documents ? new_offsets : NULL, picked,
                                    &part),
                  test_case->name);
         char differing[160] = "";
@@ -186,7 +179,7 @@ static void prove_row(const parity_backend *backend, const invariance_layout *la
 
 // Every backend registered on `device`'s type that claims batch invariance, on every row of its op.
 static int prove_claims(parity_device device) {
-    check_ok(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     const parity_dtype dtypes[] = {PARITY_F32, PARITY_BF16};
     int backends = 0;
     for (size_t i = 0; i < parity_registry_count(); i++) {
@@ -238,9 +231,9 @@ static parity_error *eager_backward(const parity_exec *exec, const parity_rms_no
 static const parity_rms_norm_kernels batch_dependent = {batch_dependent_forward, eager_backward};
 
 Test(capability_claims, a_batch_dependent_backend_is_caught) {
-    check_ok(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     const parity_backend *eager = parity_registry_find(PARITY_OP_RMS_NORM, "eager", PARITY_DEVICE_CPU);
-    check_ok(parity_registry_add(&(parity_backend){
+    assert_ok(parity_registry_add(&(parity_backend){
                  .op = PARITY_OP_RMS_NORM, .name = "test_checker_batch_dependent", .device = PARITY_DEVICE_CPU,
                  .dtypes = eager->dtypes, .capabilities = eager->capabilities | PARITY_CAP_TEST_ONLY, .kernels = &batch_dependent,
                  .description = "test: output depends on the batch size", .origin = "test_capability_claims"}),
@@ -249,13 +242,13 @@ Test(capability_claims, a_batch_dependent_backend_is_caught) {
     const op_check_case *test_case = &cases->cases[0]; // "standard rows=7 hidden=13"
     const invariance_layout *layout = layout_of(PARITY_OP_RMS_NORM);
     op_check_state whole, part;
-    check_ok(op_check_run(test_case, (op_check_run_options){.backend = "test_checker_batch_dependent", .dtype = PARITY_F32}, &whole),
+    assert_ok(op_check_run(test_case, (op_check_run_options){.backend = "test_checker_batch_dependent", .dtype = PARITY_F32}, &whole),
              "whole");
     int64_t rows[8 * 2 + 8], n;
-    check_ok(op_check_row_count(&whole, &layout->layout, &n), "rows");
+    assert_ok(op_check_row_count(&whole, &layout->layout, &n), "rows");
     cr_assert_eq(n, 7);
     int64_t count = row_batch(0, n, rows);
-    check_ok(op_check_run_rows(test_case, &whole, &layout->layout, rows, count, NULL, 0, &part), "part");
+    assert_ok(op_check_run_rows(test_case, &whole, &layout->layout, rows, count, NULL, 0, &part), "part");
     char differing[160] = "";
     cr_expect(!op_check_rows_equal(&whole, &part, &layout->layout, rows, count, differing, sizeof differing),
               "a batch-dependent output passed");
@@ -263,8 +256,8 @@ Test(capability_claims, a_batch_dependent_backend_is_caught) {
     op_check_release(&part);
     op_check_release(&whole);
     // and eager itself passes the same batch: the check compares the rows, not the batches
-    check_ok(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F32}, &whole), "eager whole");
-    check_ok(op_check_run_rows(test_case, &whole, &layout->layout, rows, count, NULL, 0, &part), "eager part");
+    assert_ok(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F32}, &whole), "eager whole");
+    assert_ok(op_check_run_rows(test_case, &whole, &layout->layout, rows, count, NULL, 0, &part), "eager part");
     cr_expect(op_check_rows_equal(&whole, &part, &layout->layout, rows, count, differing, sizeof differing), "eager: %s", differing);
     op_check_release(&part);
     op_check_release(&whole);
@@ -272,7 +265,7 @@ Test(capability_claims, a_batch_dependent_backend_is_caught) {
 
 // Without a GPU too: every backend that claims batch invariance, on any device, has a layout and rows.
 Test(capability_claims, every_batch_invariance_claim_has_rows_to_prove_it) {
-    check_ok(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     int claims = 0;
     for (size_t i = 0; i < parity_registry_count(); i++) {
         const parity_backend *backend = parity_registry_at(i);
@@ -288,7 +281,7 @@ Test(capability_claims, every_batch_invariance_claim_has_rows_to_prove_it) {
 }
 
 Test(capability_claims, no_cpu_backend_claims_parallel_safety_before_parallel_code_exists) {
-    check_ok(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     const uint32_t parallel = PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL;
     int cpu_backends = 0;
     for (size_t i = 0; i < parity_registry_count(); i++) {

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "assert_ok.h"
 #include "ops/core/cpu_math.h"
 #include "ops/cross_entropy/cross_entropy.h"
 #include "ops/registry.h"
@@ -36,36 +37,28 @@ typedef struct call_result {
     double dweight[VOCAB][HIDDEN];
 } call_result;
 
-static void fail_on_error(parity_error *error, const char *what) {
-    if (!error) return;
-    char message[1024];
-    parity_error_format(error, message, sizeof message);
-    parity_error_free(error);
-    cr_assert_fail("%s: %s", what, message);
-}
-
 // Runs forward and backward of a backend on the tiny case; returns the forward's error, if any.
 static parity_error *run_tiny(call_options options, call_result *result) {
     memset(result, 0, sizeof *result);
     parity_dtype loss_dtype = parity_compute_dtype(options.dtype);
     parity_tensor hidden, weight, targets, loss, dloss, logits = {0}, dhidden, dweight;
-    fail_on_error(parity_tensor_alloc(&hidden, options.dtype, PARITY_CPU, PARITY_SHAPE(TOKENS, HIDDEN)), "hidden");
-    fail_on_error(parity_tensor_alloc(&weight, options.dtype, PARITY_CPU, PARITY_SHAPE(VOCAB, HIDDEN)), "weight");
-    fail_on_error(parity_tensor_alloc(&targets, PARITY_I64, PARITY_CPU, PARITY_SHAPE(TOKENS)), "targets");
-    fail_on_error(parity_tensor_alloc(&loss, loss_dtype, PARITY_CPU, 0, NULL), "loss");
-    fail_on_error(parity_tensor_alloc(&dloss, loss_dtype, PARITY_CPU, 0, NULL), "dloss");
-    fail_on_error(parity_tensor_alloc(&dhidden, options.dtype, PARITY_CPU, PARITY_SHAPE(TOKENS, HIDDEN)), "dhidden");
-    fail_on_error(parity_tensor_alloc(&dweight, options.dtype, PARITY_CPU, PARITY_SHAPE(VOCAB, HIDDEN)), "dweight");
+    assert_ok(parity_tensor_alloc(&hidden, options.dtype, PARITY_CPU, PARITY_SHAPE(TOKENS, HIDDEN)), "hidden");
+    assert_ok(parity_tensor_alloc(&weight, options.dtype, PARITY_CPU, PARITY_SHAPE(VOCAB, HIDDEN)), "weight");
+    assert_ok(parity_tensor_alloc(&targets, PARITY_I64, PARITY_CPU, PARITY_SHAPE(TOKENS)), "targets");
+    assert_ok(parity_tensor_alloc(&loss, loss_dtype, PARITY_CPU, 0, NULL), "loss");
+    assert_ok(parity_tensor_alloc(&dloss, loss_dtype, PARITY_CPU, 0, NULL), "dloss");
+    assert_ok(parity_tensor_alloc(&dhidden, options.dtype, PARITY_CPU, PARITY_SHAPE(TOKENS, HIDDEN)), "dhidden");
+    assert_ok(parity_tensor_alloc(&dweight, options.dtype, PARITY_CPU, PARITY_SHAPE(VOCAB, HIDDEN)), "dweight");
     if (options.want_logits)
-        fail_on_error(parity_tensor_alloc(&logits, options.dtype, PARITY_CPU, PARITY_SHAPE(TOKENS, VOCAB)), "logits");
+        assert_ok(parity_tensor_alloc(&logits, options.dtype, PARITY_CPU, PARITY_SHAPE(TOKENS, VOCAB)), "logits");
     parity_cpu_values_store(&hidden, &tiny_hidden[0][0]);
     parity_cpu_values_store(&weight, &tiny_weight[0][0]);
     memcpy(targets.data, options.targets ? options.targets : tiny_targets, sizeof tiny_targets);
     parity_tensor_set(&dloss, 0, options.dloss ? options.dloss : 1.0);
 
     const parity_backend *backend;
-    fail_on_error(parity_registry_register_builtins(), "registering");
-    fail_on_error(parity_registry_resolve(PARITY_OP_CROSS_ENTROPY, options.backend, PARITY_CPU, &backend), "resolving");
+    assert_ok(parity_registry_register_builtins(), "registering");
+    assert_ok(parity_registry_resolve(PARITY_OP_CROSS_ENTROPY, options.backend, PARITY_CPU, &backend), "resolving");
     const parity_cross_entropy_kernels *kernels = backend->kernels;
     parity_cross_entropy_args args = {
         .hidden = &hidden, .weight = &weight, .targets = &targets, .ignore_index = IGNORED,
@@ -76,7 +69,7 @@ static parity_error *run_tiny(call_options options, call_result *result) {
     parity_error *error = kernels->forward(parity_test_exec(PARITY_CPU), &args, &saved);
     if (!error) {
         parity_cross_entropy_grads grads = {&dloss, &dhidden, &dweight};
-        fail_on_error(kernels->backward(parity_test_exec(PARITY_CPU), &args, &saved, &grads), "backward");
+        assert_ok(kernels->backward(parity_test_exec(PARITY_CPU), &args, &saved, &grads), "backward");
         result->loss = parity_tensor_get(&loss, 0);
         for (int64_t i = 0; i < TOKENS * HIDDEN; i++) (&result->dhidden[0][0])[i] = parity_tensor_get(&dhidden, i);
         for (int64_t i = 0; i < VOCAB * HIDDEN; i++) (&result->dweight[0][0])[i] = parity_tensor_get(&dweight, i);
@@ -120,7 +113,7 @@ Test(cross_entropy, loss_is_the_mean_of_negative_log_softmax) {
     double expected = hand_nll_sum() / 2;
     for (size_t b = 0; b < 2; b++) {
         call_result result;
-        fail_on_error(run_tiny((call_options){.backend = backends[b], .dtype = PARITY_F64, .chunk_size = 2}, &result),
+        assert_ok(run_tiny((call_options){.backend = backends[b], .dtype = PARITY_F64, .chunk_size = 2}, &result),
                       backends[b]);
         cr_log_info("%s: loss %.17g, hand %.17g", backends[b], result.loss, expected);
         cr_expect(fabs(result.loss - expected) <= 1e-15 * expected, "%s: loss %.17g, hand %.17g", backends[b], result.loss,
@@ -131,7 +124,7 @@ Test(cross_entropy, loss_is_the_mean_of_negative_log_softmax) {
                 cr_expect(fabs(result.dhidden[t][k] - hand_dhidden_of_sum(t, k) / 2) <= 1e-15, "%s: dhidden[%d][%d] %.17g, hand %.17g",
                           backends[b], t, k, result.dhidden[t][k], hand_dhidden_of_sum(t, k) / 2);
         call_result single;
-        fail_on_error(run_tiny((call_options){.backend = backends[b], .dtype = PARITY_F32}, &single), backends[b]);
+        assert_ok(run_tiny((call_options){.backend = backends[b], .dtype = PARITY_F32}, &single), backends[b]);
         cr_expect(fabs(single.loss - expected) <= 1e-6 * expected, "%s f32: loss %.9g, hand %.9g", backends[b], single.loss,
                   expected);
     }
@@ -141,8 +134,8 @@ Test(cross_entropy, num_items_in_batch_divides_the_sum) {
     double expected = hand_nll_sum() / 5;
     for (size_t b = 0; b < 2; b++) {
         call_result mean, summed;
-        fail_on_error(run_tiny((call_options){.backend = backends[b], .dtype = PARITY_F64}, &mean), backends[b]);
-        fail_on_error(run_tiny((call_options){.backend = backends[b], .dtype = PARITY_F64, .num_items_in_batch = 5,
+        assert_ok(run_tiny((call_options){.backend = backends[b], .dtype = PARITY_F64}, &mean), backends[b]);
+        assert_ok(run_tiny((call_options){.backend = backends[b], .dtype = PARITY_F64, .num_items_in_batch = 5,
                                               .chunk_size = 1},
                                &summed),
                       backends[b]);
@@ -169,7 +162,7 @@ Test(cross_entropy, all_ignored_targets_give_nan_mean_zero_sum_and_zero_gradient
         for (size_t d = 0; d < 3; d++) {
             for (int64_t num_items = 0; num_items <= 4; num_items += 4) {
                 call_result result;
-                fail_on_error(run_tiny((call_options){.backend = backends[b], .dtype = dtypes[d], .targets = none,
+                assert_ok(run_tiny((call_options){.backend = backends[b], .dtype = dtypes[d], .targets = none,
                                                       .num_items_in_batch = num_items},
                                        &result),
                               backends[b]);
@@ -196,7 +189,7 @@ Test(cross_entropy, eager_fills_logits_in_every_dtype) {
     const parity_dtype dtypes[] = {PARITY_F64, PARITY_F32, PARITY_BF16};
     for (size_t d = 0; d < 3; d++) {
         call_result result;
-        fail_on_error(run_tiny((call_options){.backend = "eager", .dtype = dtypes[d], .want_logits = true}, &result), "eager");
+        assert_ok(run_tiny((call_options){.backend = "eager", .dtype = dtypes[d], .want_logits = true}, &result), "eager");
         for (int t = 0; t < TOKENS; t++)
             for (int j = 0; j < VOCAB; j++)
                 cr_expect(result.logits[t][j] == hand_logit(t, j), "%s: logits[%d][%d] = %.17g, expected %.17g",
@@ -216,11 +209,11 @@ Test(cross_entropy, chunk_loss_refuses_to_materialize_logits) {
 
 Test(cross_entropy, chunk_loss_is_independent_of_the_chunk_size) {
     call_result eager;
-    fail_on_error(run_tiny((call_options){.backend = "eager", .dtype = PARITY_F64}, &eager), "eager");
+    assert_ok(run_tiny((call_options){.backend = "eager", .dtype = PARITY_F64}, &eager), "eager");
     const int64_t chunk_sizes[] = {1, 2, 3, 1024};
     for (size_t c = 0; c < 4; c++) {
         call_result chunked;
-        fail_on_error(run_tiny((call_options){.backend = "chunk_loss", .dtype = PARITY_F64, .chunk_size = chunk_sizes[c]},
+        assert_ok(run_tiny((call_options){.backend = "chunk_loss", .dtype = PARITY_F64, .chunk_size = chunk_sizes[c]},
                                &chunked),
                       "chunk_loss");
         cr_expect(fabs(chunked.loss - eager.loss) <= 1e-15 * eager.loss, "chunk %lld: loss %.17g, eager %.17g",
@@ -235,9 +228,9 @@ Test(cross_entropy, chunk_loss_is_independent_of_the_chunk_size) {
 Test(cross_entropy, backward_scales_with_dloss) {
     for (size_t b = 0; b < 2; b++) {
         call_result unit, scaled;
-        fail_on_error(run_tiny((call_options){.backend = backends[b], .dtype = PARITY_F64, .chunk_size = 2}, &unit),
+        assert_ok(run_tiny((call_options){.backend = backends[b], .dtype = PARITY_F64, .chunk_size = 2}, &unit),
                       backends[b]);
-        fail_on_error(run_tiny((call_options){.backend = backends[b], .dtype = PARITY_F64, .chunk_size = 2, .dloss = -2.5},
+        assert_ok(run_tiny((call_options){.backend = backends[b], .dtype = PARITY_F64, .chunk_size = 2, .dloss = -2.5},
                                &scaled),
                       backends[b]);
         for (int i = 0; i < TOKENS * HIDDEN; i++)

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "assert_ok.h"
 #include "exec_fixture.h"
 #include "gpu_skip.h"
 #include "ops/attention/attention.h"
@@ -21,28 +22,20 @@
 
 enum { TOKENS = 256, QUERY_HEADS = 2, KV_HEADS = 1, HEAD_DIM = 64, BLOCK = 128 };
 
-static void ok(parity_error *error, const char *what) {
-    if (!error) return;
-    char text[1024];
-    parity_error_format(error, text, sizeof text);
-    parity_error_free(error);
-    cr_assert_fail("%s: %s", what, text);
-}
-
 // A bf16 tensor on cuda:0 from the Philox stream `name`, values in about [-1, 1].
 static void random_on_gpu(parity_tensor *out, int64_t n, int64_t heads, int64_t width, const char *name) {
-    ok(parity_tensor_alloc(out, PARITY_BF16, PARITY_CUDA(0), PARITY_SHAPE(n, heads, width)), name);
-    ok(parity_rng_fill(NULL, out, parity_rng_stream_named(7, name), PARITY_RNG_UNIFORM, -1.0, 1.0), name);
+    assert_ok(parity_tensor_alloc(out, PARITY_BF16, PARITY_CUDA(0), PARITY_SHAPE(n, heads, width)), name);
+    assert_ok(parity_rng_fill(NULL, out, parity_rng_stream_named(7, name), PARITY_RNG_UNIFORM, -1.0, 1.0), name);
 }
 
 // Uninitialized: the backend overwrites outputs and gradients.
 static void empty_on_gpu(parity_tensor *out, int64_t n, int64_t heads, int64_t width) {
-    ok(parity_tensor_alloc(out, PARITY_BF16, PARITY_CUDA(0), PARITY_SHAPE(n, heads, width)), "output");
+    assert_ok(parity_tensor_alloc(out, PARITY_BF16, PARITY_CUDA(0), PARITY_SHAPE(n, heads, width)), "output");
 }
 
 static parity_tensor to_host(const parity_tensor *tensor) {
     parity_tensor host;
-    ok(parity_tensor_to(&host, tensor, PARITY_CPU, PARITY_F64), "to the host");
+    assert_ok(parity_tensor_to(&host, tensor, PARITY_CPU, PARITY_F64), "to the host");
     return host;
 }
 
@@ -57,7 +50,7 @@ static void mask_to_gpu(const parity_block_mask *cpu, parity_block_mask *gpu) {
                            &gpu->mask_mod.document_ids};
     for (size_t i = 0; i < sizeof from / sizeof from[0]; i++) {
         memset(to[i], 0, sizeof *to[i]);
-        ok(parity_tensor_to(to[i], from[i], PARITY_CUDA(0), PARITY_I32), "mask to cuda:0");
+        assert_ok(parity_tensor_to(to[i], from[i], PARITY_CUDA(0), PARITY_I32), "mask to cuda:0");
     }
 }
 
@@ -85,25 +78,25 @@ static void run_flex(const parity_block_mask *mask, parity_tensor *q, parity_ten
                      parity_tensor *cu, parity_tensor *dout, parity_tensor *out, parity_tensor *dq, parity_tensor *dk,
                      parity_tensor *dv) {
     const parity_backend *backend;
-    ok(parity_registry_resolve(PARITY_OP_ATTENTION, "flex_attention", PARITY_CUDA(0), &backend), "flex_attention");
+    assert_ok(parity_registry_resolve(PARITY_OP_ATTENTION, "flex_attention", PARITY_CUDA(0), &backend), "flex_attention");
     const parity_attention_kernels *kernels = backend->kernels;
     parity_attention_args args = {q, k, v, cu, 0.125, true, 0, out, mask};
     parity_attention_grads grads = {dout, dq, dk, dv};
     parity_saved saved = {0};
     const parity_exec *exec = parity_test_exec(PARITY_CUDA(0));
-    ok(kernels->forward(exec, &args, &saved), "flex_attention forward");
-    ok(kernels->backward(exec, &args, &saved, &grads), "flex_attention backward");
-    ok(parity_exec_synchronize(exec), "synchronize");
+    assert_ok(kernels->forward(exec, &args, &saved), "flex_attention forward");
+    assert_ok(kernels->backward(exec, &args, &saved, &grads), "flex_attention backward");
+    assert_ok(parity_exec_synchronize(exec), "synchronize");
     parity_saved_release(&saved);
 }
 
 Test(flex_attention_gpu, rows_that_see_nothing_give_zeros_never_nan) {
     parity_test_require_gpu();
-    ok(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     int64_t offsets[2] = {0, TOKENS};
     parity_block_mask built, blinded_cpu, blinded, whole;
-    ok(parity_block_mask_build(PARITY_CPU, offsets, 2, TOKENS, true, 0, BLOCK, BLOCK, &built), "mask");
-    ok(parity_block_mask_build(PARITY_CPU, offsets, 2, TOKENS, true, 0, BLOCK, BLOCK, &blinded_cpu), "mask");
+    assert_ok(parity_block_mask_build(PARITY_CPU, offsets, 2, TOKENS, true, 0, BLOCK, BLOCK, &built), "mask");
+    assert_ok(parity_block_mask_build(PARITY_CPU, offsets, 2, TOKENS, true, 0, BLOCK, BLOCK, &blinded_cpu), "mask");
     cr_assert_eq(((int32_t *)built.kv_num_blocks.data)[0] + ((int32_t *)built.full_kv_num_blocks.data)[0], 1,
                  "query block 0 of a causal document sees key block 0 only");
     blind_query_block_0(&blinded_cpu);
@@ -115,9 +108,9 @@ Test(flex_attention_gpu, rows_that_see_nothing_give_zeros_never_nan) {
     random_on_gpu(&k, TOKENS, KV_HEADS, HEAD_DIM, "k");
     random_on_gpu(&v, TOKENS, KV_HEADS, HEAD_DIM, "v");
     random_on_gpu(&dout, TOKENS, QUERY_HEADS, HEAD_DIM, "dout");
-    ok(parity_tensor_alloc(&host_cu, PARITY_I64, PARITY_CPU, PARITY_SHAPE(2)), "cu_seqlens");
+    assert_ok(parity_tensor_alloc(&host_cu, PARITY_I64, PARITY_CPU, PARITY_SHAPE(2)), "cu_seqlens");
     memcpy(host_cu.data, offsets, sizeof offsets);
-    ok(parity_tensor_to(&cu, &host_cu, PARITY_CUDA(0), PARITY_I64), "cu_seqlens");
+    assert_ok(parity_tensor_to(&cu, &host_cu, PARITY_CUDA(0), PARITY_I64), "cu_seqlens");
 
     parity_tensor out[2], dq[2], dk[2], dv[2];
     const parity_block_mask *masks[2] = {&whole, &blinded};

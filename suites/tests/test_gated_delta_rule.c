@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "assert_ok.h"
 #include "ops/causal_conv1d/causal_conv1d.h"
 #include "ops/core/cpu_math.h"
 #include "ops/core/rng.h"
@@ -18,21 +19,13 @@
 static const int64_t document_lengths[] = {3, 1, 5};
 enum { document_count = 3, packed_tokens = 9 };
 
-static void check(parity_error *error, const char *what) {
-    if (!error) return;
-    char message[1024];
-    parity_error_format(error, message, sizeof message);
-    parity_error_free(error);
-    cr_assert_fail("%s: %s", what, message);
-}
-
 // A random tensor of `dtype` (values drawn in f64 from the stream `name`, rounded once).
 static parity_tensor random_tensor(const char *name, parity_dtype dtype, double low, double high, int ndim,
                                    const int64_t *shape) {
     parity_tensor exact, result;
-    check(parity_tensor_alloc(&exact, PARITY_F64, PARITY_CPU, ndim, shape), name);
-    check(parity_rng_fill(NULL, &exact, parity_rng_stream_named(77, name), PARITY_RNG_UNIFORM, low, high), name);
-    check(parity_tensor_to(&result, &exact, PARITY_CPU, dtype), name);
+    assert_ok(parity_tensor_alloc(&exact, PARITY_F64, PARITY_CPU, ndim, shape), name);
+    assert_ok(parity_rng_fill(NULL, &exact, parity_rng_stream_named(77, name), PARITY_RNG_UNIFORM, low, high), name);
+    assert_ok(parity_tensor_to(&result, &exact, PARITY_CPU, dtype), name);
     parity_tensor_release(&exact);
     return result;
 }
@@ -42,7 +35,7 @@ static parity_tensor empty_like(const parity_tensor *tensor, int64_t tokens) {
     int64_t shape[PARITY_MAX_DIMS];
     memcpy(shape, tensor->shape, sizeof shape);
     shape[0] = tokens;
-    check(parity_tensor_zeros(&result, tensor->dtype, PARITY_CPU, tensor->ndim, shape), "allocating");
+    assert_ok(parity_tensor_zeros(&result, tensor->dtype, PARITY_CPU, tensor->ndim, shape), "allocating");
     return result;
 }
 
@@ -63,7 +56,7 @@ static bool same_bytes(const parity_tensor *alone, const parity_tensor *packed, 
 
 static parity_tensor offsets_tensor(const int64_t *lengths, int count) {
     parity_tensor offsets;
-    check(parity_tensor_alloc(&offsets, PARITY_I64, PARITY_CPU, 1, (int64_t[]){count + 1}), "cu_seqlens");
+    assert_ok(parity_tensor_alloc(&offsets, PARITY_I64, PARITY_CPU, 1, (int64_t[]){count + 1}), "cu_seqlens");
     int64_t *data = offsets.data;
     data[0] = 0;
     for (int i = 0; i < count; i++) data[i + 1] = data[i] + lengths[i];
@@ -83,8 +76,8 @@ static void gdr_run(const parity_gated_delta_rule_kernels *kernels, gdr_tensors 
                                          chunk_size};
     parity_gated_delta_rule_grads grads = {&t->doutput, &t->dquery, &t->dkey, &t->dvalue, &t->dg, &t->dbeta};
     parity_saved saved = {0};
-    check(kernels->forward(parity_test_exec(args.output->device), &args, &saved), "gated_delta_rule forward");
-    check(kernels->backward(parity_test_exec(args.output->device), &args, &saved, &grads), "gated_delta_rule backward");
+    assert_ok(kernels->forward(parity_test_exec(args.output->device), &args, &saved), "gated_delta_rule forward");
+    assert_ok(kernels->backward(parity_test_exec(args.output->device), &args, &saved, &grads), "gated_delta_rule backward");
     parity_saved_release(&saved);
 }
 
@@ -97,9 +90,9 @@ static void gdr_release(gdr_tensors *t, bool views) {
 }
 
 static void gdr_packed_equals_alone(const char *backend_name, parity_dtype dtype, bool l2norm) {
-    check(parity_registry_register_builtins(), "registering");
+    assert_ok(parity_registry_register_builtins(), "registering");
     const parity_backend *backend;
-    check(parity_registry_resolve(PARITY_OP_GATED_DELTA_RULE, backend_name, PARITY_CPU, &backend), "resolving");
+    assert_ok(parity_registry_resolve(PARITY_OP_GATED_DELTA_RULE, backend_name, PARITY_CPU, &backend), "resolving");
     const parity_gated_delta_rule_kernels *kernels = backend->kernels;
     const int64_t N = packed_tokens, Hk = 1, Hv = 2, Dk = 5, Dv = 3;
     gdr_tensors packed = {
@@ -164,12 +157,12 @@ Test(gated_delta_rule, packed_documents_equal_documents_run_alone) {
 // The chunked backward against central finite differences on every gated_delta_rule row (chunk sizes
 // 3, 4 and 64; documents longer and shorter than a chunk).
 Test(gated_delta_rule, chunked_backward_matches_finite_differences) {
-    check(parity_registry_register_builtins(), "registering");
+    assert_ok(parity_registry_register_builtins(), "registering");
     int rows = 0;
     for (size_t row = 0; row < gated_delta_rule_case_list.count; row++) {
         const op_check_case *test_case = &gated_delta_rule_case_list.cases[row];
         op_check_error_report report;
-        check(op_check_finite_differences(test_case, "fla", &report), test_case->name);
+        assert_ok(op_check_finite_differences(test_case, "fla", &report), test_case->name);
         cr_expect(report.tensors_compared == 5, "fla [%s]: %d gradients compared", test_case->name, report.tensors_compared);
         char why[160];
         cr_expect(op_check_within(&report, 1e-6, why, sizeof why), "fla [%s]: %s", test_case->name, why);
@@ -185,15 +178,15 @@ static void conv_run(const parity_causal_conv1d_kernels *kernels, const parity_t
     parity_causal_conv1d_args args = {x, weight, cu_seqlens, PARITY_CAUSAL_CONV1D_SILU, y};
     parity_causal_conv1d_grads grads = {dy, dx, dweight};
     parity_saved saved = {0};
-    check(kernels->forward(parity_test_exec(args.output->device), &args, &saved), "causal_conv1d forward");
-    check(kernels->backward(parity_test_exec(args.output->device), &args, &saved, &grads), "causal_conv1d backward");
+    assert_ok(kernels->forward(parity_test_exec(args.output->device), &args, &saved), "causal_conv1d forward");
+    assert_ok(kernels->backward(parity_test_exec(args.output->device), &args, &saved, &grads), "causal_conv1d backward");
     parity_saved_release(&saved);
 }
 
 static void conv_packed_equals_alone(parity_dtype dtype) {
-    check(parity_registry_register_builtins(), "registering");
+    assert_ok(parity_registry_register_builtins(), "registering");
     const parity_backend *backend;
-    check(parity_registry_resolve(PARITY_OP_CAUSAL_CONV1D, "eager", PARITY_CPU, &backend), "resolving");
+    assert_ok(parity_registry_resolve(PARITY_OP_CAUSAL_CONV1D, "eager", PARITY_CPU, &backend), "resolving");
     const parity_causal_conv1d_kernels *kernels = backend->kernels;
     const int64_t N = packed_tokens, C = 7, K = 4;
     parity_tensor x = random_tensor("conv/x", dtype, -1, 1, PARITY_SHAPE(N, C));
@@ -204,7 +197,7 @@ static void conv_packed_equals_alone(parity_dtype dtype) {
     conv_run(kernels, &x, &weight, &cu_seqlens, &y, &dy, &dx, &dweight);
 
     parity_tensor dweight_sum;
-    check(parity_tensor_zeros(&dweight_sum, PARITY_F64, PARITY_CPU, PARITY_SHAPE(C, K)), "allocating");
+    assert_ok(parity_tensor_zeros(&dweight_sum, PARITY_F64, PARITY_CPU, PARITY_SHAPE(C, K)), "allocating");
     int64_t start = 0;
     for (int s = 0; s < document_count; s++) {
         int64_t length = document_lengths[s];

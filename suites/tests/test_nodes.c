@@ -7,36 +7,29 @@
 #include <math.h>
 #include <string.h>
 
+#include "assert_ok.h"
 #include "models/autograd/nodes.h"
 #include "ops/core/rng.h"
 #include "suites/tests/exec_fixture.h"
 
-static void check(parity_error *error, const char *what) {
-    if (!error) return;
-    char message[2048];
-    parity_error_format(error, message, sizeof message);
-    parity_error_free(error);
-    cr_assert_fail("%s: %s", what, message);
-}
-
 static const parity_backend *eager(const char *op) {
-    check(parity_registry_register_builtins(), "registering the built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering the built-in backends");
     const parity_backend *backend = NULL;
-    check(parity_registry_resolve(op, "eager", PARITY_CPU, &backend), op);
+    assert_ok(parity_registry_resolve(op, "eager", PARITY_CPU, &backend), op);
     return backend;
 }
 
 static parity_tensor random_tensor(const char *name, parity_dtype dtype, double low, double high, int ndim,
                                    const int64_t *shape) {
     parity_tensor tensor;
-    check(parity_tensor_alloc(&tensor, dtype, PARITY_CPU, ndim, shape), name);
-    check(parity_rng_fill(NULL, &tensor, parity_rng_stream_named(2026, name), PARITY_RNG_UNIFORM, low, high), name);
+    assert_ok(parity_tensor_alloc(&tensor, dtype, PARITY_CPU, ndim, shape), name);
+    assert_ok(parity_rng_fill(NULL, &tensor, parity_rng_stream_named(2026, name), PARITY_RNG_UNIFORM, low, high), name);
     return tensor;
 }
 
 static parity_tensor int64_tensor(const int64_t *values, int64_t count) {
     parity_tensor tensor;
-    check(parity_tensor_alloc(&tensor, PARITY_I64, PARITY_CPU, 1, (int64_t[]){count}), "int64 tensor");
+    assert_ok(parity_tensor_alloc(&tensor, PARITY_I64, PARITY_CPU, 1, (int64_t[]){count}), "int64 tensor");
     memcpy(tensor.data, values, (size_t)count * sizeof *values);
     return tensor;
 }
@@ -85,7 +78,7 @@ static parity_error *graph_run(const graph *g, parity_tape *tape, bool recording
 static double graph_loss(const graph *g) {
     parity_tape tape;
     parity_variable *params[MAX_PARAMS], *loss = NULL;
-    check(graph_run(g, &tape, false, params, &loss), "forward");
+    assert_ok(graph_run(g, &tape, false, params, &loss), "forward");
     double value = parity_tensor_get(&loss->value, 0);
     parity_tape_release(&tape);
     return value;
@@ -95,7 +88,7 @@ static double graph_loss(const graph *g) {
 static void check_gradients(graph *g, const char *what) {
     parity_tape tape;
     parity_variable *params[MAX_PARAMS], *loss = NULL;
-    check(graph_run(g, &tape, true, params, &loss), what);
+    assert_ok(graph_run(g, &tape, true, params, &loss), what);
     cr_assert(isfinite(parity_tensor_get(&loss->value, 0)), "%s: loss is not finite", what);
     for (int i = 0; i < g->count; i++) {
         cr_assert(params[i]->has_gradient, "%s: %s received no gradient", what, g->names[i]);
@@ -268,7 +261,7 @@ Test(nodes, gdn_gating_with_one_output_unused) {
     // a, A_log and dt_bias reach the loss only through g: their gradients are exactly zero
     parity_tape tape;
     parity_variable *params[MAX_PARAMS], *loss;
-    check(graph_run(&g, &tape, true, params, &loss), "gating");
+    assert_ok(graph_run(&g, &tape, true, params, &loss), "gating");
     for (int i = 0; i < 4; i++) {
         if (i == 1) continue;
         for (int64_t j = 0; j < params[i]->gradient.numel; j++)
@@ -307,9 +300,9 @@ Test(nodes, glue_graph_matches_finite_differences) {
 
 // Runs the last node's backward with `gradient` as its output's incoming gradient.
 static void backward_last_node(parity_tape *tape, parity_variable *output, const parity_tensor *gradient) {
-    check(parity_variable_accumulate(output, gradient), "seeding the output gradient");
+    assert_ok(parity_variable_accumulate(output, gradient), "seeding the output gradient");
     parity_node *node = &tape->nodes[tape->node_count - 1];
-    check(node->backward(tape, node), node->op);
+    assert_ok(node->backward(tape, node), node->op);
 }
 
 Test(nodes, cast_rounds_exactly_both_ways) {
@@ -317,9 +310,9 @@ Test(nodes, cast_rounds_exactly_both_ways) {
     parity_tape_init(&tape, parity_test_exec(PARITY_CPU), PARITY_F64, true);
     parity_tensor wide = random_tensor("cast input", PARITY_F64, -3, 3, PARITY_SHAPE(4, 5));
     parity_variable *input, *narrow, *back;
-    check(parity_tape_borrow(&tape, "input", &wide, true, &input), "borrow");
+    assert_ok(parity_tape_borrow(&tape, "input", &wide, true, &input), "borrow");
     // f64 -> bf16: each element rounded once to nearest even
-    check(parity_node_cast(&tape, "to_bf16", input, PARITY_BF16, &narrow), "cast");
+    assert_ok(parity_node_cast(&tape, "to_bf16", input, PARITY_BF16, &narrow), "cast");
     cr_assert_eq(narrow->value.dtype, PARITY_BF16);
     cr_assert(narrow->requires_gradient);
     for (int64_t i = 0; i < wide.numel; i++)
@@ -331,12 +324,12 @@ Test(nodes, cast_rounds_exactly_both_ways) {
     for (int64_t i = 0; i < wide.numel; i++)
         cr_assert_eq(parity_tensor_get(&input->gradient, i), parity_tensor_get(&dnarrow, i));
     // bf16 -> f32 forward is exact; an f32 gradient comes back rounded to bf16 and accumulates
-    check(parity_node_cast(&tape, "to_f32", narrow, PARITY_F32, &back), "cast back");
+    assert_ok(parity_node_cast(&tape, "to_f32", narrow, PARITY_F32, &back), "cast back");
     for (int64_t i = 0; i < wide.numel; i++)
         cr_assert_eq(parity_tensor_get(&back->value, i), parity_tensor_get(&narrow->value, i));
     parity_tensor dback = random_tensor("cast dback", PARITY_F32, -2, 2, PARITY_SHAPE(4, 5));
     parity_tensor before;
-    check(parity_tensor_to(&before, &narrow->gradient, PARITY_CPU, PARITY_BF16), "copy");
+    assert_ok(parity_tensor_to(&before, &narrow->gradient, PARITY_CPU, PARITY_BF16), "copy");
     backward_last_node(&tape, back, &dback);
     for (int64_t i = 0; i < wide.numel; i++) {
         double expected = parity_round_to_dtype(
@@ -355,20 +348,20 @@ Test(nodes, weighted_sum_mixes_dtypes) {
     parity_tape tape;
     parity_tape_init(&tape, parity_test_exec(PARITY_CPU), PARITY_BF16, true);
     parity_tensor a_value, b_value;
-    check(parity_tensor_alloc(&a_value, PARITY_F32, PARITY_CPU, 0, NULL), "a");
-    check(parity_tensor_alloc(&b_value, PARITY_BF16, PARITY_CPU, 0, NULL), "b");
+    assert_ok(parity_tensor_alloc(&a_value, PARITY_F32, PARITY_CPU, 0, NULL), "a");
+    assert_ok(parity_tensor_alloc(&b_value, PARITY_BF16, PARITY_CPU, 0, NULL), "b");
     parity_tensor_set(&a_value, 0, 2.3125);
     parity_tensor_set(&b_value, 0, 0.8515625);
     parity_variable *a, *b, *out;
-    check(parity_tape_borrow(&tape, "a", &a_value, true, &a), "borrow a");
-    check(parity_tape_borrow(&tape, "b", &b_value, true, &b), "borrow b");
+    assert_ok(parity_tape_borrow(&tape, "a", &a_value, true, &a), "borrow a");
+    assert_ok(parity_tape_borrow(&tape, "b", &b_value, true, &b), "borrow b");
     double weight_a = 1.0, weight_b = 0.001;
-    check(parity_node_weighted_sum(&tape, "total", a, weight_a, b, weight_b, &out), "weighted_sum");
+    assert_ok(parity_node_weighted_sum(&tape, "total", a, weight_a, b, weight_b, &out), "weighted_sum");
     // computed in f64, stored once in a's dtype
     cr_assert_eq(out->value.dtype, PARITY_F32);
     double expected = parity_round_to_dtype(weight_a * 2.3125 + weight_b * 0.8515625, PARITY_F32);
     cr_assert_eq(parity_tensor_get(&out->value, 0), expected);
-    check(parity_tape_backward(&tape, out), "backward");
+    assert_ok(parity_tape_backward(&tape, out), "backward");
     cr_assert_eq(parity_tensor_get(&a->gradient, 0), weight_a);
     cr_assert_eq(b->gradient.dtype, PARITY_BF16);
     cr_assert_eq(parity_tensor_get(&b->gradient, 0), parity_round_to_dtype(weight_b, PARITY_BF16));
@@ -384,10 +377,10 @@ Test(nodes, stack_rows_slices_and_checks_shapes) {
     parity_tensor second = random_tensor("rows second", PARITY_F32, -1, 1, PARITY_SHAPE(1, 3));
     parity_tensor wrong = random_tensor("rows wrong", PARITY_F32, -1, 1, PARITY_SHAPE(1, 4));
     parity_variable *v[3], *out, *bad = NULL;
-    check(parity_tape_borrow(&tape, "first", &first, true, &v[0]), "borrow");
-    check(parity_tape_borrow(&tape, "second", &second, false, &v[1]), "borrow");
-    check(parity_tape_borrow(&tape, "wrong", &wrong, true, &v[2]), "borrow");
-    check(parity_node_stack_rows(&tape, "stacked", (parity_variable *[]){v[1], v[0]}, 2, &out), "stack_rows");
+    assert_ok(parity_tape_borrow(&tape, "first", &first, true, &v[0]), "borrow");
+    assert_ok(parity_tape_borrow(&tape, "second", &second, false, &v[1]), "borrow");
+    assert_ok(parity_tape_borrow(&tape, "wrong", &wrong, true, &v[2]), "borrow");
+    assert_ok(parity_node_stack_rows(&tape, "stacked", (parity_variable *[]){v[1], v[0]}, 2, &out), "stack_rows");
     cr_assert_eq(out->value.shape[0], 3);
     cr_assert_eq(out->value.shape[1], 3);
     for (int64_t i = 0; i < 9; i++) {
@@ -437,7 +430,7 @@ Test(nodes, two_consumers_accumulate) {
     // their sum (cross_entropy's written first, the embedding's added: the same f64 sum, bit for bit).
     parity_tape tape_tied, tape_untied;
     parity_variable *p_tied[MAX_PARAMS], *p_untied[MAX_PARAMS], *loss;
-    check(graph_run(&tied, &tape_tied, true, p_tied, &loss), "tied");
+    assert_ok(graph_run(&tied, &tape_tied, true, p_tied, &loss), "tied");
     graph untied = {.forward = tied_forward, .option = 1, .count = 2};
     untied.names[0] = "embed";
     untied.names[1] = "lm_head";
@@ -446,7 +439,7 @@ Test(nodes, two_consumers_accumulate) {
     untied.params[0].owns_data = untied.params[1].owns_data = false;
     untied.data[0] = tied.data[0];
     untied.data[1] = tied.data[1];
-    check(graph_run(&untied, &tape_untied, true, p_untied, &loss), "untied");
+    assert_ok(graph_run(&untied, &tape_untied, true, p_untied, &loss), "untied");
     double embed_norm = 0, head_norm = 0;
     for (int64_t i = 0; i < tied.params[0].numel; i++) {
         double from_embedding = parity_tensor_get(&p_untied[0]->gradient, i);
@@ -480,8 +473,8 @@ Test(nodes, forward_errors_name_the_node) {
     parity_tensor x = random_tensor("error x", PARITY_F64, -1, 1, PARITY_SHAPE(3, 4));
     parity_tensor w = random_tensor("error w", PARITY_F64, -1, 1, PARITY_SHAPE(5, 6)); // in = 6, x has 4
     parity_variable *input, *weight, *out = NULL, *parts[2];
-    check(parity_tape_borrow(&tape, "x", &x, true, &input), "borrow");
-    check(parity_tape_borrow(&tape, "w", &w, true, &weight), "borrow");
+    assert_ok(parity_tape_borrow(&tape, "x", &x, true, &input), "borrow");
+    assert_ok(parity_tape_borrow(&tape, "w", &w, true, &weight), "borrow");
     expect_error(parity_node_linear(&tape, eager(PARITY_OP_LINEAR), "model.layers.3.mlp.up_proj", input, weight, NULL, &out),
                  PARITY_ERROR_SHAPE, "model.layers.3.mlp.up_proj", "linear (eager)");
     expect_error(parity_node_add(&tape, eager(PARITY_OP_ADD), "model.layers.3.residual", input, weight, &out),
@@ -499,7 +492,7 @@ Test(nodes, forward_errors_name_the_node) {
     const parity_exec named_cuda = {.device = PARITY_CUDA(0)};
     parity_tape_init(&gpu_tape, &named_cuda, PARITY_F32, true);
     parity_variable *borrowed;
-    check(parity_tape_borrow(&gpu_tape, "x", &x, true, &borrowed), "borrow");
+    assert_ok(parity_tape_borrow(&gpu_tape, "x", &x, true, &borrowed), "borrow");
     expect_error(parity_node_cast(&gpu_tape, "model.cast", borrowed, PARITY_F32, &out), PARITY_ERROR_USAGE, "model.cast",
                  "the input is on cpu, the tape on cuda:0");
     expect_error(parity_node_stack_rows(&gpu_tape, "model.router_logits", &borrowed, 1, &out), PARITY_ERROR_USAGE,

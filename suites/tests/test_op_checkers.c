@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "assert_ok.h"
 #include "op_cases.h"
 #include "ops/rms_norm/rms_norm.h"
 #include "worst_error.h"
@@ -116,14 +117,6 @@ static const wrong_backend wrong_backends[] = {
     {"test_checker_honest", {eager_forward, eager_backward}, NULL, NULL},
 };
 
-static void check_ok(parity_error *error, const char *what) {
-    if (!error) return;
-    char message[1024];
-    parity_error_format(error, message, sizeof message);
-    parity_error_free(error);
-    cr_assert_fail("%s: %s", what, message);
-}
-
 static const op_check_case *rms_norm_row(const char *name) {
     for (size_t row = 0; row < rms_norm_case_list.count; row++)
         if (strcmp(rms_norm_case_list.cases[row].name, name) == 0) return &rms_norm_case_list.cases[row];
@@ -146,31 +139,31 @@ static void expect_verdict(const wrong_backend *row, const char *check, const op
 }
 
 Test(op_checkers, wrong_backends_are_rejected_with_the_engines_message) {
-    check_ok(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     const parity_backend *reference = parity_registry_find(PARITY_OP_RMS_NORM, "eager", PARITY_DEVICE_CPU);
     cr_assert_not_null(reference);
     const op_check_case *test_case = rms_norm_row("standard rows=7 hidden=13");
     cr_assert_gt(7 * 13, UNWRITTEN);
     cr_assert_gt(13, NAN_WEIGHT_ELEMENT);
     op_check_state eager_run;
-    check_ok(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F64}, &eager_run), "eager");
+    assert_ok(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F64}, &eager_run), "eager");
     for (size_t r = 0; r < ROWS(wrong_backends); r++) {
         const wrong_backend *row = &wrong_backends[r];
-        check_ok(parity_registry_add(&(parity_backend){
+        assert_ok(parity_registry_add(&(parity_backend){
                      .op = PARITY_OP_RMS_NORM, .name = row->name, .device = PARITY_DEVICE_CPU, .dtypes = reference->dtypes,
                      .capabilities = reference->capabilities | PARITY_CAP_TEST_ONLY, .kernels = &row->kernels,
                      .description = "test: a wrong RMSNorm for the op engine's checks", .origin = "test_op_checkers"}),
                  row->name);
 
         op_check_error_report finite_differences;
-        check_ok(op_check_finite_differences(test_case, row->name, &finite_differences), row->name);
+        assert_ok(op_check_finite_differences(test_case, row->name, &finite_differences), row->name);
         expect_verdict(row, "finite differences", &finite_differences, finite_difference_bound, row->finite_differences);
 
         op_check_state candidate;
-        check_ok(op_check_run(test_case, (op_check_run_options){.backend = row->name, .dtype = PARITY_F64}, &candidate),
+        assert_ok(op_check_run(test_case, (op_check_run_options){.backend = row->name, .dtype = PARITY_F64}, &candidate),
                  row->name);
         op_check_error_report against_eager;
-        check_ok(op_check_compare_states(&eager_run, &candidate, &against_eager), row->name);
+        assert_ok(op_check_compare_states(&eager_run, &candidate, &against_eager), row->name);
         expect_verdict(row, "against eager", &against_eager, eager_pair_bound, row->against_eager);
         cr_expect_eq(against_eager.tensors_compared, 3, "%s: dx, dweight and y compared, got %d", row->name,
                      against_eager.tensors_compared);

@@ -6,17 +6,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "assert_ok.h"
 #include "op_cases.h"
 
 static const double default_finite_difference_tolerance = 1e-6;
-
-static void fail_on_error(parity_error *error, const char *what) {
-    if (!error) return;
-    char message[1024];
-    parity_error_format(error, message, sizeof message);
-    parity_error_free(error);
-    cr_assert_fail("%s: %s", what, message);
-}
 
 Test(ops, backward_matches_finite_differences) {
     int checked = 0;
@@ -24,7 +17,7 @@ Test(ops, backward_matches_finite_differences) {
         for (size_t row = 0; row < all_op_cases[list]->count; row++) {
             const op_check_case *test_case = &all_op_cases[list]->cases[row];
             op_check_error_report report;
-            fail_on_error(op_check_finite_differences(test_case, "eager", &report), test_case->name);
+            assert_ok(op_check_finite_differences(test_case, "eager", &report), test_case->name);
             double tolerance = test_case->finite_difference_tolerance ? test_case->finite_difference_tolerance
                                                                       : default_finite_difference_tolerance;
             cr_log_info("%-20s %-44s finite differences: max relative error %.2e (%s), bound %.0e", test_case->op->name,
@@ -47,8 +40,8 @@ Test(ops, eager_is_bitwise_deterministic_in_every_dtype) {
             for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
                 op_check_state first, second;
                 op_check_run_options options = {.dtype = dtypes[d]};
-                fail_on_error(op_check_run(test_case, options, &first), test_case->name);
-                fail_on_error(op_check_run(test_case, options, &second), test_case->name);
+                assert_ok(op_check_run(test_case, options, &first), test_case->name);
+                assert_ok(op_check_run(test_case, options, &second), test_case->name);
                 char differing[48] = "";
                 cr_expect(op_check_bitwise_equal(&first, &second, differing, sizeof differing),
                           "%s [%s] %s: %s differs between two identical runs", test_case->op->name, test_case->name,
@@ -70,11 +63,11 @@ Test(ops, low_precision_eager_is_close_to_f64) {
             for (size_t p = 0; p < sizeof precisions / sizeof precisions[0]; p++) {
                 op_check_state reference, candidate;
                 parity_dtype dtype = precisions[p].dtype;
-                fail_on_error(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F64, .input_precision = dtype},
+                assert_ok(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F64, .input_precision = dtype},
                                            &reference), test_case->name);
-                fail_on_error(op_check_run(test_case, (op_check_run_options){.dtype = dtype}, &candidate), test_case->name);
+                assert_ok(op_check_run(test_case, (op_check_run_options){.dtype = dtype}, &candidate), test_case->name);
                 op_check_error_report report;
-                fail_on_error(op_check_compare_states(&reference, &candidate, &report), test_case->name);
+                assert_ok(op_check_compare_states(&reference, &candidate, &report), test_case->name);
                 cr_log_info("%-20s %-44s %s eager vs f64: %.2e (%s)", test_case->op->name, test_case->name,
                             parity_dtype_name(dtype), report.worst_error, report.worst_tensor);
                 char why[160];
@@ -100,23 +93,23 @@ Test(ops, other_backends_match_eager) {
                 if (strcmp(test_case->op->name, backend->op) != 0) continue;
                 rows++;
                 op_check_state truth, eager_f64, other_f64, eager_bf16, other_bf16;
-                fail_on_error(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F64}, &eager_f64), test_case->name);
-                fail_on_error(op_check_run(test_case, (op_check_run_options){.backend = backend->backend, .dtype = PARITY_F64},
+                assert_ok(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F64}, &eager_f64), test_case->name);
+                assert_ok(op_check_run(test_case, (op_check_run_options){.backend = backend->backend, .dtype = PARITY_F64},
                                            &other_f64), test_case->name);
                 op_check_error_report f64_report;
-                fail_on_error(op_check_compare_states(&eager_f64, &other_f64, &f64_report), test_case->name);
+                assert_ok(op_check_compare_states(&eager_f64, &other_f64, &f64_report), test_case->name);
                 char why[160];
                 cr_expect(op_check_within(&f64_report, backend->f64_tolerance, why, sizeof why), "%s %s [%s] f64: %s",
                           backend->op, backend->backend, test_case->name, why);
 
-                fail_on_error(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F64, .input_precision = PARITY_BF16},
+                assert_ok(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_F64, .input_precision = PARITY_BF16},
                                            &truth), test_case->name);
-                fail_on_error(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_BF16}, &eager_bf16), test_case->name);
-                fail_on_error(op_check_run(test_case, (op_check_run_options){.backend = backend->backend, .dtype = PARITY_BF16},
+                assert_ok(op_check_run(test_case, (op_check_run_options){.dtype = PARITY_BF16}, &eager_bf16), test_case->name);
+                assert_ok(op_check_run(test_case, (op_check_run_options){.backend = backend->backend, .dtype = PARITY_BF16},
                                            &other_bf16), test_case->name);
                 op_check_error_report eager_report, other_report;
-                fail_on_error(op_check_compare_states(&truth, &eager_bf16, &eager_report), test_case->name);
-                fail_on_error(op_check_compare_states(&truth, &other_bf16, &other_report), test_case->name);
+                assert_ok(op_check_compare_states(&truth, &eager_bf16, &eager_report), test_case->name);
+                assert_ok(op_check_compare_states(&truth, &other_bf16, &other_report), test_case->name);
                 double bound = 2 * eager_report.worst_error + 1e-3;
                 cr_log_info("%-20s %-12s %-40s f64 vs eager %.2e; bf16 error %.2e (eager bf16 %.2e)", backend->op,
                             backend->backend, test_case->name, f64_report.worst_error, other_report.worst_error,
@@ -135,7 +128,7 @@ Test(ops, other_backends_match_eager) {
 }
 
 Test(ops, invalid_calls_are_rejected_with_a_named_mismatch) {
-    fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     for (size_t list = 0; list < all_invalid_case_list_count; list++) {
         for (size_t row = 0; row < all_invalid_cases[list]->count; row++) {
             const op_invalid_case *invalid = &all_invalid_cases[list]->cases[row];

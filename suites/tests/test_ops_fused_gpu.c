@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assert_ok.h"
 #include "gpu_skip.h"
 #include "op_cases.h"
 #include "ops/attention/attention.h"
@@ -58,14 +59,6 @@ static const fused_backend fused_backends[] = {
     {PARITY_OP_ATTENTION, "flex_attention", 1e-12, "flex_attention on cuda", true},
 };
 
-static void fail_on_error(parity_error *error, const char *what) {
-    if (!error) return;
-    char message[2048];
-    parity_error_format(error, message, sizeof message);
-    parity_error_free(error);
-    cr_assert_fail("%s: %s", what, message);
-}
-
 static op_check_run_options run_on(const char *backend, parity_device device, parity_dtype dtype,
                                    parity_dtype input_precision) {
     return (op_check_run_options){.backend = backend, .dtype = dtype, .input_precision = input_precision, .device = device};
@@ -86,7 +79,7 @@ static bool run_fused(const fused_backend *pair, const op_check_case *test_case,
     char what[256];
     snprintf(what, sizeof what, "%s %s [%s] %s", pair->op, pair->backend, test_case->name, parity_dtype_name(dtype));
     op_check_release(state);
-    fail_on_error(error, what);
+    assert_ok(error, what);
     return false;
 }
 
@@ -96,8 +89,8 @@ static bool check_row(const fused_backend *pair, const parity_backend *backend, 
     op_check_error_report report;
     bool ran = run_fused(pair, test_case, PARITY_F64, &gpu);
     if (ran) {
-        fail_on_error(op_check_run(test_case, run_on("eager", PARITY_CPU, PARITY_F64, PARITY_F64), &cpu), test_case->name);
-        fail_on_error(op_check_compare_states(&cpu, &gpu, &report), test_case->name);
+        assert_ok(op_check_run(test_case, run_on("eager", PARITY_CPU, PARITY_F64, PARITY_F64), &cpu), test_case->name);
+        assert_ok(op_check_compare_states(&cpu, &gpu, &report), test_case->name);
         cr_log_info("%-20s %-12s %-48s fp64 vs cpu eager: %.2e (%s)", pair->op, pair->backend, test_case->name,
                     report.worst_error, report.worst_tensor);
         cr_expect(report.tensors_compared > 0, "%s %s [%s]: nothing compared", pair->op, pair->backend, test_case->name);
@@ -114,10 +107,10 @@ static bool check_row(const fused_backend *pair, const parity_backend *backend, 
         op_check_error_report cpu_report, gpu_report;
         if (!run_fused(pair, test_case, dtype, &gpu_low)) continue;
         ran = true;
-        fail_on_error(op_check_run(test_case, run_on("eager", PARITY_CPU, PARITY_F64, dtype), &truth), test_case->name);
-        fail_on_error(op_check_run(test_case, run_on("eager", PARITY_CPU, dtype, dtype), &cpu_low), test_case->name);
-        fail_on_error(op_check_compare_states(&truth, &cpu_low, &cpu_report), test_case->name);
-        fail_on_error(op_check_compare_states(&truth, &gpu_low, &gpu_report), test_case->name);
+        assert_ok(op_check_run(test_case, run_on("eager", PARITY_CPU, PARITY_F64, dtype), &truth), test_case->name);
+        assert_ok(op_check_run(test_case, run_on("eager", PARITY_CPU, dtype, dtype), &cpu_low), test_case->name);
+        assert_ok(op_check_compare_states(&truth, &cpu_low, &cpu_report), test_case->name);
+        assert_ok(op_check_compare_states(&truth, &gpu_low, &gpu_report), test_case->name);
         double bound = 2 * cpu_report.worst_error + precisions[p].floor;
         cr_log_info("%-20s %-12s %-48s %s vs f64 truth: cuda %.2e (%s), cpu eager %.2e, bound %.2e", pair->op,
                     pair->backend, test_case->name, parity_dtype_name(dtype), gpu_report.worst_error,
@@ -126,7 +119,7 @@ static bool check_row(const fused_backend *pair, const parity_backend *backend, 
                   pair->backend, test_case->name, parity_dtype_name(dtype), gpu_report.worst_error,
                   gpu_report.worst_tensor, cpu_report.worst_error, precisions[p].floor);
         if (backend->capabilities & PARITY_CAP_DETERMINISTIC) {
-            fail_on_error(op_check_run(test_case, run_on(pair->backend, PARITY_CUDA(0), dtype, dtype), &gpu_again),
+            assert_ok(op_check_run(test_case, run_on(pair->backend, PARITY_CUDA(0), dtype, dtype), &gpu_again),
                           test_case->name);
             char differing[48] = "";
             cr_expect(op_check_bitwise_equal(&gpu_low, &gpu_again, differing, sizeof differing),
@@ -143,7 +136,7 @@ static bool check_row(const fused_backend *pair, const parity_backend *backend, 
 
 Test(ops_fused_gpu, fused_backends_match_cpu_eager_on_every_row) {
     parity_test_require_gpu();
-    fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     for (size_t b = 0; b < ROWS(fused_backends); b++) {
         const fused_backend *pair = &fused_backends[b];
         const parity_backend *backend = parity_registry_find(pair->op, pair->backend, PARITY_DEVICE_CUDA);
@@ -167,7 +160,7 @@ Test(ops_fused_gpu, fused_backends_match_cpu_eager_on_every_row) {
 // check_row's rules.
 Test(ops_fused_gpu, attention_backends_match_cpu_eager_on_awkward_shapes) {
     parity_test_require_gpu();
-    fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     for (size_t b = 0; b < ROWS(fused_backends); b++) {
         const fused_backend *pair = &fused_backends[b];
         if (strcmp(pair->op, PARITY_OP_ATTENTION) != 0) continue;
@@ -185,7 +178,7 @@ Test(ops_fused_gpu, attention_backends_match_cpu_eager_on_awkward_shapes) {
 // Every non-eager CUDA backend of the ops above is in the table (none escapes the comparison), but for
 // a refusing probe that claims no dtype and never runs (flash_attention_4: its own test below).
 Test(ops_fused_gpu, every_fused_cuda_backend_is_compared) {
-    fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     for (size_t i = 0; i < parity_registry_count(); i++) {
         const parity_backend *backend = parity_registry_at(i);
         if (backend->device != PARITY_DEVICE_CUDA || strcmp(backend->name, "eager") == 0) continue;
@@ -209,9 +202,9 @@ Test(ops_fused_gpu, every_fused_cuda_backend_is_compared) {
 // and nothing runs in its place: resolving it fails, and its kernels answer UNSUPPORTED.
 Test(ops_fused_gpu, flash_attention_4_is_refused_with_the_devices_sm) {
     parity_test_require_gpu();
-    fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     parity_device_info info;
-    fail_on_error(parity_device_query(PARITY_CUDA(0), &info), "querying cuda:0");
+    assert_ok(parity_device_query(PARITY_CUDA(0), &info), "querying cuda:0");
     char expected[128];
     parity_flash_attention_4_reason(info.compute_capability, expected, sizeof expected);
     parity_backend_check check;
@@ -232,7 +225,7 @@ Test(ops_fused_gpu, flash_attention_4_is_refused_with_the_devices_sm) {
     const parity_backend *registered = parity_registry_find(PARITY_OP_ATTENTION, "flash_attention_4", PARITY_DEVICE_CUDA);
     cr_assert_not_null(registered);
     parity_exec *exec;
-    fail_on_error(parity_exec_create(PARITY_CUDA(0), &exec), "execution context");
+    assert_ok(parity_exec_create(PARITY_CUDA(0), &exec), "execution context");
     const parity_attention_kernels *kernels = registered->kernels;
     parity_attention_args args = {0};
     error = kernels->forward(exec, &args, NULL);
@@ -421,7 +414,7 @@ static int64_t batch_of(int which, int64_t *rows) {
 
 Test(ops_fused_gpu, batch_invariant_backends_give_the_same_row_in_any_batch) {
     parity_test_require_gpu();
-    fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     const parity_dtype dtypes[] = {PARITY_BF16, PARITY_F32};
     int proven = 0;
     int64_t *reference_rows = malloc(2 * POOL_ROWS * sizeof *reference_rows), *rows = malloc(2 * POOL_ROWS * sizeof *rows);
@@ -437,15 +430,15 @@ Test(ops_fused_gpu, batch_invariant_backends_give_the_same_row_in_any_batch) {
             for (size_t d = 0; d < ROWS(dtypes); d++) {
                 row_pool pool = {0};
                 int64_t width = test->run == rotary_batch ? ROTARY_QUERY_HEADS * ROTARY_HEAD_DIM : test->width;
-                fail_on_error(fill_pool(&pool, dtypes[d], POOL_ROWS, width, test->pool_tensors, 99 + c), "pool");
+                assert_ok(fill_pool(&pool, dtypes[d], POOL_ROWS, width, test->pool_tensors, 99 + c), "pool");
                 pool.width = test->width;
                 batch_result reference = {0};
                 int64_t reference_count = batch_of(0, reference_rows);
-                fail_on_error(test->run(backend->name, &pool, reference_rows, reference_count, &reference), backend->name);
+                assert_ok(test->run(backend->name, &pool, reference_rows, reference_count, &reference), backend->name);
                 for (int which = 1; which < 5; which++) {
                     int64_t count = batch_of(which, rows);
                     batch_result batch = {0};
-                    fail_on_error(test->run(backend->name, &pool, rows, count, &batch), backend->name);
+                    assert_ok(test->run(backend->name, &pool, rows, count, &batch), backend->name);
                     for (int t = 0; t < batch.count; t++) {
                         size_t row_bytes = parity_tensor_nbytes(&batch.tensors[t]) / (size_t)count;
                         for (int64_t r = 0; r < count; r++) {

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assert_ok.h"
 #include "gpu_skip.h"
 #include "op_cases.h"
 #include "ops/core/cpu_gemm.h"
@@ -26,16 +27,8 @@
 
 static const double f64_bound = 1e-12;
 
-static void fail_on_error(parity_error *error, const char *what) {
-    if (!error) return;
-    char message[2048];
-    parity_error_format(error, message, sizeof message);
-    parity_error_free(error);
-    cr_assert_fail("%s: %s", what, message);
-}
-
 static const parity_backend *cuda_eager_of(const op_case_list *list) {
-    fail_on_error(parity_registry_register_builtins(), "registering built-in backends");
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     if (list->count == 0) return NULL;
     return parity_registry_find(list->cases[0].op->name, "eager", PARITY_DEVICE_CUDA);
 }
@@ -48,9 +41,9 @@ static op_check_run_options run_on(parity_device device, parity_dtype dtype, par
 static void check_row(const op_check_case *test_case, const parity_backend *backend) {
     op_check_state cpu, gpu;
     op_check_error_report report;
-    fail_on_error(op_check_run(test_case, run_on(PARITY_CPU, PARITY_F64, PARITY_F64), &cpu), test_case->name);
-    fail_on_error(op_check_run(test_case, run_on(PARITY_CUDA(0), PARITY_F64, PARITY_F64), &gpu), test_case->name);
-    fail_on_error(op_check_compare_states(&cpu, &gpu, &report), test_case->name);
+    assert_ok(op_check_run(test_case, run_on(PARITY_CPU, PARITY_F64, PARITY_F64), &cpu), test_case->name);
+    assert_ok(op_check_run(test_case, run_on(PARITY_CUDA(0), PARITY_F64, PARITY_F64), &gpu), test_case->name);
+    assert_ok(op_check_compare_states(&cpu, &gpu, &report), test_case->name);
     cr_log_info("%-16s %-46s fp64 cuda vs cpu: %.2e (%s)", test_case->op->name, test_case->name, report.worst_error,
                 report.worst_tensor);
     cr_expect(report.tensors_compared > 0, "%s [%s]: nothing compared", test_case->op->name, test_case->name);
@@ -64,11 +57,11 @@ static void check_row(const op_check_case *test_case, const parity_backend *back
         parity_dtype dtype = precisions[p].dtype;
         op_check_state truth, cpu_low, gpu_low, gpu_again;
         op_check_error_report cpu_report, gpu_report;
-        fail_on_error(op_check_run(test_case, run_on(PARITY_CPU, PARITY_F64, dtype), &truth), test_case->name);
-        fail_on_error(op_check_run(test_case, run_on(PARITY_CPU, dtype, dtype), &cpu_low), test_case->name);
-        fail_on_error(op_check_run(test_case, run_on(PARITY_CUDA(0), dtype, dtype), &gpu_low), test_case->name);
-        fail_on_error(op_check_compare_states(&truth, &cpu_low, &cpu_report), test_case->name);
-        fail_on_error(op_check_compare_states(&truth, &gpu_low, &gpu_report), test_case->name);
+        assert_ok(op_check_run(test_case, run_on(PARITY_CPU, PARITY_F64, dtype), &truth), test_case->name);
+        assert_ok(op_check_run(test_case, run_on(PARITY_CPU, dtype, dtype), &cpu_low), test_case->name);
+        assert_ok(op_check_run(test_case, run_on(PARITY_CUDA(0), dtype, dtype), &gpu_low), test_case->name);
+        assert_ok(op_check_compare_states(&truth, &cpu_low, &cpu_report), test_case->name);
+        assert_ok(op_check_compare_states(&truth, &gpu_low, &gpu_report), test_case->name);
         double bound = 2 * cpu_report.worst_error + precisions[p].floor;
         cr_log_info("%-16s %-46s %s error vs f64 truth: cuda %.2e (%s), cpu %.2e (%s), bound %.2e", test_case->op->name,
                     test_case->name, parity_dtype_name(dtype), gpu_report.worst_error, gpu_report.worst_tensor,
@@ -77,7 +70,7 @@ static void check_row(const op_check_case *test_case, const parity_backend *back
                   test_case->name, parity_dtype_name(dtype), gpu_report.worst_error, gpu_report.worst_tensor,
                   cpu_report.worst_error, precisions[p].floor);
         if (backend->capabilities & PARITY_CAP_DETERMINISTIC) {
-            fail_on_error(op_check_run(test_case, run_on(PARITY_CUDA(0), dtype, dtype), &gpu_again), test_case->name);
+            assert_ok(op_check_run(test_case, run_on(PARITY_CUDA(0), dtype, dtype), &gpu_again), test_case->name);
             char differing[48] = "";
             cr_expect(op_check_bitwise_equal(&gpu_low, &gpu_again, differing, sizeof differing),
                       "%s [%s] %s: cuda eager is flagged deterministic but %s differs between two runs", test_case->op->name,
@@ -153,12 +146,12 @@ static void fill_values(double *values, int64_t count, parity_dtype dtype, unsig
 static void upload_padded(parity_tensor *device, const double *values, int64_t batch, int64_t rows, int64_t cols,
                           int64_t pad, parity_dtype dtype) {
     parity_tensor host;
-    fail_on_error(parity_tensor_zeros(&host, dtype, PARITY_CPU, PARITY_SHAPE(batch, rows, cols + pad)), "host operand");
+    assert_ok(parity_tensor_zeros(&host, dtype, PARITY_CPU, PARITY_SHAPE(batch, rows, cols + pad)), "host operand");
     for (int64_t b = 0; b < batch; b++)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t c = 0; c < cols; c++)
                 parity_tensor_set(&host, (b * rows + r) * (cols + pad) + c, values[(b * rows + r) * cols + c]);
-    fail_on_error(parity_tensor_to(device, &host, PARITY_CUDA(0), dtype), "upload operand");
+    assert_ok(parity_tensor_to(device, &host, PARITY_CUDA(0), dtype), "upload operand");
     parity_tensor_release(&host);
 }
 
@@ -193,12 +186,12 @@ Test(ops_gpu, cublas_gemm_matches_cpu_gemm) {
             .lda = a_cols + row.pad, .ldb = b_cols + row.pad, .ldc = row.n + row.pad,
             .stride_a = a_rows * (a_cols + row.pad), .stride_b = b_rows * (b_cols + row.pad),
             .stride_c = row.m * (row.n + row.pad), .alpha = 1.0, .beta = row.beta};
-        fail_on_error(parity_cuda_gemm(parity_test_exec(PARITY_CUDA(0)), &desc), "parity_cuda_gemm");
-        fail_on_error(parity_tensor_to(&back, &dc, PARITY_CPU, PARITY_F64), "download C");
+        assert_ok(parity_cuda_gemm(parity_test_exec(PARITY_CUDA(0)), &desc), "parity_cuda_gemm");
+        assert_ok(parity_tensor_to(&back, &dc, PARITY_CPU, PARITY_F64), "download C");
         parity_cpu_gemm_shape shape = {row.batch, row.m, row.n, row.k, row.transpose_a, row.transpose_b};
         if (row.beta == 0)
             for (int64_t i = 0; i < c_count; i++) c[i] = 0;
-        fail_on_error(parity_cpu_gemm(row.dtype, shape, a, b, row.beta != 0, c), "parity_cpu_gemm");
+        assert_ok(parity_cpu_gemm(row.dtype, shape, a, b, row.beta != 0, c), "parity_cpu_gemm");
         double difference = 0, norm = 0, padding_changed = 0;
         for (int64_t bt = 0; bt < row.batch; bt++)
             for (int64_t i = 0; i < row.m; i++)
@@ -257,33 +250,33 @@ Test(ops_gpu, add_into_conversion_and_fill_on_the_device_match_the_cpu) {
         fill_values(y, COUNT, PARITY_F64, 17 + (unsigned)d);
         for (int i = 0; i < COUNT; i++) y[i] *= (i % 7) ? 1.0 : 1e-6; // sums that round
         parity_tensor host_x, host_y, device_x, device_y, back;
-        fail_on_error(parity_tensor_alloc(&host_x, dtype, PARITY_CPU, PARITY_SHAPE(COUNT)), "alloc");
-        fail_on_error(parity_tensor_alloc(&host_y, dtype, PARITY_CPU, PARITY_SHAPE(COUNT)), "alloc");
+        assert_ok(parity_tensor_alloc(&host_x, dtype, PARITY_CPU, PARITY_SHAPE(COUNT)), "alloc");
+        assert_ok(parity_tensor_alloc(&host_y, dtype, PARITY_CPU, PARITY_SHAPE(COUNT)), "alloc");
         for (int i = 0; i < COUNT; i++) {
             parity_tensor_set(&host_x, i, x[i]);
             parity_tensor_set(&host_y, i, y[i]);
         }
-        fail_on_error(parity_tensor_to(&device_x, &host_x, PARITY_CUDA(0), dtype), "upload x");
-        fail_on_error(parity_tensor_to(&device_y, &host_y, PARITY_CUDA(0), dtype), "upload y");
-        fail_on_error(parity_tensor_add_into(exec, &device_x, &device_y), "add_into on cuda");
-        fail_on_error(parity_tensor_add_into(parity_test_exec(PARITY_CPU), &host_x, &host_y), "add_into on cpu");
-        fail_on_error(parity_tensor_to(&back, &device_x, PARITY_CPU, dtype), "download");
+        assert_ok(parity_tensor_to(&device_x, &host_x, PARITY_CUDA(0), dtype), "upload x");
+        assert_ok(parity_tensor_to(&device_y, &host_y, PARITY_CUDA(0), dtype), "upload y");
+        assert_ok(parity_tensor_add_into(exec, &device_x, &device_y), "add_into on cuda");
+        assert_ok(parity_tensor_add_into(parity_test_exec(PARITY_CPU), &host_x, &host_y), "add_into on cpu");
+        assert_ok(parity_tensor_to(&back, &device_x, PARITY_CPU, dtype), "download");
         cr_expect_eq(memcmp(back.data, host_x.data, parity_tensor_nbytes(&back)), 0, "%s: add_into on cuda differs from cpu",
                      parity_dtype_name(dtype));
         parity_tensor_release(&back);
         // the sum, converted on the device to every float dtype, equals the host conversion
         for (size_t t = 0; t < ROWS(dtypes); t++) {
             parity_tensor converted, converted_back, expected;
-            fail_on_error(parity_tensor_to(&converted, &device_x, PARITY_CUDA(0), dtypes[t]), "convert on cuda");
-            fail_on_error(parity_tensor_to(&converted_back, &converted, PARITY_CPU, dtypes[t]), "download");
-            fail_on_error(parity_tensor_to(&expected, &host_x, PARITY_CPU, dtypes[t]), "convert on cpu");
+            assert_ok(parity_tensor_to(&converted, &device_x, PARITY_CUDA(0), dtypes[t]), "convert on cuda");
+            assert_ok(parity_tensor_to(&converted_back, &converted, PARITY_CPU, dtypes[t]), "download");
+            assert_ok(parity_tensor_to(&expected, &host_x, PARITY_CPU, dtypes[t]), "convert on cpu");
             cr_expect_eq(memcmp(converted_back.data, expected.data, parity_tensor_nbytes(&expected)), 0,
                          "%s -> %s on cuda differs from the cpu", parity_dtype_name(dtype), parity_dtype_name(dtypes[t]));
             parity_tensor_release(&converted);
             parity_tensor_release(&converted_back);
             // the same conversion on the context's stream (what a step's cast uses)
-            fail_on_error(parity_tensor_convert(exec, &converted, &device_x, dtypes[t]), "convert on the stream");
-            fail_on_error(parity_tensor_to(&converted_back, &converted, PARITY_CPU, dtypes[t]), "download");
+            assert_ok(parity_tensor_convert(exec, &converted, &device_x, dtypes[t]), "convert on the stream");
+            assert_ok(parity_tensor_to(&converted_back, &converted, PARITY_CPU, dtypes[t]), "download");
             cr_expect_eq(memcmp(converted_back.data, expected.data, parity_tensor_nbytes(&expected)), 0,
                          "%s -> %s on the stream differs from the cpu", parity_dtype_name(dtype),
                          parity_dtype_name(dtypes[t]));
@@ -291,8 +284,8 @@ Test(ops_gpu, add_into_conversion_and_fill_on_the_device_match_the_cpu) {
             parity_tensor_release(&converted_back);
             parity_tensor_release(&expected);
         }
-        fail_on_error(parity_cuda_fill(exec, &device_y, NAN), "fill");
-        fail_on_error(parity_tensor_to(&back, &device_y, PARITY_CPU, dtype), "download");
+        assert_ok(parity_cuda_fill(exec, &device_y, NAN), "fill");
+        assert_ok(parity_tensor_to(&back, &device_y, PARITY_CPU, dtype), "download");
         int64_t not_nan = 0;
         for (int64_t i = 0; i < back.numel; i++) not_nan += !isnan(parity_tensor_get(&back, i));
         cr_expect_eq(not_nan, 0, "%s: fill(NaN) left %lld finite elements", parity_dtype_name(dtype), (long long)not_nan);
@@ -306,11 +299,11 @@ Test(ops_gpu, add_into_conversion_and_fill_on_the_device_match_the_cpu) {
     int64_t ids[] = {0, 5, -100, 151935, 7};
     parity_tensor host_ids = parity_tensor_wrap(ids, PARITY_I64, PARITY_CPU, PARITY_SHAPE(5));
     parity_tensor device_ids, as_i32, as_f32, back_i32, back_f32;
-    fail_on_error(parity_tensor_to(&device_ids, &host_ids, PARITY_CUDA(0), PARITY_I64), "upload ids");
-    fail_on_error(parity_tensor_to(&as_i32, &device_ids, PARITY_CUDA(0), PARITY_I32), "ids to int32");
-    fail_on_error(parity_tensor_to(&as_f32, &device_ids, PARITY_CUDA(0), PARITY_F32), "ids to fp32");
-    fail_on_error(parity_tensor_to(&back_i32, &as_i32, PARITY_CPU, PARITY_I32), "download");
-    fail_on_error(parity_tensor_to(&back_f32, &as_f32, PARITY_CPU, PARITY_F32), "download");
+    assert_ok(parity_tensor_to(&device_ids, &host_ids, PARITY_CUDA(0), PARITY_I64), "upload ids");
+    assert_ok(parity_tensor_to(&as_i32, &device_ids, PARITY_CUDA(0), PARITY_I32), "ids to int32");
+    assert_ok(parity_tensor_to(&as_f32, &device_ids, PARITY_CUDA(0), PARITY_F32), "ids to fp32");
+    assert_ok(parity_tensor_to(&back_i32, &as_i32, PARITY_CPU, PARITY_I32), "download");
+    assert_ok(parity_tensor_to(&back_f32, &as_f32, PARITY_CPU, PARITY_F32), "download");
     for (int i = 0; i < 5; i++) {
         cr_expect_eq(((int32_t *)back_i32.data)[i], (int32_t)ids[i], "int32 id %d", i);
         cr_expect_eq(((float *)back_f32.data)[i], (float)ids[i], "fp32 id %d", i);
@@ -327,36 +320,36 @@ Test(ops_gpu, add_into_conversion_and_fill_on_the_device_match_the_cpu) {
 Test(ops_gpu, exec_streams_order_work_on_the_device) {
     parity_test_require_gpu();
     parity_exec *exec;
-    fail_on_error(parity_exec_create(PARITY_CUDA(0), &exec), "create");
+    assert_ok(parity_exec_create(PARITY_CUDA(0), &exec), "create");
     cr_expect_not_null(exec->stream, "a CUDA context has a stream of its own, not the default one");
     const parity_exec *comm;
     void *comm_stream = NULL;
-    fail_on_error(parity_exec_comm(exec, &comm), "communication context");
-    fail_on_error(parity_exec_comm_stream(exec, &comm_stream), "communication stream");
+    assert_ok(parity_exec_comm(exec, &comm), "communication context");
+    assert_ok(parity_exec_comm_stream(exec, &comm_stream), "communication stream");
     cr_expect(comm_stream && comm_stream == comm->stream && comm_stream != exec->stream,
               "the communication stream is a second stream");
     void *handle = NULL, *again = NULL;
-    fail_on_error(parity_exec_blas_handle(exec, &handle), "cuBLAS handle");
-    fail_on_error(parity_exec_blas_handle(exec, &again), "cuBLAS handle again");
+    assert_ok(parity_exec_blas_handle(exec, &handle), "cuBLAS handle");
+    assert_ok(parity_exec_blas_handle(exec, &again), "cuBLAS handle again");
     cr_expect(handle && handle == again, "the cuBLAS handle is made once");
     void *scratch = NULL, *reused = NULL;
-    fail_on_error(parity_exec_device_scratch(exec, 4096, &scratch), "device scratch");
-    fail_on_error(parity_exec_device_scratch(exec, 64, &reused), "device scratch again");
+    assert_ok(parity_exec_device_scratch(exec, 4096, &scratch), "device scratch");
+    assert_ok(parity_exec_device_scratch(exec, 64, &reused), "device scratch again");
     cr_expect(scratch && scratch == reused, "a smaller request reuses the scratch");
 
     enum { COUNT = 1 << 22 }; // enough work that an unordered read would see it unfinished
     parity_tensor a, b;
-    fail_on_error(parity_tensor_alloc(&a, PARITY_F32, PARITY_CUDA(0), PARITY_SHAPE(COUNT)), "alloc a");
-    fail_on_error(parity_tensor_alloc(&b, PARITY_F32, PARITY_CUDA(0), PARITY_SHAPE(COUNT)), "alloc b");
-    fail_on_error(parity_tensor_fill_value(exec, &a, 2.0), "fill a on the step's stream");
-    fail_on_error(parity_tensor_fill_value(comm, &b, 1.0), "fill b on the communication stream");
-    fail_on_error(parity_exec_wait(comm, exec), "communication waits for the step");
-    fail_on_error(parity_tensor_add_into(comm, &b, &a), "b += a on the communication stream");
-    fail_on_error(parity_exec_wait(exec, comm), "the step waits for communication");
+    assert_ok(parity_tensor_alloc(&a, PARITY_F32, PARITY_CUDA(0), PARITY_SHAPE(COUNT)), "alloc a");
+    assert_ok(parity_tensor_alloc(&b, PARITY_F32, PARITY_CUDA(0), PARITY_SHAPE(COUNT)), "alloc b");
+    assert_ok(parity_tensor_fill_value(exec, &a, 2.0), "fill a on the step's stream");
+    assert_ok(parity_tensor_fill_value(comm, &b, 1.0), "fill b on the communication stream");
+    assert_ok(parity_exec_wait(comm, exec), "communication waits for the step");
+    assert_ok(parity_tensor_add_into(comm, &b, &a), "b += a on the communication stream");
+    assert_ok(parity_exec_wait(exec, comm), "the step waits for communication");
     double sum = 0;
-    fail_on_error(parity_tensor_sum_of_squares(exec, &b, &sum), "sum of squares on the step's stream");
+    assert_ok(parity_tensor_sum_of_squares(exec, &b, &sum), "sum of squares on the step's stream");
     cr_expect_eq(sum, 9.0 * COUNT, "b = 1 + 2 everywhere: sum of squares %.17g, expected %.17g", sum, 9.0 * COUNT);
-    fail_on_error(parity_exec_synchronize(exec), "synchronize");
+    assert_ok(parity_exec_synchronize(exec), "synchronize");
     parity_tensor_release(&a);
     parity_tensor_release(&b);
     parity_exec_destroy(exec);
