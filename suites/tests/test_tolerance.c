@@ -9,6 +9,20 @@
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
 
+// A metric has the row's tolerance, ratio, verdict and basis (NaN tolerance / infinite ratio expected
+// as such).
+static void expect_metric(const parity_metric *metric, const char *what, double tolerance, double ratio, bool pass,
+                          const char *basis) {
+    if (isnan(tolerance)) cr_expect(isnan(metric->tolerance), "%s: tolerance %g", what, metric->tolerance);
+    else
+        cr_expect_float_eq(metric->tolerance, tolerance, 1e-12 * (1 + tolerance), "%s: tolerance %.17g", what,
+                           metric->tolerance);
+    if (isinf(ratio)) cr_expect(isinf(metric->ratio), "%s: ratio %g", what, metric->ratio);
+    else cr_expect_float_eq(metric->ratio, ratio, 1e-9, "%s: ratio %.17g", what, metric->ratio);
+    cr_expect_eq(metric->pass, pass, "%s", what);
+    cr_expect_str_eq(metric->basis, basis, "%s: tolerance from %s, expected %s", what, metric->basis, basis);
+}
+
 Test(tolerance, unit_roundoff_and_floors) {
     cr_expect_eq(parity_unit_roundoff(PARITY_F64), ldexp(1.0, -53));
     cr_expect_eq(parity_unit_roundoff(PARITY_F32), ldexp(1.0, -24));
@@ -55,16 +69,8 @@ Test(tolerance, parity_rule_table) {
         parity_metric metric;
         parity_tolerance_check("m", rows[row].kind, rows[row].dtype, rows[row].value, rows[row].golden, rows[row].eager,
                                rows[row].spread, &metric);
-        if (isnan(rows[row].tolerance)) cr_expect(isnan(metric.tolerance), "%s: tolerance %g", rows[row].what, metric.tolerance);
-        else
-            cr_expect_float_eq(metric.tolerance, rows[row].tolerance, 1e-12 * (1 + rows[row].tolerance), "%s: tolerance %.17g",
-                               rows[row].what, metric.tolerance);
-        if (isinf(rows[row].ratio)) cr_expect(isinf(metric.ratio), "%s: ratio %g", rows[row].what, metric.ratio);
-        else cr_expect_float_eq(metric.ratio, rows[row].ratio, 1e-9, "%s: ratio %.17g", rows[row].what, metric.ratio);
-        cr_expect_eq(metric.pass, rows[row].pass, "%s", rows[row].what);
+        expect_metric(&metric, rows[row].what, rows[row].tolerance, rows[row].ratio, rows[row].pass, rows[row].basis);
         cr_expect_str_eq(metric.name, "m");
-        cr_expect_str_eq(metric.basis, rows[row].basis, "%s: tolerance from %s, expected %s", rows[row].what, metric.basis,
-                         rows[row].basis);
         if (isnan(rows[row].golden)) cr_expect(isnan(metric.golden));
         else cr_expect_eq(metric.golden, rows[row].golden);
     }
@@ -113,14 +119,7 @@ Test(tolerance, sketch_component_table) {
         parity_metric metric;
         parity_tolerance_check_sketch("grad_sketch:w[0]", rows[row].dtype, rows[row].value, rows[row].golden, rows[row].eager_error,
                                       rows[row].spread, rows[row].norm, rows[row].numel, &metric);
-        if (isnan(rows[row].tolerance)) cr_expect(isnan(metric.tolerance), "%s: tolerance %g", rows[row].what, metric.tolerance);
-        else
-            cr_expect_float_eq(metric.tolerance, rows[row].tolerance, 1e-12 * (1 + rows[row].tolerance), "%s: tolerance %.17g",
-                               rows[row].what, metric.tolerance);
-        if (isinf(rows[row].ratio)) cr_expect(isinf(metric.ratio), "%s: ratio %g", rows[row].what, metric.ratio);
-        else cr_expect_float_eq(metric.ratio, rows[row].ratio, 1e-9, "%s: ratio %.17g", rows[row].what, metric.ratio);
-        cr_expect_eq(metric.pass, rows[row].pass, "%s", rows[row].what);
-        cr_expect_str_eq(metric.basis, rows[row].basis, "%s: from %s", rows[row].what, metric.basis);
+        expect_metric(&metric, rows[row].what, rows[row].tolerance, rows[row].ratio, rows[row].pass, rows[row].basis);
         cr_expect_str_eq(metric.name, "grad_sketch:w[0]");
     }
 }
