@@ -528,7 +528,7 @@ static void read_suite(suite_reader *reader, const yaml_node_t *root, parity_sui
     }
     if (!expect_kind(reader, root, YAML_MAPPING_NODE, "a suite")) return;
     static const char *const keys[] = {"suite", "description", "models", "batches", "dtypes", "devices", "sweep", "modes",
-                                       "exclude", "tolerance", "warmup", "repeats", "ranks", NULL};
+                                       "exclude", "tolerance", "warmup", "repeats", "jitter_runs", "ranks", NULL};
     check_keys(reader, root, keys, "the suite");
     yaml_node_t *node;
     if ((node = lookup(reader, root, "suite"))) {
@@ -552,6 +552,9 @@ static void read_suite(suite_reader *reader, const yaml_node_t *root, parity_sui
     long long value;
     if ((node = lookup(reader, root, "warmup")) && read_integer(reader, node, "warmup", 0, 1000, &value)) suite->warmup = (int)value;
     if ((node = lookup(reader, root, "repeats")) && read_integer(reader, node, "repeats", 1, 100000, &value)) suite->repeats = (int)value;
+    if ((node = lookup(reader, root, "jitter_runs")) &&
+        read_integer(reader, node, "jitter_runs", 1, PARITY_MAX_JITTER_RUNS, &value))
+        suite->jitter_runs = (int)value;
     if ((node = lookup(reader, root, "ranks"))) {
         suite->ranks_line = line_of(node);
         if (read_integer(reader, node, "ranks", 1, 1 << 16, &value)) suite->ranks = (int)value;
@@ -619,6 +622,7 @@ parity_error *parity_suite_parse(const char *text, size_t length, const char *pa
     suite->tolerance = PARITY_RULE_PARITY;
     suite->warmup = 1;
     suite->repeats = 3;
+    suite->jitter_runs = PARITY_JITTER_RUNS;
     suite->ranks = 1;
 
     suite_reader reader = {.path = path};

@@ -110,6 +110,7 @@ typedef struct parity_suite {
     size_t exclusion_count;
     parity_tolerance_rule tolerance;
     int warmup, repeats;           // default 1 and 3
+    int jitter_runs;               // jittered eager runs for the spread (harness/tolerance.h); default PARITY_JITTER_RUNS
     int ranks, ranks_line;         // default 1
 } parity_suite;
 

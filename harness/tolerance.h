@@ -2,7 +2,7 @@
 //
 //   parity (default): |x - golden| <= max(k * max(|eager_same_dtype - golden|, spread), floor(dtype, golden))
 //     eager_same_dtype: the eager combo of the same model, batch, dtype and device in the same run;
-//     spread (fp32, bf16): the largest |jittered eager - eager| over PARITY_JITTER_RUNS more eager runs
+//     spread (fp32, bf16): the largest |jittered eager - eager| over the suite's jitter_runs (default PARITY_JITTER_RUNS = 3) more eager runs
 //       whose embedding table was nudged by one unit in the last place at random (parity_rng_nudge_ulps):
 //       how far eager itself moves under rounding-size changes. One eager sample understates that where
 //       a discrete choice follows (MoE top-k routing: a token near a tie changes experts), so a backend
@@ -48,7 +48,9 @@ typedef enum parity_metric_kind {
     PARITY_METRIC_GRADIENT,      // grad_norm, per-parameter gradient norms: k = 3
 } parity_metric_kind;
 
+// Jittered eager runs behind the spread: the default, and the most a suite's `jitter_runs` may ask.
 #define PARITY_JITTER_RUNS 3
+#define PARITY_MAX_JITTER_RUNS 64
 
 #define PARITY_VEOMNI_RTOL 1e-2
 #define PARITY_VEOMNI_ATOL 1e-2

@@ -267,10 +267,9 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
     parity_error *error = model->profile ? parity_tape_profile_start(model->profile) : NULL;
     if (!error) error = model->family->forward(model, &tape, batch, &outputs);
     if (!error && !outputs.loss) error = PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s forward returned no loss", model->config.model_type);
+    // The loss and aux_loss are read after the backward is queued: a read waits for the stream, and
+    // here it would leave the GPU idle while the host queues the whole backward.
     if (!error) {
-        result->loss = scalar_of(outputs.loss);
-        result->has_aux_loss = outputs.aux_loss != NULL;
-        if (outputs.aux_loss) result->aux_loss = scalar_of(outputs.aux_loss);
         if (outputs.logits) {
             error = parity_tensor_to(&result->logits, &outputs.logits->value, PARITY_CPU, PARITY_F64);
             double sum = 0;
@@ -279,6 +278,11 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
         }
     }
     if (!error) error = parity_tape_backward(&tape, outputs.loss);
+    if (!error) {
+        result->loss = scalar_of(outputs.loss);
+        result->has_aux_loss = outputs.aux_loss != NULL;
+        if (outputs.aux_loss) result->aux_loss = scalar_of(outputs.aux_loss);
+    }
     // Collect each parameter's gradient (the tape's borrowed variables carry them).
     if (!error) {
         result->parameter_names = calloc(model->parameters.count ? model->parameters.count : 1, sizeof *result->parameter_names);

@@ -67,7 +67,7 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
                                value->first_non_finite);
         if (group->baseline_ok) error = parity_step_result_copy(value, &group->eager);
         if (group->baseline_ok && !error && suite->tolerance == PARITY_RULE_PARITY && plan->dtype != PARITY_F64)
-            error = parity_run_jitter_spread(plan, exec, c, &golden->expected, group);
+            error = parity_run_jitter_spread(plan, exec, c, &golden->expected, suite->jitter_runs, group);
     }
     if (record && !error) {
         if (run_error) {
@@ -120,8 +120,13 @@ static void fill_context(const parity_suite *suite, const parity_run_plan *plan,
     parity_text_format(context->libraries, sizeof context->libraries, "%s", provenance.libraries);
     parity_text_format(context->command, sizeof context->command, "%s", provenance.command);
     parity_text_format(context->started, sizeof context->started, "%s", provenance.created);
-    parity_text_format(context->tolerance_rule, sizeof context->tolerance_rule, "%s",
-                       parity_tolerance_rule_description(suite->tolerance));
+    if (suite->tolerance == PARITY_RULE_PARITY)
+        parity_text_format(context->tolerance_rule, sizeof context->tolerance_rule, "%s; jitter spread over %d run%s",
+                           parity_tolerance_rule_description(suite->tolerance), suite->jitter_runs,
+                           suite->jitter_runs == 1 ? "" : "s");
+    else
+        parity_text_format(context->tolerance_rule, sizeof context->tolerance_rule, "%s",
+                           parity_tolerance_rule_description(suite->tolerance));
     parity_timer timer;
     parity_error *timer_error =
         exec ? parity_timer_create(exec, &timer) : PARITY_ERROR(PARITY_ERROR_USAGE, "no device planned");

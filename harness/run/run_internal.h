@@ -47,13 +47,13 @@ typedef struct parity_run_group {
     bool has_spread;
 } parity_run_group;
 
-// The jitter spread of a group (harness/tolerance.h): eager again PARITY_JITTER_RUNS times with the
+// The jitter spread of a group (harness/tolerance.h): eager again `runs` times (the suite's jitter_runs) with the
 // embedding table nudged by rounding-level noise (seeds 1, 2, ...); per metric the largest distance
 // from the unjittered eager (the cosines' against `golden`, the fp64 values). The largest of the
 // sketch distances and cosines propagates NaN (a NaN spread is no spread: the eager error alone sets
 // the tolerance). A jittered run that fails takes the baseline down with it (the combos of the group
 // then report "no tolerance" with the reason), as a failed baseline does.
 parity_error *parity_run_jitter_spread(const parity_combo_plan *plan, const parity_exec *exec, const parity_case *c,
-                                       const parity_step_result *golden, parity_run_group *group);
+                                       const parity_step_result *golden, int runs, parity_run_group *group);
 
 #endif

@@ -27,7 +27,7 @@ void parity_run_spread_release(parity_run_spread *spread) {
 }
 
 parity_error *parity_run_jitter_spread(const parity_combo_plan *plan, const parity_exec *exec, const parity_case *c,
-                                       const parity_step_result *golden, parity_run_group *group) {
+                                       const parity_step_result *golden, int runs, parity_run_group *group) {
     parity_run_spread *spread = &group->spread;
     parity_step_result *values = &spread->values;
     const parity_step_result *eager = &group->eager;
@@ -42,7 +42,7 @@ parity_error *parity_run_jitter_spread(const parity_combo_plan *plan, const pari
     spread->loss_input_cosine = 0;
     if (!spread->cosines) return PARITY_ERROR(PARITY_ERROR_MEMORY, "the jitter spread of %zu parameters", values->parameter_count);
     group->has_spread = true;
-    for (int run = 1; run <= PARITY_JITTER_RUNS; run++) {
+    for (int run = 1; run <= runs; run++) {
         parity_evaluation evaluation;
         parity_error *run_error = parity_case_evaluate(c, plan->dtype, plan->device, exec, NULL, false, NULL, 0, 0,
                                                        (uint64_t)run, &evaluation);

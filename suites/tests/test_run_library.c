@@ -235,6 +235,35 @@ Test(run_library, the_jitter_spread_sets_some_bf16_tolerances_and_no_fp64_one) {
     cleanup(suite);
 }
 
+// jitter_runs: the spread is a largest distance over seeds 1..N, so N = 6 runs seeds 1..3 and more:
+// no tolerance narrows, some widen, and the context names the count.
+Test(run_library, more_jitter_runs_never_narrow_a_tolerance_and_the_context_names_their_count) {
+    parity_results few, many;
+    parity_suite *suite = suite_with_goldens("dtypes: [bf16]\nsweep: [attn]\njitter_runs: 1\n");
+    run(suite, NULL, false, &few);
+    cleanup(suite);
+    suite = suite_with_goldens("dtypes: [bf16]\nsweep: [attn]\njitter_runs: 6\n");
+    run(suite, NULL, false, &many);
+    cr_expect(strstr(few.context.tolerance_rule, "jitter spread over 1 run") != NULL, "%s", few.context.tolerance_rule);
+    cr_expect(strstr(many.context.tolerance_rule, "jitter spread over 6 runs") != NULL, "%s", many.context.tolerance_rule);
+    cr_assert_eq(few.combo_count, many.combo_count);
+    size_t widened = 0;
+    for (size_t i = 0; i < many.combo_count; i++) {
+        const parity_combo_result *a = &few.combos[i], *b = &many.combos[i];
+        cr_assert_str_eq(a->id, b->id);
+        if (b->status == PARITY_COMBO_NOT_SUPPORTED) continue;
+        cr_assert_eq(a->metric_count, b->metric_count, "%s", b->id);
+        for (size_t m = 0; m < b->metric_count; m++) {
+            cr_expect_geq(b->metrics[m].tolerance, a->metrics[m].tolerance, "%s %s", b->id, b->metrics[m].name);
+            widened += b->metrics[m].tolerance > a->metrics[m].tolerance;
+        }
+    }
+    cr_expect_gt(widened, 0, "6 jittered runs widened no tolerance over 1");
+    parity_results_release(&few);
+    parity_results_release(&many);
+    cleanup(suite);
+}
+
 Test(run_library, the_veomni_rule_compares_with_the_first_mode_on_loss_and_grad_norm) {
     parity_suite *suite = suite_with_goldens("dtypes: [bf16]\ntolerance: veomni\nmodes:\n"
                                              "  - {name: reference, ops: {attn: eager}}\n"

@@ -91,6 +91,7 @@ Test(suite_parsing, relative_paths_resolve_from_the_suite_folder_and_defaults_ap
     cr_expect_eq(packed->length, 8, "a packed row is as long as its documents");
     cr_expect_eq(suite->warmup, 1);
     cr_expect_eq(suite->repeats, 3);
+    cr_expect_eq(suite->jitter_runs, PARITY_JITTER_RUNS, "no jitter_runs: the default");
     cr_expect_eq(suite->tolerance, PARITY_RULE_PARITY);
     cr_expect_eq(suite->device_count, 2);
     cr_expect_not(suite->sweep_given, "no sweep: every field the model uses");
@@ -128,6 +129,8 @@ Test(suite_parsing, bad_files_name_file_line_and_problem) {
         {"no models", "dtypes: bf16\ndevices: cpu\n", {"bad.yaml:1: the suite needs models"}},
         {"bad tolerance", "dtypes: bf16\ndevices: cpu\ntolerance: loose\nmodels:\n" MODEL, {"bad.yaml:3: tolerance must be parity or veomni"}},
         {"zero repeats", "dtypes: bf16\ndevices: cpu\nrepeats: 0\nmodels:\n" MODEL, {"bad.yaml:3: repeats 0 is outside 1..100000"}},
+        {"zero jitter runs", "dtypes: bf16\ndevices: cpu\njitter_runs: 0\nmodels:\n" MODEL, {"bad.yaml:3: jitter_runs 0 is outside 1..64"}},
+        {"too many jitter runs", "dtypes: bf16\ndevices: cpu\njitter_runs: 65\nmodels:\n" MODEL, {"bad.yaml:3: jitter_runs 65 is outside 1..64"}},
         {"ranks not a number", "dtypes: bf16\ndevices: cpu\nranks: two\nmodels:\n" MODEL, {"bad.yaml:3: ranks 'two' is not an integer"}},
         {"unknown sweep field", "dtypes: bf16\ndevices: cpu\nsweep: [attn, flash]\nmodels:\n" MODEL,
          {"bad.yaml:3: sweep: 'flash' is not a kernel-selection field"}},
