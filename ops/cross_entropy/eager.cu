@@ -140,8 +140,7 @@ static parity_error *cross_entropy_cuda_forward(const parity_exec *exec, const p
             PARITY_CUDA_TRY_LAUNCH("cross_entropy_loss_kernel");
             return NULL;
         });
-    if (!error && scratch_logits.data) error = parity_cuda_synchronize(device.index); // before freeing the logits
-    parity_tensor_release(&scratch_logits);
+    parity_tensor_release(&scratch_logits); // freed on the legacy stream, after the kernels queued before (ops/core/cuda/cuda_runtime.cu): no wait
     if (!error && args->valid_count) *args->valid_count = valid_count;
     return error;
 }
@@ -192,8 +191,7 @@ static parity_error *cross_entropy_cuda_backward(const parity_exec *exec, const 
                                                              args->hidden->data, grads->dweight->data);
         error = parity_cuda_gemm(exec, &gemm);
     }
-    if (!error) error = parity_cuda_synchronize(device.index); // before freeing dlogits
-    parity_tensor_release(&dlogits);
+    parity_tensor_release(&dlogits); // freed on the legacy stream, after the kernels queued before (ops/core/cuda/cuda_runtime.cu): no wait
     return error;
 }
 

@@ -62,6 +62,7 @@ Test(suite_parsing, gpu_nightly_is_packed_two_documents_of_1024_in_bf16_with_dra
     cr_expect_eq(batch->documents[0], 1024);
     cr_expect_eq(batch->documents[1], 1024);
     cr_expect_eq(suite->dtypes[0], PARITY_BF16);
+    cr_expect_eq(suite->jitter_runs, 8, "docs/tolerance.md: 3 jittered runs fail honest routed combos on the H200");
     for (size_t m = 0; m < suite->model_count; m++) {
         cr_expect_str_eq(suite->models[m].checkpoint, "", "%s draws its weights", suite->models[m].name);
         cr_expect(strstr(suite->models[m].config, "suites/configs/") != NULL, "%s", suite->models[m].config);
