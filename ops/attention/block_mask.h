@@ -53,8 +53,9 @@ typedef struct parity_block_mask {
 struct parity_attention_args;
 struct parity_attention_dims;
 
-// torch's default BLOCK_SIZE (create_block_mask): 128 query x 128 key tokens. The CUDA kernel
-// accepts block sizes that are multiples of 64.
+// torch's default BLOCK_SIZE (create_block_mask): 128 query x 128 key tokens. flex_attention on cuda
+// takes block sizes that are multiples of 128 in bf16 (the tensor-core engine's largest tile), of 32
+// in f32 and of 16 in f64 (the CUDA-core kernels' tiles).
 #define PARITY_BLOCK_MASK_DEFAULT_BLOCK 128
 
 // Builds the mask of one packed row from its visibility: cu_seqlens (count entries, host values:

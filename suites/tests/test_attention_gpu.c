@@ -3,8 +3,10 @@
 // flash-attention's rule, through the op engine's GPU mode (op_check.h: CPU-built inputs mirrored to
 // cuda:0, the same runs every op test makes). Tables: backends are rows, shapes are rows, dtypes come
 // from what each backend claims (backend->dtypes: bf16, f32, f64).
-//   registered   each backend row is registered on cuda and available on cuda:0; a missing one fails
-//                naming it (the issue registers all three: none is optional);
+//   registered   each backend row is registered on cuda and available on cuda:0 and claims bf16, f32
+//                and f64 (the issue: bf16 and fp32, fp64 where the algorithm allows; f32/f64 of
+//                flash_attention_2 and flex_attention run sdpa's CUDA-core kernels); a missing one
+//                fails naming it (the issue registers all three: none is optional);
 //   2x eager     for the output and each of dquery, dkey, dvalue, with the inputs and cotangent rounded
 //                to the run's dtype:
 //                  max|backend - ref| <= 2 * max|eager - ref| + floor * max|ref over the row|
@@ -15,14 +17,19 @@
 //                and the % of its allowance it uses (llm.c style);
 //   determinism  each backend flagged PARITY_CAP_DETERMINISTIC gives bitwise the same output, dquery,
 //                dkey and dvalue over 50 runs (two fresh runs, then 48 reruns on the second's inputs),
-//                in every dtype it claims, on two large rows (many key tiles, GQA groups summed in the
-//                dk/dv pass) and on three rows of attention_gpu_case_list (sdpa must claim it).
+//                in the dtypes of its row's repeated_dtypes that it claims (flash_attention_2's f32/f64
+//                are sdpa's kernels on the same walk: repeated as sdpa's), on two large rows (many key
+//                tiles, GQA groups summed in the dk/dv pass) and on three rows of
+//                attention_gpu_case_list (sdpa must claim it).
 // flex_attention gets its block mask from the op's descriptor (built from the row's visibility, as a
 // model builds it), so every query sees at least itself here; a hand-edited mask whose rows see
 // nothing is test_flex_attention_gpu.c's.
-// Time on the H200 (2026-12-02, run alone): the 2x rule 55 s, determinism 104 s (50 runs on 5 rows
-// for sdpa in 3 dtypes, the other backends in bf16), most of it the host building and comparing the
-// large rows. Without a GPU every test skips visibly (gpu_skip.h).
+// Time on the H200 (2026-12-02, run alone, before flash_attention_2 and flex_attention claimed f32 and
+// f64): the 2x rule 55 s, determinism 104 s (50 runs on 5 rows for sdpa in 3 dtypes, the other
+// backends in bf16), most of it the host building and comparing the large rows. Estimated since (not
+// measured): the 2x rule about 80 s (4 more backend runs a row beside the 10 it made), determinism
+// about 145 s (flex_attention's f32 and f64: 10 more of the 25 repeated (row, dtype) pairs). Without a
+// GPU every test skips visibly (gpu_skip.h).
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <math.h>
@@ -40,12 +47,15 @@
 typedef struct attention_backend_row {
     const char *name;
     bool must_be_deterministic; // the claim is required, not only tested where made
+    unsigned repeated_dtypes;   // the dtypes the 50-run determinism test repeats, of those it claims
 } attention_backend_row;
 
+#define ALL_DTYPES PARITY_FLOAT_DTYPES
 static const attention_backend_row attention_backends[] = {
-    {"sdpa", true}, // claims determinism from its first version on: losing the claim fails
-    {"flash_attention_2", false},
-    {"flex_attention", false},
+    {"sdpa", true, ALL_DTYPES}, // claims determinism from its first version on: losing the claim fails
+    // f32/f64 are sdpa's CUDA-core kernels on the same (documents) walk, bit for bit: repeated as sdpa's
+    {"flash_attention_2", false, PARITY_DTYPE_BIT(PARITY_BF16)},
+    {"flex_attention", false, ALL_DTYPES}, // f32/f64: the CUDA-core kernels on the block mask's walk
 };
 
 // The floor of the 2x rule, relative to the largest |ref| of the row's four tensors. Eager in the run's
@@ -98,7 +108,9 @@ Test(attention_gpu, every_backend_is_registered_and_available_on_cuda) {
     for (size_t b = 0; b < ROWS(attention_backends); b++) {
         const parity_backend *backend = available_backend(&attention_backends[b]);
         if (!backend) continue;
-        cr_expect(claims(backend, PARITY_BF16), "attention %s on cuda does not claim bf16", backend->name);
+        for (size_t d = 0; d < ROWS(rule_dtypes); d++) // the issue: bf16 and fp32, fp64 where the algorithm allows
+            cr_expect(claims(backend, rule_dtypes[d]), "attention %s on cuda does not claim %s", backend->name,
+                      parity_dtype_name(rule_dtypes[d]));
         if (attention_backends[b].must_be_deterministic)
             cr_expect(backend->capabilities & PARITY_CAP_DETERMINISTIC, "attention %s no longer claims determinism",
                       backend->name);
@@ -229,7 +241,8 @@ Test(attention_gpu, deterministic_backends_are_bitwise_equal_over_50_runs, .time
             cr_assert_not_null(row, "no attention GPU row '%s'", determinism_rows[r]);
             for (size_t d = 0; d < ROWS(rule_dtypes); d++) {
                 parity_dtype dtype = rule_dtypes[d];
-                if (!claims(backend, dtype)) continue;
+                if (!claims(backend, dtype) || !(attention_backends[b].repeated_dtypes & PARITY_DTYPE_BIT(dtype)))
+                    continue;
                 op_check_state first, again;
                 assert_ok(op_check_run(row, on_cuda(backend->name, dtype, dtype), &first), row->name);
                 assert_ok(op_check_run(row, on_cuda(backend->name, dtype, dtype), &again), row->name);

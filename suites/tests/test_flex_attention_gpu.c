@@ -2,8 +2,9 @@
 // to see (issue 13: "NaN/Inf never produced on fully masked rows"). A model's mask, built from its
 // visibility, never does that (every query sees itself), so the mask here is the builder's for one
 // causal document of 256 tokens (blocks 128 x 128) with query block 0 taken out of every list by
-// hand: its forward lists emptied, and it removed from key block 0's backward list. Expected, with
-// bf16 inputs drawn from the Philox stream:
+// hand: its forward lists emptied, and it removed from key block 0's backward list. Expected, in
+// every dtype flex_attention claims on cuda (bf16 on the tensor-core engine, f32 and f64 on the
+// CUDA-core kernels: the same lists drive both), with inputs drawn from the Philox stream:
 //   rows 0..127 (they see nothing): output exactly 0, dquery exactly 0;
 //   rows 128..255: output bitwise that of the unedited mask (their lists did not change);
 //   every output, dquery, dkey and dvalue element finite.
@@ -22,15 +23,16 @@
 
 enum { TOKENS = 256, QUERY_HEADS = 2, KV_HEADS = 1, HEAD_DIM = 64, BLOCK = 128 };
 
-// A bf16 tensor on cuda:0 from the Philox stream `name`, values in about [-1, 1].
-static void random_on_gpu(parity_tensor *out, int64_t n, int64_t heads, int64_t width, const char *name) {
-    assert_ok(parity_tensor_alloc(out, PARITY_BF16, PARITY_CUDA(0), PARITY_SHAPE(n, heads, width)), name);
+// A `dtype` tensor on cuda:0 from the Philox stream `name`, values in about [-1, 1].
+static void random_on_gpu(parity_tensor *out, parity_dtype dtype, int64_t n, int64_t heads, int64_t width,
+                          const char *name) {
+    assert_ok(parity_tensor_alloc(out, dtype, PARITY_CUDA(0), PARITY_SHAPE(n, heads, width)), name);
     assert_ok(parity_rng_fill(NULL, out, parity_rng_stream_named(7, name), PARITY_RNG_UNIFORM, -1.0, 1.0), name);
 }
 
 // Uninitialized: the backend overwrites outputs and gradients.
-static void empty_on_gpu(parity_tensor *out, int64_t n, int64_t heads, int64_t width) {
-    assert_ok(parity_tensor_alloc(out, PARITY_BF16, PARITY_CUDA(0), PARITY_SHAPE(n, heads, width)), "output");
+static void empty_on_gpu(parity_tensor *out, parity_dtype dtype, int64_t n, int64_t heads, int64_t width) {
+    assert_ok(parity_tensor_alloc(out, dtype, PARITY_CUDA(0), PARITY_SHAPE(n, heads, width)), "output");
 }
 
 static parity_tensor to_host(const parity_tensor *tensor) {
@@ -74,11 +76,9 @@ static void blind_query_block_0(parity_block_mask *mask) {
 }
 
 // Forward + backward of flex_attention on `mask`; fills output and the three gradients.
-static void run_flex(const parity_block_mask *mask, parity_tensor *q, parity_tensor *k, parity_tensor *v,
-                     parity_tensor *cu, parity_tensor *dout, parity_tensor *out, parity_tensor *dq, parity_tensor *dk,
-                     parity_tensor *dv) {
-    const parity_backend *backend;
-    assert_ok(parity_registry_resolve(PARITY_OP_ATTENTION, "flex_attention", PARITY_CUDA(0), &backend), "flex_attention");
+static void run_flex(const parity_backend *backend, const parity_block_mask *mask, parity_tensor *q, parity_tensor *k,
+                     parity_tensor *v, parity_tensor *cu, parity_tensor *dout, parity_tensor *out, parity_tensor *dq,
+                     parity_tensor *dk, parity_tensor *dv) {
     const parity_attention_kernels *kernels = backend->kernels;
     parity_attention_args args = {q, k, v, cu, 0.125, true, 0, out, mask};
     parity_attention_grads grads = {dout, dq, dk, dv};
@@ -90,36 +90,24 @@ static void run_flex(const parity_block_mask *mask, parity_tensor *q, parity_ten
     parity_saved_release(&saved);
 }
 
-Test(flex_attention_gpu, rows_that_see_nothing_give_zeros_never_nan) {
-    parity_test_require_gpu();
-    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
-    int64_t offsets[2] = {0, TOKENS};
-    parity_block_mask built, blinded_cpu, blinded, whole;
-    assert_ok(parity_block_mask_build(PARITY_CPU, offsets, 2, TOKENS, true, 0, BLOCK, BLOCK, &built), "mask");
-    assert_ok(parity_block_mask_build(PARITY_CPU, offsets, 2, TOKENS, true, 0, BLOCK, BLOCK, &blinded_cpu), "mask");
-    cr_assert_eq(((int32_t *)built.kv_num_blocks.data)[0] + ((int32_t *)built.full_kv_num_blocks.data)[0], 1,
-                 "query block 0 of a causal document sees key block 0 only");
-    blind_query_block_0(&blinded_cpu);
-    mask_to_gpu(&built, &whole);
-    mask_to_gpu(&blinded_cpu, &blinded);
-
-    parity_tensor q, k, v, dout, cu, host_cu;
-    random_on_gpu(&q, TOKENS, QUERY_HEADS, HEAD_DIM, "q");
-    random_on_gpu(&k, TOKENS, KV_HEADS, HEAD_DIM, "k");
-    random_on_gpu(&v, TOKENS, KV_HEADS, HEAD_DIM, "v");
-    random_on_gpu(&dout, TOKENS, QUERY_HEADS, HEAD_DIM, "dout");
-    assert_ok(parity_tensor_alloc(&host_cu, PARITY_I64, PARITY_CPU, PARITY_SHAPE(2)), "cu_seqlens");
-    memcpy(host_cu.data, offsets, sizeof offsets);
-    assert_ok(parity_tensor_to(&cu, &host_cu, PARITY_CUDA(0), PARITY_I64), "cu_seqlens");
+// The test in one dtype, on the unedited mask (`whole`) and the blinded one, both on cuda:0.
+static void check_dtype(const parity_backend *backend, parity_dtype dtype, const parity_block_mask *whole,
+                        const parity_block_mask *blinded, parity_tensor *cu) {
+    const char *name = parity_dtype_name(dtype);
+    parity_tensor q, k, v, dout;
+    random_on_gpu(&q, dtype, TOKENS, QUERY_HEADS, HEAD_DIM, "q");
+    random_on_gpu(&k, dtype, TOKENS, KV_HEADS, HEAD_DIM, "k");
+    random_on_gpu(&v, dtype, TOKENS, KV_HEADS, HEAD_DIM, "v");
+    random_on_gpu(&dout, dtype, TOKENS, QUERY_HEADS, HEAD_DIM, "dout");
 
     parity_tensor out[2], dq[2], dk[2], dv[2];
-    const parity_block_mask *masks[2] = {&whole, &blinded};
+    const parity_block_mask *masks[2] = {whole, blinded};
     for (int m = 0; m < 2; m++) {
-        empty_on_gpu(&out[m], TOKENS, QUERY_HEADS, HEAD_DIM);
-        empty_on_gpu(&dq[m], TOKENS, QUERY_HEADS, HEAD_DIM);
-        empty_on_gpu(&dk[m], TOKENS, KV_HEADS, HEAD_DIM);
-        empty_on_gpu(&dv[m], TOKENS, KV_HEADS, HEAD_DIM);
-        run_flex(masks[m], &q, &k, &v, &cu, &dout, &out[m], &dq[m], &dk[m], &dv[m]);
+        empty_on_gpu(&out[m], dtype, TOKENS, QUERY_HEADS, HEAD_DIM);
+        empty_on_gpu(&dq[m], dtype, TOKENS, QUERY_HEADS, HEAD_DIM);
+        empty_on_gpu(&dk[m], dtype, TOKENS, KV_HEADS, HEAD_DIM);
+        empty_on_gpu(&dv[m], dtype, TOKENS, KV_HEADS, HEAD_DIM);
+        run_flex(backend, masks[m], &q, &k, &v, cu, &dout, &out[m], &dq[m], &dk[m], &dv[m]);
     }
     parity_tensor o_whole = to_host(&out[0]), o = to_host(&out[1]), g_q = to_host(&dq[1]), g_k = to_host(&dk[1]),
                   g_v = to_host(&dv[1]);
@@ -132,13 +120,13 @@ Test(flex_attention_gpu, rows_that_see_nothing_give_zeros_never_nan) {
         nonzero_blind += ((const double *)o.data)[i] != 0.0 || ((const double *)g_q.data)[i] != 0.0;
     for (int64_t i = BLOCK * row; i < TOKENS * row; i++)
         changed_seen += ((const double *)o.data)[i] != ((const double *)o_whole.data)[i];
-    cr_expect_eq(non_finite, 0, "%lld non-finite values in output / dq / dk / dv", (long long)non_finite);
-    cr_expect_eq(nonzero_blind, 0, "%lld output or dq values of the rows that see nothing are not 0",
+    cr_expect_eq(non_finite, 0, "%s: %lld non-finite values in output / dq / dk / dv", name, (long long)non_finite);
+    cr_expect_eq(nonzero_blind, 0, "%s: %lld output or dq values of the rows that see nothing are not 0", name,
                  (long long)nonzero_blind);
-    cr_expect_eq(changed_seen, 0, "%lld output values of rows 128..255 differ from the unedited mask's",
+    cr_expect_eq(changed_seen, 0, "%s: %lld output values of rows 128..255 differ from the unedited mask's", name,
                  (long long)changed_seen);
 
-    parity_tensor *release[] = {&q, &k, &v, &dout, &cu, &host_cu, &o_whole, &o, &g_q, &g_k, &g_v};
+    parity_tensor *release[] = {&q, &k, &v, &dout, &o_whole, &o, &g_q, &g_k, &g_v};
     for (size_t i = 0; i < sizeof release / sizeof release[0]; i++) parity_tensor_release(release[i]);
     for (int m = 0; m < 2; m++) {
         parity_tensor_release(&out[m]);
@@ -146,6 +134,38 @@ Test(flex_attention_gpu, rows_that_see_nothing_give_zeros_never_nan) {
         parity_tensor_release(&dk[m]);
         parity_tensor_release(&dv[m]);
     }
+}
+
+Test(flex_attention_gpu, rows_that_see_nothing_give_zeros_never_nan) {
+    parity_test_require_gpu();
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
+    const parity_backend *backend;
+    assert_ok(parity_registry_resolve(PARITY_OP_ATTENTION, "flex_attention", PARITY_CUDA(0), &backend), "flex_attention");
+    int64_t offsets[2] = {0, TOKENS};
+    parity_block_mask built, blinded_cpu, blinded, whole;
+    assert_ok(parity_block_mask_build(PARITY_CPU, offsets, 2, TOKENS, true, 0, BLOCK, BLOCK, &built), "mask");
+    assert_ok(parity_block_mask_build(PARITY_CPU, offsets, 2, TOKENS, true, 0, BLOCK, BLOCK, &blinded_cpu), "mask");
+    cr_assert_eq(((int32_t *)built.kv_num_blocks.data)[0] + ((int32_t *)built.full_kv_num_blocks.data)[0], 1,
+                 "query block 0 of a causal document sees key block 0 only");
+    blind_query_block_0(&blinded_cpu);
+    mask_to_gpu(&built, &whole);
+    mask_to_gpu(&blinded_cpu, &blinded);
+    parity_tensor cu, host_cu;
+    assert_ok(parity_tensor_alloc(&host_cu, PARITY_I64, PARITY_CPU, PARITY_SHAPE(2)), "cu_seqlens");
+    memcpy(host_cu.data, offsets, sizeof offsets);
+    assert_ok(parity_tensor_to(&cu, &host_cu, PARITY_CUDA(0), PARITY_I64), "cu_seqlens");
+
+    const parity_dtype dtypes[] = {PARITY_BF16, PARITY_F32, PARITY_F64};
+    int checked = 0;
+    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+        if (!(backend->dtypes & PARITY_DTYPE_BIT(dtypes[d]))) continue;
+        check_dtype(backend, dtypes[d], &whole, &blinded, &cu);
+        checked++;
+    }
+    cr_expect(checked > 0, "flex_attention on cuda claims none of bf16, f32, f64");
+
+    parity_tensor_release(&cu);
+    parity_tensor_release(&host_cu);
     parity_block_mask *masks_owned[] = {&built, &blinded_cpu, &whole, &blinded};
     for (size_t i = 0; i < 4; i++) parity_block_mask_free(masks_owned[i]);
 }
