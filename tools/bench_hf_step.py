@@ -8,12 +8,12 @@ random weights in bf16 on the GPU, attn_implementation "sdpa" (the anchors of pe
 1024, given to HF as a [2, 1024] batch (HF's sdpa path has no cu_seqlens: two rows see exactly what
 parity's two packed documents see). A step is model(input_ids, labels=labels).loss.backward() with
 the gradients set to None before it (outside the timed region), CUDA events around it, warm-up steps
-first, the median of the timed steps (as harness/evaluate.c times parity's steps: no L2 flush, the
+first (after ~1 s of GEMMs that bring the clocks up), the median of the timed steps (as harness/evaluate.c times parity's steps: no L2 flush, the
 step is far larger than the L2). Also reported: tokens/s at the median and the peak memory of one step.
 
 Usage (on the GPU host):
   python3 tools/bench_hf_step.py --config suites/configs/qwen3_toy/config.json [--config ...]
-      [--attention sdpa] [--warmup 3] [--runs 10] --out hf-steps.json
+      [--attention sdpa] [--warmup 10] [--runs 10] --out hf-steps.json
 Writes {"peer": "transformers <version>", "steps": [{"model", "config", "attention", "median_ms", ...}]}
 atomically; a model that fails to build or run is a row with its error text.
 """
@@ -76,7 +76,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", action="append", required=True, help="a parity config.json (repeatable)")
     parser.add_argument("--attention", default="sdpa", help="HF attn_implementation (default sdpa)")
-    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--out", required=True, help="JSON file to write (atomically)")
     args = parser.parse_args()
@@ -86,6 +86,13 @@ def main():
     import transformers
     if not torch.cuda.is_available():
         sys.exit("bench_hf_step.py: no CUDA device (PyTorch sees none)")
+    # Bring the clocks up before the first model (a cold GPU ran the first model's steps slower in
+    # one call on the H200): ~1 s of large bf16 GEMMs.
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    for _ in range(60):
+        a @ a
+    torch.cuda.synchronize()
+    del a
     rows = []
     for path in args.config:
         name = os.path.basename(os.path.dirname(os.path.abspath(path)))
