@@ -22,7 +22,7 @@ const char *parity_tolerance_rule_description(parity_tolerance_rule rule) {
                "combo, same dtype and device)";
     return "parity: |x - golden| <= max(k * max(|eager_same_dtype - golden|, jitter spread), c * u(dtype) * |golden|); "
            "k = 2 loss-like, 3 gradients; c = 64 (fp64, fp32), 2 (bf16); jitter spread (fp32, bf16) = largest "
-           "|eager - eager with the embedding table nudged by 1 ulp at random| over 3 runs";
+           "|eager - eager with the embedding table nudged by 1 ulp at random| over the suite's jitter_runs";
 }
 
 double parity_tolerance_k(parity_metric_kind kind) { return kind == PARITY_METRIC_LOSS_LIKE ? 2.0 : 3.0; }

@@ -121,8 +121,8 @@ static void fill_context(const parity_suite *suite, const parity_run_plan *plan,
     parity_text_format(context->command, sizeof context->command, "%s", provenance.command);
     parity_text_format(context->started, sizeof context->started, "%s", provenance.created);
     if (suite->tolerance == PARITY_RULE_PARITY)
-        parity_text_format(context->tolerance_rule, sizeof context->tolerance_rule, "%s; jitter spread over %d run%s",
-                           parity_tolerance_rule_description(suite->tolerance), suite->jitter_runs,
+        parity_text_format(context->tolerance_rule, sizeof context->tolerance_rule, "%s (jitter_runs %d: over %d run%s)",
+                           parity_tolerance_rule_description(suite->tolerance), suite->jitter_runs, suite->jitter_runs,
                            suite->jitter_runs == 1 ? "" : "s");
     else
         parity_text_format(context->tolerance_rule, sizeof context->tolerance_rule, "%s",
