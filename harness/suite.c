@@ -489,9 +489,11 @@ static void read_mode(suite_reader *reader, const yaml_node_t *node, parity_suit
 
 static void read_model(suite_reader *reader, const yaml_node_t *node, parity_suite_model *model) {
     memset(model, 0, sizeof *model);
+    model->warmup = model->repeats = -1;
     model->line = line_of(node);
     if (!expect_kind(reader, node, YAML_MAPPING_NODE, "a model")) return;
-    static const char *const keys[] = {"name", "checkpoint", "config", "seed", "initializer_range", "batches", "exclude", NULL};
+    static const char *const keys[] = {"name", "checkpoint", "config", "seed", "initializer_range", "batches", "exclude",
+                                       "warmup", "repeats", NULL};
     check_keys(reader, node, keys, "a model");
     yaml_node_t *name = lookup(reader, node, "name"), *checkpoint = lookup(reader, node, "checkpoint"),
                 *config = lookup(reader, node, "config"), *seed = lookup(reader, node, "seed"),
@@ -519,6 +521,18 @@ static void read_model(suite_reader *reader, const yaml_node_t *node, parity_sui
     if (range) read_positive_number(reader, range, "initializer_range", &model->initializer_range);
     if (batches) model->batch_count = read_batches(reader, batches, model->batches);
     if (exclude) model->exclusion_count = read_exclusions(reader, exclude, model->exclusions);
+    long long value;
+    yaml_node_t *warmup = lookup(reader, node, "warmup"), *repeats = lookup(reader, node, "repeats");
+    if (warmup && read_integer(reader, warmup, "warmup", 0, 1000, &value)) model->warmup = (int)value;
+    if (repeats && read_integer(reader, repeats, "repeats", 1, 100000, &value)) model->repeats = (int)value;
+}
+
+int parity_suite_model_warmup(const parity_suite *suite, const parity_suite_model *model) {
+    return model && model->warmup >= 0 ? model->warmup : suite->warmup;
+}
+
+int parity_suite_model_repeats(const parity_suite *suite, const parity_suite_model *model) {
+    return model && model->repeats >= 1 ? model->repeats : suite->repeats;
 }
 
 static void read_suite(suite_reader *reader, const yaml_node_t *root, parity_suite *suite) {

@@ -86,6 +86,7 @@ typedef struct parity_suite_model {
     size_t batch_count;
     parity_suite_exclusion exclusions[PARITY_SUITE_MAX_EXCLUSIONS];
     size_t exclusion_count;
+    int warmup, repeats;           // this model's own warm-up and timed steps; -1: the suite's
     int line;
 } parity_suite_model;
 
@@ -120,6 +121,9 @@ parity_error *parity_suite_load(const char *path, parity_suite **out);
 // The same for YAML text; `path` names the file in messages and anchors relative paths.
 parity_error *parity_suite_parse(const char *text, size_t length, const char *path, parity_suite **out);
 void parity_suite_free(parity_suite *suite);
+// The warm-up and timed steps of `model`'s combos: its own where it sets them, else the suite's.
+int parity_suite_model_warmup(const parity_suite *suite, const parity_suite_model *model);
+int parity_suite_model_repeats(const parity_suite *suite, const parity_suite_model *model);
 
 // `name_or_path`: a file path (contains '/' or ends in .yaml), or a name looked up as
 // <suites_dir>/<name>.yaml. USAGE error when there is no such file.

@@ -76,7 +76,7 @@ typedef struct parity_results_context {
     char command[1024];
     char started[32], finished[32]; // ISO 8601 UTC
     char tolerance_rule[512];       // "parity: max(k * eager error, floor); k = 2 loss-like, 3 gradients"
-    char timing_method[256];        // "CUDA events, 3 warm-up, median of 10; ..." / "wall clock ..."
+    char timing_method[512];        // "CUDA events, 3 warm-up, median of 10; ..." / "wall clock ..."
     char interrupted[16];           // "" for a run that went to its end; else the signal that stopped it
                                     // ("SIGINT", "SIGTERM"): the combos are those that finished
     size_t combos_selected;         // combos the run set out to record (what --filter selected); 0 when

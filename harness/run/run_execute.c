@@ -52,8 +52,9 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
     parity_error *error = parity_timer_create(exec, &timer);
     if (error) return error;
     parity_evaluation evaluation;
-    parity_error *run_error = parity_case_evaluate(c, plan->dtype, plan->device, exec, &names, false, &timer, suite->warmup,
-                                                   suite->repeats, 0, &evaluation);
+    const int warmup = parity_suite_model_warmup(suite, plan->model), repeats = parity_suite_model_repeats(suite, plan->model);
+    parity_error *run_error =
+        parity_case_evaluate(c, plan->dtype, plan->device, exec, &names, false, &timer, warmup, repeats, 0, &evaluation);
     parity_timer_release(&timer);
 
     const parity_step_result *value = &evaluation.step; // read only when the run succeeded
@@ -78,7 +79,7 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
         } else {
             record->tokens = evaluation.token_count;
             record->peak_memory_bytes = evaluation.peak_memory_bytes;
-            record->warmup_count = (size_t)suite->warmup;
+            record->warmup_count = (size_t)warmup;
             error = parity_combo_set_samples(record, evaluation.step_ms, evaluation.step_ms_count);
             parity_timing_summary(evaluation.step_ms, evaluation.step_ms_count, &record->median_ms, &record->noise);
             // The baseline is checked against the golden's own eager error when the golden was made
@@ -139,6 +140,13 @@ static void fill_context(const parity_suite *suite, const parity_run_plan *plan,
                        "is the forward + backward (gradient norms and sketches are taken on the measured step only)",
                        timer.method,
                        suite->warmup, suite->repeats);
+    for (size_t m = 0; m < suite->model_count; m++) { // the models with their own steps
+        const parity_suite_model *model = &suite->models[m];
+        if (model->warmup < 0 && model->repeats < 1) continue;
+        size_t used = strlen(context->timing_method);
+        parity_text_format(context->timing_method + used, sizeof context->timing_method - used, "; %s: %d warm-up, median of %d",
+                           model->name, parity_suite_model_warmup(suite, model), parity_suite_model_repeats(suite, model));
+    }
     parity_timer_release(&timer);
 }
 

@@ -264,6 +264,26 @@ Test(run_library, more_jitter_runs_never_narrow_a_tolerance_and_the_context_name
     cleanup(suite);
 }
 
+// A model's own warmup / repeats replace the suite's for its combos, and the context says so.
+Test(run_library, a_models_own_repeats_replace_the_suites) {
+    parity_suite *suite = suite_with_goldens("dtypes: [fp32]\nsweep: [attn]\n");
+    suite->models[0].warmup = 0; // as `warmup: 0, repeats: 1` in the model's entry (suite_parsing reads those)
+    suite->models[0].repeats = 1;
+    parity_results results;
+    run(suite, NULL, false, &results);
+    cr_assert_gt(results.combo_count, 0);
+    for (size_t i = 0; i < results.combo_count; i++) {
+        const parity_combo_result *combo = &results.combos[i];
+        if (combo->status == PARITY_COMBO_NOT_SUPPORTED) continue;
+        cr_expect_eq(combo->sample_count, 1, "%s: %zu samples, the model says 1", combo->id, combo->sample_count);
+        cr_expect_eq(combo->warmup_count, 0, "%s", combo->id);
+    }
+    cr_expect(strstr(results.context.timing_method, "qwen3_tiny: 0 warm-up, median of 1") != NULL, "%s",
+              results.context.timing_method);
+    parity_results_release(&results);
+    cleanup(suite);
+}
+
 Test(run_library, the_veomni_rule_compares_with_the_first_mode_on_loss_and_grad_norm) {
     parity_suite *suite = suite_with_goldens("dtypes: [bf16]\ntolerance: veomni\nmodes:\n"
                                              "  - {name: reference, ops: {attn: eager}}\n"

@@ -63,6 +63,11 @@ Test(suite_parsing, gpu_nightly_is_packed_two_documents_of_1024_in_bf16_with_dra
     cr_expect_eq(batch->documents[1], 1024);
     cr_expect_eq(suite->dtypes[0], PARITY_BF16);
     cr_expect_eq(suite->jitter_runs, 8, "docs/tolerance.md: 3 jittered runs fail honest routed combos on the H200");
+    for (size_t m = 0; m < suite->model_count; m++) { // the hybrid toys time one step (their steps take ~1 s)
+        bool hybrid = strncmp(suite->models[m].name, "qwen3_5", 7) == 0;
+        cr_expect_eq(parity_suite_model_warmup(suite, &suite->models[m]), hybrid ? 0 : 2, "%s", suite->models[m].name);
+        cr_expect_eq(parity_suite_model_repeats(suite, &suite->models[m]), hybrid ? 1 : 5, "%s", suite->models[m].name);
+    }
     for (size_t m = 0; m < suite->model_count; m++) {
         cr_expect_str_eq(suite->models[m].checkpoint, "", "%s draws its weights", suite->models[m].name);
         cr_expect(strstr(suite->models[m].config, "suites/configs/") != NULL, "%s", suite->models[m].config);
@@ -132,6 +137,12 @@ Test(suite_parsing, bad_files_name_file_line_and_problem) {
         {"zero repeats", "dtypes: bf16\ndevices: cpu\nrepeats: 0\nmodels:\n" MODEL, {"bad.yaml:3: repeats 0 is outside 1..100000"}},
         {"zero jitter runs", "dtypes: bf16\ndevices: cpu\njitter_runs: 0\nmodels:\n" MODEL, {"bad.yaml:3: jitter_runs 0 is outside 1..64"}},
         {"too many jitter runs", "dtypes: bf16\ndevices: cpu\njitter_runs: 65\nmodels:\n" MODEL, {"bad.yaml:3: jitter_runs 65 is outside 1..64"}},
+        {"model repeats 0", "dtypes: bf16\ndevices: cpu\nmodels:\n  - {name: qwen3_tiny, checkpoint: ../golden/upstream/qwen3_tiny, repeats: 0,\n"
+                            "     batches: [{name: plain, file: ../golden/upstream/qwen3_tiny/batch.safetensors}]}\n",
+         {"bad.yaml:4: repeats 0 is outside 1..100000"}},
+        {"model warmup not a number", "dtypes: bf16\ndevices: cpu\nmodels:\n  - {name: qwen3_tiny, checkpoint: ../golden/upstream/qwen3_tiny, warmup: x,\n"
+                            "     batches: [{name: plain, file: ../golden/upstream/qwen3_tiny/batch.safetensors}]}\n",
+         {"bad.yaml:4: warmup 'x' is not an integer"}},
         {"ranks not a number", "dtypes: bf16\ndevices: cpu\nranks: two\nmodels:\n" MODEL, {"bad.yaml:3: ranks 'two' is not an integer"}},
         {"unknown sweep field", "dtypes: bf16\ndevices: cpu\nsweep: [attn, flash]\nmodels:\n" MODEL,
          {"bad.yaml:3: sweep: 'flash' is not a kernel-selection field"}},
