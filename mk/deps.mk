@@ -7,13 +7,14 @@
 #   libopenmpi-dev, openmpi-bin   multi-rank runs (CPU collectives through MPI)
 #   libyaml-dev        VeOmni YAML and suite files
 #   libcjson-dev       config.json, safetensors headers, results.json
+#   libsqlite3-dev     the results history (parity history, reports/history/)
 #   pkg-config         library discovery
 #   python3            tools/mutation_check --check (a test: the mutation table still applies)
 # and for the fuzz build only (FUZZ=1: make fuzz, make fuzz-replay; mk/fuzz.mk), so that `make test`
 # and `make run` never need them:
 #   clang, libclang-rt-dev   libFuzzer and clang's sanitizer runtimes
 DEBIAN_PACKAGES := libhdf5-dev libcriterion-dev gnuplot-nox libopenblas-dev libopenmpi-dev openmpi-bin \
-                   libyaml-dev libcjson-dev pkg-config python3 $(if $(filter 1,$(FUZZ)),clang libclang-rt-dev)
+                   libyaml-dev libcjson-dev libsqlite3-dev pkg-config python3 $(if $(filter 1,$(FUZZ)),clang libclang-rt-dev)
 DEPS_STAMP := $(BUILD)/.deps-installed
 
 deps: $(DEPS_STAMP)

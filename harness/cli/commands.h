@@ -22,6 +22,10 @@ void parity_command_eval_usage(FILE *stream);
 int parity_command_report(int argc, char **argv);
 void parity_command_report_usage(FILE *stream);
 
+// parity history add|list|show: the results history (reports/history/history.h).
+int parity_command_history(int argc, char **argv);
+void parity_command_history_usage(FILE *stream);
+
 // parity run: every combo of a suite against its goldens, with a report.
 int parity_command_run(int argc, char **argv);
 void parity_command_run_usage(FILE *stream);

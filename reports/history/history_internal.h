@@ -1,0 +1,55 @@
+// history_internal.h: what the history's source files share and its users never see: the handle
+// (an sqlite3 connection and the file's path) and turning SQLite result codes into parity errors
+// that name the database file.
+#ifndef PARITY_HISTORY_INTERNAL_H
+#define PARITY_HISTORY_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "reports/history/history.h"
+
+struct parity_history {
+    sqlite3 *db;
+    int schema_version;
+    char path[4096];
+};
+
+// An error for SQLite result `rc` while doing `what`: DATA when the file is not a database or is
+// corrupt, IO otherwise (busy past the timeout, disk full, read-only, ...). Names the file.
+parity_error *history_sqlite_error(const parity_history *history, int rc, const char *what);
+// Runs SQL statements that return no rows.
+parity_error *history_exec(parity_history *history, const char *sql);
+parity_error *history_prepare(parity_history *history, const char *sql, sqlite3_stmt **out);
+// BEGIN IMMEDIATE (the write lock up front, so a second writer waits in the busy handler rather
+// than failing on a read-to-write upgrade), COMMIT, and a ROLLBACK that ignores its own failure.
+parity_error *history_begin(parity_history *history);
+parity_error *history_commit(parity_history *history);
+void history_rollback(parity_history *history);
+
+// The SQL of the migration from `from_version` to from_version + 1 (NULL past the last): for tests
+// that build an old database.
+const char *history_migration(int from_version);
+
+// Binds text (copied; NULL binds NULL) and doubles (NaN binds NULL: SQLite has no NaN).
+void history_bind_text(sqlite3_stmt *statement, int index, const char *text);
+void history_bind_double(sqlite3_stmt *statement, int index, double value);
+// Reads a column back: NULL -> NaN; text NULL -> "".
+double history_column_double(sqlite3_stmt *statement, int column);
+void history_column_text(sqlite3_stmt *statement, int column, char *out, size_t size);
+
+// The `runs` row of a run or a bench report (every text non-NULL).
+typedef struct history_run_row {
+    const char *identity, *kind, *suite, *git_sha, *started, *finished, *host, *device, *driver, *cuda;
+    const char *libraries, *command, *tolerance_rule, *timing_method, *interrupted, *source;
+    int64_t combos_selected;
+    int results_schema;
+} history_run_row;
+// Inside a transaction: the id of the run with this identity (*found false when none).
+parity_error *history_find_run(parity_history *history, const char *identity, int64_t *id, bool *found);
+// Inside a transaction: inserts the row (its `added` time is now) and returns its id.
+parity_error *history_insert_run(parity_history *history, const history_run_row *row, int64_t *id);
+// Ingests a bench report's parsed JSON (history_bench.c); `text` is the file's content (its identity).
+parity_error *history_add_bench(parity_history *history, const char *path, const char *text, const void *root,
+                                parity_history_added *out);
+
+#endif
