@@ -61,11 +61,19 @@ static long worst_metric(const parity_combo_result *combo) {
 }
 
 // malloc'ed JSON text of the combo's samples and of its field choices (NULL when out of memory).
+// Written by hand, not by cJSON: its printer keeps 15 digits when they compare equal within an
+// epsilon, and a sample must read back bit for bit. Non-finite samples are JSON null.
 static char *samples_json(const parity_combo_result *combo) {
-    cJSON *array = cJSON_CreateArray();
-    for (size_t i = 0; array && i < combo->sample_count; i++) cJSON_AddItemToArray(array, cJSON_CreateNumber(combo->samples_ms[i]));
-    char *text = array ? cJSON_PrintUnformatted(array) : NULL;
-    cJSON_Delete(array);
+    size_t size = 3 + 26 * combo->sample_count, used = 0;
+    char *text = malloc(size);
+    if (!text) return NULL;
+    text[used++] = '[';
+    for (size_t i = 0; i < combo->sample_count; i++) {
+        double value = combo->samples_ms[i];
+        if (isfinite(value)) used += (size_t)snprintf(text + used, size - used, "%s%.17g", i ? "," : "", value);
+        else used += (size_t)snprintf(text + used, size - used, "%snull", i ? "," : "");
+    }
+    snprintf(text + used, size - used, "]");
     return text;
 }
 
