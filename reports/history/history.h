@@ -103,7 +103,7 @@ parity_error *parity_history_bench_rows(parity_history *history, int64_t run_id,
 //
 // Contract. Of the runs (not bench reports) of `suite` whose context device equals `device`
 // exactly (device NULL: any device), the `last_n` latest (by started, then id; last_n >= 1) are
-// taken. *out (zeroed first; release with parity_results_release) is a synthetic parity_results:
+// taken (at most 64: a larger last_n is 64). *out (zeroed first; release with parity_results_release) is a synthetic parity_results:
 //   - context: the latest run's, except `command`, which says what it is ("parity history baseline:
 //     median of K runs (ids 9, 7, 4) of suite S on D");
 //   - combos: exactly the latest run's combos, in its order, with the latest run's status, reason,
