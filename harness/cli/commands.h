@@ -22,6 +22,10 @@ void parity_command_eval_usage(FILE *stream);
 int parity_command_report(int argc, char **argv);
 void parity_command_report_usage(FILE *stream);
 
+// parity compare BASE NEW: run-to-run comparison (status changes, tolerance drift, noise-aware time).
+int parity_command_compare(int argc, char **argv);
+void parity_command_compare_usage(FILE *stream);
+
 // parity run: every combo of a suite against its goldens, with a report.
 int parity_command_run(int argc, char **argv);
 void parity_command_run_usage(FILE *stream);

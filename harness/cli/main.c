@@ -31,6 +31,8 @@ static const parity_command commands[] = {
      parity_command_run_usage},
     {"report", "re-render junit.xml, summary.md and report.html of a run from its results.json",
      parity_command_report, parity_command_report_usage},
+    {"compare", "compare two runs combo by combo: new failures, tolerance drift, time beyond threshold and noise",
+     parity_command_compare, parity_command_compare_usage},
     {"bench", "time the CUDA backends of an op side by side (GB/s or TFLOP/s, % of the device ceilings, PyTorch peers)",
      parity_command_bench, parity_command_bench_usage},
 };
