@@ -35,7 +35,8 @@ const char *parity_compare_format_band(const parity_combo_comparison *combo, cha
     const parity_time_comparison *time = &combo->time;
     if (time->verdict == PARITY_TIME_UNTIMED) snprintf(buffer, size, "-");
     else
-        snprintf(buffer, size, "%.1f%% (noise %.1f%%, %.1f%%)", 100 * time->limit, 100 * time->base_noise, 100 * time->new_noise);
+        snprintf(buffer, size, "%+.1f%%..%+.1f%% (noise %.1f%%, %.1f%%)", 100 * (1 / (1 + time->limit) - 1), 100 * time->limit,
+                 100 * time->base_noise, 100 * time->new_noise);
     return buffer;
 }
 
