@@ -25,6 +25,9 @@ void parity_command_report_usage(FILE *stream);
 // parity history add|list|show: the results history (reports/history/history.h).
 int parity_command_history(int argc, char **argv);
 void parity_command_history_usage(FILE *stream);
+// parity compare BASE NEW: run-to-run comparison (status changes, tolerance drift, noise-aware time).
+int parity_command_compare(int argc, char **argv);
+void parity_command_compare_usage(FILE *stream);
 
 // parity run: every combo of a suite against its goldens, with a report.
 int parity_command_run(int argc, char **argv);

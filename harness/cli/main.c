@@ -33,6 +33,8 @@ static const parity_command commands[] = {
      parity_command_report, parity_command_report_usage},
     {"history", "the results history (SQLite): add run directories and bench reports, list runs, show one",
      parity_command_history, parity_command_history_usage},
+    {"compare", "compare two runs combo by combo: new failures, tolerance drift, time beyond threshold and noise",
+     parity_command_compare, parity_command_compare_usage},
     {"bench", "time the CUDA backends of an op side by side (GB/s or TFLOP/s, % of the device ceilings, PyTorch peers)",
      parity_command_bench, parity_command_bench_usage},
 };

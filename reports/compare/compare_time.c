@@ -1,0 +1,71 @@
+// compare_time.c: the noise-aware time verdict of compare_time.h (the rule and why are there).
+#include "reports/compare/compare_time.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reports/report_analysis.h"
+
+const char *parity_time_verdict_name(parity_time_verdict verdict) {
+    switch (verdict) {
+    case PARITY_TIME_SAME: return "same";
+    case PARITY_TIME_REGRESSION: return "regression";
+    case PARITY_TIME_SPEEDUP: return "speedup";
+    case PARITY_TIME_UNTIMED: break;
+    }
+    return "untimed";
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// Median of values[0..count) (sorted in place); count >= 1.
+static double median_of(double *values, size_t count) {
+    qsort(values, count, sizeof *values, compare_doubles);
+    return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
+}
+
+static double noise_from_samples(const parity_combo_result *combo) {
+    size_t count = 0;
+    double *values = malloc((combo->sample_count ? combo->sample_count : 1) * sizeof *values);
+    if (!values) return 0;
+    for (size_t i = 0; i < combo->sample_count; i++)
+        if (isfinite(combo->samples_ms[i])) values[count++] = combo->samples_ms[i];
+    double noise = 0;
+    if (count >= 2) {
+        double median = median_of(values, count);
+        for (size_t i = 0; i < count; i++) values[i] = fabs(values[i] - median);
+        double deviation = median_of(values, count);
+        if (median > 0) noise = deviation / median;
+    }
+    free(values);
+    return noise;
+}
+
+double parity_compare_noise(const parity_combo_result *combo) {
+    if (isfinite(combo->noise) && combo->noise >= 0) return combo->noise;
+    return noise_from_samples(combo);
+}
+
+void parity_compare_time(const parity_combo_result *base, const parity_combo_result *new_combo, double threshold,
+                         double noise_factor, parity_time_comparison *out) {
+    memset(out, 0, sizeof *out);
+    out->verdict = PARITY_TIME_UNTIMED;
+    out->base_ms = base && parity_report_is_timed(base) ? base->median_ms : NAN;
+    out->new_ms = new_combo && parity_report_is_timed(new_combo) ? new_combo->median_ms : NAN;
+    out->change = out->base_noise = out->new_noise = out->combined = out->limit = NAN;
+    if (isnan(out->base_ms) || isnan(out->new_ms)) return;
+    out->base_noise = parity_compare_noise(base);
+    out->new_noise = parity_compare_noise(new_combo);
+    out->combined = sqrt(out->base_noise * out->base_noise + out->new_noise * out->new_noise);
+    double band = noise_factor * out->combined;
+    out->limit = band > threshold ? band : threshold;
+    double ratio = out->new_ms / out->base_ms;
+    out->change = ratio - 1;
+    if (ratio - 1 > out->limit) out->verdict = PARITY_TIME_REGRESSION;
+    else if (1 / ratio - 1 > out->limit) out->verdict = PARITY_TIME_SPEEDUP;
+    else out->verdict = PARITY_TIME_SAME;
+}
