@@ -32,6 +32,41 @@ double parity_report_tokens_per_second(const parity_combo_result *combo) {
     return (double)combo->tokens / (combo->median_ms / 1000.0);
 }
 
+static double known(double noise) { return isfinite(noise) && noise > 0 ? noise : 0; }
+
+double parity_report_combined_noise(const parity_combo_result *a, const parity_combo_result *b) {
+    return sqrt(known(a->noise) * known(a->noise) + known(b->noise) * known(b->noise));
+}
+
+bool parity_report_within_noise(double relative, double combined_noise) {
+    return isfinite(relative) && fabs(relative - 1) <= known(combined_noise);
+}
+
+parity_report_fastest parity_report_fastest_in_group(const parity_results *results, const parity_combo_result *member) {
+    parity_report_fastest out = {0};
+    for (size_t i = 0; i < results->combo_count; i++) {
+        const parity_combo_result *combo = &results->combos[i];
+        if (!parity_report_same_group(combo, member) || combo->status != PARITY_COMBO_PASS || !parity_report_is_timed(combo)) continue;
+        if (!out.fastest || combo->median_ms < out.fastest->median_ms) {
+            out.runner_up = out.fastest;
+            out.fastest = combo;
+        } else if (!out.runner_up || combo->median_ms < out.runner_up->median_ms) {
+            out.runner_up = combo;
+        }
+    }
+    if (!out.fastest) return out;
+    for (size_t i = 0; i < results->combo_count; i++) {
+        const parity_combo_result *combo = &results->combos[i];
+        if (combo == out.fastest || !parity_report_same_group(combo, member) || combo->status != PARITY_COMBO_PASS ||
+            !parity_report_is_timed(combo))
+            continue;
+        out.tied += parity_report_within_noise(combo->median_ms / out.fastest->median_ms, parity_report_combined_noise(combo, out.fastest));
+    }
+    out.significant = !out.runner_up || !parity_report_within_noise(out.runner_up->median_ms / out.fastest->median_ms,
+                                                                    parity_report_combined_noise(out.runner_up, out.fastest));
+    return out;
+}
+
 double parity_report_ratio_rank(double ratio) { return isnan(ratio) ? INFINITY : ratio; }
 
 const parity_metric *parity_report_worst_metric(const parity_combo_result *combo, const char *prefix) {

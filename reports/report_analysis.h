@@ -22,6 +22,22 @@ double parity_report_relative_time(const parity_results *results, const parity_c
 // tokens / median seconds; NaN when untimed or tokens is 0.
 double parity_report_tokens_per_second(const parity_combo_result *combo);
 
+// Timing noise. A combo's noise is relative (its spread / median); the noise of a ratio of two
+// medians is their combined noise, sqrt(noise_a^2 + noise_b^2) (an unknown noise counts as 0).
+double parity_report_combined_noise(const parity_combo_result *a, const parity_combo_result *b);
+// True when a relative time (a ratio of medians) is indistinguishable from 1: |relative - 1| is at
+// most the combined noise. Such a time is shown as "same", and no speed claim is made from it.
+bool parity_report_within_noise(double relative, double combined_noise);
+// The fastest passing timed combo of `member`'s group and whether that claim holds: it is faster
+// than the runner-up (the next fastest passing timed combo) by more than their combined noise.
+// `tied` counts the other passing timed combos within noise of the fastest.
+typedef struct parity_report_fastest {
+    const parity_combo_result *fastest, *runner_up; // NULL when none
+    bool significant;                               // true also when there is no runner-up
+    size_t tied;
+} parity_report_fastest;
+parity_report_fastest parity_report_fastest_in_group(const parity_results *results, const parity_combo_result *member);
+
 // A ratio for ordering: NaN (a NaN value or error) ranks above every number.
 double parity_report_ratio_rank(double ratio);
 // The metric with the largest ratio whose name starts with `prefix` (NULL: any); NULL if none.
