@@ -122,7 +122,7 @@ static void append_verdict(parity_text *html, const parity_results *results, con
     }
     speed_claim claim = best_speedup(results);
     if (claim.combo) {
-        parity_text_appendf(html, " &middot; fastest vs eager %.2fx &plusmn;%.0f%% <small>(", claim.speedup, 100 * claim.noise);
+        parity_text_appendf(html, " &middot; fastest vs eager %.2fx &plusmn;%.1f%% <small>(", claim.speedup, 100 * claim.noise);
         escaped(html, claim.combo->id);
         parity_text_append(html, ")</small>");
     } else if (claim.groups) {

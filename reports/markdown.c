@@ -202,7 +202,7 @@ static void append_speed(parity_text *md, const parity_results *results) {
             double noise_band = parity_report_combined_noise(baseline, fastest);
             if (fastest == baseline) snprintf(speedup, sizeof speedup, "eager");
             else if (parity_report_within_noise(fastest->median_ms / baseline->median_ms, noise_band)) snprintf(speedup, sizeof speedup, "within noise");
-            else snprintf(speedup, sizeof speedup, "%.2fx ±%.0f%%", baseline->median_ms / fastest->median_ms, 100 * noise_band);
+            else snprintf(speedup, sizeof speedup, "%.2fx \xc2\xb1%.1f%%", baseline->median_ms / fastest->median_ms, 100 * noise_band);
         }
         snprintf(fastest_ms, sizeof fastest_ms, "%.3f", fastest->median_ms);
         parity_report_format(noise, sizeof noise, "%.1f%%", 100.0 * fastest->noise);
