@@ -94,6 +94,22 @@ static speed_claim best_speedup(const parity_results *results) {
     return claim;
 }
 
+// " <small title="the id">(model: its non-eager choices)</small>": a combo named in the verdict line,
+// short so the line stays one or two lines; the full id on hover and in the tables below.
+static void append_verdict_combo(parity_text *html, const parity_combo_result *combo) {
+    char label[200];
+    parity_report_short_label(combo, label, sizeof label);
+    parity_text_append(html, " <small title=\"");
+    parity_text_append_xml_attribute(html, combo->id);
+    parity_text_append(html, "\">(");
+    if (!combo->is_eager_baseline) {
+        escaped(html, combo->model);
+        parity_text_append(html, ": ");
+    }
+    escaped(html, label);
+    parity_text_append(html, ")</small>");
+}
+
 static void append_verdict(parity_text *html, const parity_results *results, const size_t counts[]) {
     size_t ran = counts[PARITY_COMBO_PASS] + counts[PARITY_COMBO_FAIL];
     bool bad = counts[PARITY_COMBO_FAIL] || counts[PARITY_COMBO_ERROR];
@@ -116,15 +132,13 @@ static void append_verdict(parity_text *html, const parity_results *results, con
     }
     char number[32];
     if (worst) {
-        parity_text_appendf(html, " &middot; worst ratio %s <small>(", parity_report_format(number, sizeof number, "%.2f", worst->ratio));
-        escaped(html, worst_combo->id);
-        parity_text_append(html, ")</small>");
+        parity_text_appendf(html, " &middot; worst ratio %s", parity_report_format(number, sizeof number, "%.2f", worst->ratio));
+        append_verdict_combo(html, worst_combo);
     }
     speed_claim claim = best_speedup(results);
     if (claim.combo) {
-        parity_text_appendf(html, " &middot; fastest vs eager %.2fx &plusmn;%.1f%% <small>(", claim.speedup, 100 * claim.noise);
-        escaped(html, claim.combo->id);
-        parity_text_append(html, ")</small>");
+        parity_text_appendf(html, " &middot; fastest vs eager %.2fx &plusmn;%.1f%%", claim.speedup, 100 * claim.noise);
+        append_verdict_combo(html, claim.combo);
     } else if (claim.groups) {
         parity_text_append(html, " &middot; no combo faster than eager beyond noise");
     }

@@ -57,37 +57,6 @@ static void append_svg(parity_text *html, const parity_svg_bar_chart *chart) {
     parity_text_append(html, "\n");
 }
 
-// A bar's label: the combo's non-eager field choices ("attn=sdpa,ce=chunk_loss", from the id's
-// field segment, aliases as the id has them); for the eager baseline its group,
-// "model/batch/dtype/device: eager". The chart's caption says the full ids are in the table.
-static void short_label(const parity_combo_result *combo, char *label, size_t size) {
-    if (combo->is_eager_baseline) {
-        snprintf(label, size, "%.40s/%.40s/%.15s/%.30s: eager", combo->model, combo->batch, combo->dtype, combo->device);
-        return;
-    }
-    const char *fields = NULL;
-    for (const char *segment = combo->id; segment && *segment; segment = strchr(segment, '/') ? strchr(segment, '/') + 1 : NULL) {
-        const char *slash = strchr(segment, '/'), *equals = strchr(segment, '=');
-        if (equals && (!slash || equals < slash)) {
-            fields = segment;
-            break;
-        }
-    }
-    size_t used = 0;
-    label[0] = '\0';
-    for (const char *pair = fields; pair && *pair && *pair != '/';) {
-        size_t length = strcspn(pair, ",/");
-        const char *equals = memchr(pair, '=', length);
-        bool eager = equals && (size_t)(pair + length - equals - 1) == 5 && strncmp(equals + 1, "eager", 5) == 0;
-        if (!eager && used + length + 2 < size) {
-            used += (size_t)snprintf(label + used, size - used, "%s%.*s", used ? "," : "", (int)length, pair);
-        }
-        pair += length;
-        if (*pair == ',') pair++;
-    }
-    if (!used) snprintf(label, size, "%.150s", combo->id);
-}
-
 static int by_median(const void *a, const void *b) {
     const parity_combo_result *x = *(const parity_combo_result *const *)a, *y = *(const parity_combo_result *const *)b;
     return x->median_ms < y->median_ms ? -1 : x->median_ms > y->median_ms;
@@ -140,7 +109,7 @@ static void append_time_chart(parity_text *html, const parity_results *results) 
             if (combo == baseline) noise = isfinite(baseline->noise) ? baseline->noise : 0;
             snprintf(notes[count], sizeof notes[count], "%s%.2fx \xc2\xb1%.1f%% \xc2\xb7 %.3g ms", series == TIME_SAME ? "same " : "", relative,
                      100 * noise, combo->median_ms);
-            short_label(combo, labels[count], sizeof labels[count]);
+            parity_report_short_label(combo, labels[count], sizeof labels[count]);
             bars[count] = (parity_svg_bar){labels[count], k == 0 && count > 0, series, relative, relative * noise, relative * noise, notes[count]};
             if (relative * (1 + noise) > largest) largest = relative * (1 + noise);
             count++;

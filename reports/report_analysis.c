@@ -140,6 +140,34 @@ size_t parity_report_reason_group_size(const parity_results *results, size_t lea
     return count;
 }
 
+void parity_report_short_label(const parity_combo_result *combo, char *label, size_t size) {
+    if (combo->is_eager_baseline) {
+        snprintf(label, size, "%.40s/%.40s/%.15s/%.30s: eager", combo->model, combo->batch, combo->dtype, combo->device);
+        return;
+    }
+    const char *fields = NULL;
+    for (const char *segment = combo->id; segment && *segment; segment = strchr(segment, '/') ? strchr(segment, '/') + 1 : NULL) {
+        const char *slash = strchr(segment, '/'), *equals = strchr(segment, '=');
+        if (equals && (!slash || equals < slash)) {
+            fields = segment;
+            break;
+        }
+    }
+    size_t used = 0;
+    label[0] = '\0';
+    for (const char *pair = fields; pair && *pair && *pair != '/';) {
+        size_t length = strcspn(pair, ",/");
+        const char *equals = memchr(pair, '=', length);
+        bool eager = equals && (size_t)(pair + length - equals - 1) == 5 && strncmp(equals + 1, "eager", 5) == 0;
+        if (!eager && used + length + 2 < size) {
+            used += (size_t)snprintf(label + used, size - used, "%s%.*s", used ? "," : "", (int)length, pair);
+        }
+        pair += length;
+        if (*pair == ',') pair++;
+    }
+    if (!used) snprintf(label, size, "%.150s", combo->id);
+}
+
 const char *parity_report_format(char *buffer, size_t size, const char *format, double value) {
     if (isnan(value)) snprintf(buffer, size, "NaN");
     else if (isinf(value)) snprintf(buffer, size, value > 0 ? "inf" : "-inf");

@@ -69,6 +69,10 @@ size_t parity_report_next_reason_group(const parity_results *results, parity_com
 // How many combos the group led by results->combos[leader] has.
 size_t parity_report_reason_group_size(const parity_results *results, size_t leader);
 
+// A short name for a combo where its id is too long (chart labels, the verdict line): its non-eager
+// field choices as the id spells them ("attn=sdpa,ce=chunk_loss"); for the eager baseline its group,
+// "model/batch/dtype/device: eager"; the id when every choice is eager.
+void parity_report_short_label(const parity_combo_result *combo, char *label, size_t size);
 // printf-formats a double; NaN and Inf print as "NaN", "inf", "-inf". Returns buffer.
 const char *parity_report_format(char *buffer, size_t size, const char *format, double value);
 // "512 B", "1.5 MiB", "2.0 GiB"; "-" when bytes <= 0 (not measured).

@@ -572,9 +572,11 @@ Test(reports, report_html_is_self_contained_with_verdict_grid_and_both_charts) {
     cr_expect(strstr(html, "ed95add0123456789abcdef0123456789abcdef0"), "the context block");
     // the verdict line first, then the grid, then the failures, the charts, the combos
     const char *verdict = strstr(html, "<p class=\"verdict bad\" id=\"verdict\">5 pass, 2 fail, 1 error &middot; 3 not supported &middot; "
-                                       "1 excluded &middot; worst ratio NaN <small>(qwen3_moe_tiny/attn=sdpa,moe=wrong_eps,ce=eager/bf16/cpu)</small>");
+                                       "1 excluded &middot; worst ratio NaN <small title=\"qwen3_moe_tiny/attn=sdpa,moe=wrong_eps,ce=eager/bf16/cpu\">"
+                                       "(qwen3_moe_tiny: attn=sdpa,moe=wrong_eps)</small>");
     cr_expect(verdict, "%.600s", strstr(html, "<p class=\"verdict"));
-    cr_expect(strstr(html, "&middot; fastest vs eager 1.97x &plusmn;3.4% <small>(qwen3_tiny/attn=sdpa,ce=chunk_loss/bf16/cpu)</small>"),
+    cr_expect(strstr(html, "&middot; fastest vs eager 1.97x &plusmn;3.4% <small title=\"qwen3_tiny/attn=sdpa,ce=chunk_loss/bf16/cpu\">"
+                     "(qwen3_tiny: attn=sdpa,ce=chunk_loss)</small>"),
               "the fastest claim: 12 ms over 6.1 ms, outside the combined noise");
     const char *order[] = {"id=\"verdict\"", "<h2 id=\"grid\"", "<h2 id=\"failures\"", "<h2 id=\"time\"", "<h2 id=\"headroom\"",
                            "<h2 id=\"combos\"", "<h2 id=\"unsupported\"", "<h2 id=\"excluded\"", "<h2>Context"};
