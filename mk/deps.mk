@@ -2,7 +2,6 @@
 # Each package is checked with dpkg-query; only missing ones are installed (apt-get, root).
 #   libhdf5-dev        golden store (HDF5 C API)
 #   libcriterion-dev   test runner
-#   gnuplot-nox        SVG charts in report.html
 #   libopenblas-dev    CBLAS for the CPU eager linear layers
 #   libopenmpi-dev, openmpi-bin   multi-rank runs (CPU collectives through MPI)
 #   libyaml-dev        VeOmni YAML and suite files
@@ -13,7 +12,7 @@
 # and for the fuzz build only (FUZZ=1: make fuzz, make fuzz-replay; mk/fuzz.mk), so that `make test`
 # and `make run` never need them:
 #   clang, libclang-rt-dev   libFuzzer and clang's sanitizer runtimes
-DEBIAN_PACKAGES := libhdf5-dev libcriterion-dev gnuplot-nox libopenblas-dev libopenmpi-dev openmpi-bin \
+DEBIAN_PACKAGES := libhdf5-dev libcriterion-dev libopenblas-dev libopenmpi-dev openmpi-bin \
                    libyaml-dev libcjson-dev libsqlite3-dev pkg-config python3 $(if $(filter 1,$(FUZZ)),clang libclang-rt-dev)
 DEPS_STAMP := $(BUILD)/.deps-installed
 

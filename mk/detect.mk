@@ -17,4 +17,3 @@ print-config:
 	@echo "  HDF5       $(call found,$(or $(call have_header,/usr/include/hdf5/serial/hdf5.h),$(call have_header,/usr/include/hdf5.h)))"
 	@echo "  OpenBLAS   $(call found,$(or $(call have_header,/usr/include/x86_64-linux-gnu/cblas.h),$(call have_header,/usr/include/cblas.h),$(call have_header,/usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h)))"
 	@echo "  Criterion  $(call found,$(call have_header,/usr/include/criterion/criterion.h))"
-	@echo "  gnuplot    $(call found,$(shell command -v gnuplot 2>/dev/null))"

@@ -2,7 +2,8 @@
 //   header (suite, git sha, device, date, tolerance rule, timing), counts by status,
 //   failures (combo, metric, error, tolerance, its basis, ratio), errors, the 10 passing metrics closest to
 //   their tolerance, the fastest passing combo per model/batch/dtype/device vs its eager baseline
-//   (median ms, speed-up, tokens/s), not-supported and excluded reasons grouped.
+//   (median ms, speed-up, tokens/s; "within noise" when the speed-up is inside the combined noise of
+//   the two, and the fastest is marked not significant when the runner-up is within noise), not-supported and excluded reasons grouped.
 #include "reports/markdown.h"
 
 #include <math.h>
@@ -189,14 +190,8 @@ static void append_speed(parity_text *md, const parity_results *results) {
     for (size_t g = 0; g < results->combo_count; g++) {
         if (group_seen_before(results, g)) continue;
         const parity_combo_result *baseline = parity_report_baseline(results, &results->combos[g]);
-        const parity_combo_result *fastest = NULL;
-        for (size_t i = g; i < results->combo_count; i++) {
-            const parity_combo_result *combo = &results->combos[i];
-            if (!parity_report_same_group(combo, &results->combos[g]) || combo->status != PARITY_COMBO_PASS ||
-                !parity_report_is_timed(combo))
-                continue;
-            if (!fastest || combo->median_ms < fastest->median_ms) fastest = combo;
-        }
+        parity_report_fastest ranking = parity_report_fastest_in_group(results, &results->combos[g]);
+        const parity_combo_result *fastest = ranking.fastest;
         if (!fastest) continue;
         if (rows++ == 0)
             parity_text_append(md, "| model | batch | dtype | device | eager ms | fastest combo | ms | noise | speed-up | tokens/s |\n"
@@ -204,7 +199,10 @@ static void append_speed(parity_text *md, const parity_results *results) {
         char eager_ms[32] = "-", fastest_ms[32], noise[32], speedup[32] = "-", tokens[32];
         if (baseline && parity_report_is_timed(baseline)) {
             snprintf(eager_ms, sizeof eager_ms, "%.3f", baseline->median_ms);
-            snprintf(speedup, sizeof speedup, "%.2fx", baseline->median_ms / fastest->median_ms);
+            double noise_band = parity_report_combined_noise(baseline, fastest);
+            if (fastest == baseline) snprintf(speedup, sizeof speedup, "eager");
+            else if (parity_report_within_noise(fastest->median_ms / baseline->median_ms, noise_band)) snprintf(speedup, sizeof speedup, "within noise");
+            else snprintf(speedup, sizeof speedup, "%.2fx \xc2\xb1%.1f%%", baseline->median_ms / fastest->median_ms, 100 * noise_band);
         }
         snprintf(fastest_ms, sizeof fastest_ms, "%.3f", fastest->median_ms);
         parity_report_format(noise, sizeof noise, "%.1f%%", 100.0 * fastest->noise);
@@ -219,6 +217,8 @@ static void append_speed(parity_text *md, const parity_results *results) {
         parity_text_append_markdown_cell(md, fastest->device);
         parity_text_appendf(md, " | %s | ", eager_ms);
         parity_text_append_markdown_code(md, fastest->id);
+        if (!ranking.significant)
+            parity_text_appendf(md, " (not significant: %zu other%s within noise)", ranking.tied, ranking.tied == 1 ? "" : "s");
         parity_text_appendf(md, " | %s | %s | %s | %s |\n", fastest_ms, noise, speedup, strcmp(tokens, "NaN") == 0 ? "-" : tokens);
     }
     parity_text_append(md, rows ? "\n" : "No timed passing combos.\n\n");

@@ -4,7 +4,6 @@
 #include <stdio.h>
 
 #include "ops/core/file.h"
-#include "reports/gnuplot_runner.h"
 #include "reports/html.h"
 #include "reports/junit.h"
 #include "reports/markdown.h"
@@ -16,15 +15,14 @@ static parity_error *report_path(const char *directory, const char *name, char *
 }
 
 parity_error *parity_reports_render_derived(const char *directory, const parity_results *results) {
-    char path[4200], gnuplot[4096];
+    char path[4200];
     PARITY_TRY(parity_make_directories(directory));
     PARITY_TRY(report_path(directory, PARITY_REPORT_JUNIT, path, sizeof path));
     PARITY_TRY(parity_report_write_junit(path, results));
     PARITY_TRY(report_path(directory, PARITY_REPORT_SUMMARY, path, sizeof path));
     PARITY_TRY(parity_report_write_markdown(path, results));
     PARITY_TRY(report_path(directory, PARITY_REPORT_HTML, path, sizeof path));
-    bool have_gnuplot = parity_gnuplot_find(gnuplot, sizeof gnuplot);
-    return parity_report_write_html(path, results, have_gnuplot ? gnuplot : NULL);
+    return parity_report_write_html(path, results);
 }
 
 parity_error *parity_reports_render_all(const char *directory, const parity_results *results) {

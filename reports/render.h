@@ -12,7 +12,7 @@
 #define PARITY_REPORT_HTML "report.html"
 
 // Creates `directory` (and its parents) if missing and writes the four files, each atomically.
-// Charts need gnuplot on PATH; without it report.html says so in place of each chart.
+// report.html's charts are SVG parity draws itself (reports/svg_chart.h): no gnuplot needed.
 parity_error *parity_reports_render_all(const char *directory, const parity_results *results);
 // The three reports derived from results.json (junit.xml, summary.md, report.html); results.json
 // itself is not touched.

@@ -32,6 +32,41 @@ double parity_report_tokens_per_second(const parity_combo_result *combo) {
     return (double)combo->tokens / (combo->median_ms / 1000.0);
 }
 
+static double known(double noise) { return isfinite(noise) && noise > 0 ? noise : 0; }
+
+double parity_report_combined_noise(const parity_combo_result *a, const parity_combo_result *b) {
+    return sqrt(known(a->noise) * known(a->noise) + known(b->noise) * known(b->noise));
+}
+
+bool parity_report_within_noise(double relative, double combined_noise) {
+    return isfinite(relative) && fabs(relative - 1) <= known(combined_noise);
+}
+
+parity_report_fastest parity_report_fastest_in_group(const parity_results *results, const parity_combo_result *member) {
+    parity_report_fastest out = {0};
+    for (size_t i = 0; i < results->combo_count; i++) {
+        const parity_combo_result *combo = &results->combos[i];
+        if (!parity_report_same_group(combo, member) || combo->status != PARITY_COMBO_PASS || !parity_report_is_timed(combo)) continue;
+        if (!out.fastest || combo->median_ms < out.fastest->median_ms) {
+            out.runner_up = out.fastest;
+            out.fastest = combo;
+        } else if (!out.runner_up || combo->median_ms < out.runner_up->median_ms) {
+            out.runner_up = combo;
+        }
+    }
+    if (!out.fastest) return out;
+    for (size_t i = 0; i < results->combo_count; i++) {
+        const parity_combo_result *combo = &results->combos[i];
+        if (combo == out.fastest || !parity_report_same_group(combo, member) || combo->status != PARITY_COMBO_PASS ||
+            !parity_report_is_timed(combo))
+            continue;
+        out.tied += parity_report_within_noise(combo->median_ms / out.fastest->median_ms, parity_report_combined_noise(combo, out.fastest));
+    }
+    out.significant = !out.runner_up || !parity_report_within_noise(out.runner_up->median_ms / out.fastest->median_ms,
+                                                                    parity_report_combined_noise(out.runner_up, out.fastest));
+    return out;
+}
+
 double parity_report_ratio_rank(double ratio) { return isnan(ratio) ? INFINITY : ratio; }
 
 const parity_metric *parity_report_worst_metric(const parity_combo_result *combo, const char *prefix) {
@@ -103,6 +138,34 @@ size_t parity_report_reason_group_size(const parity_results *results, size_t lea
     for (size_t j = leader; j < results->combo_count; j++)
         count += parity_report_same_reason(&results->combos[leader], &results->combos[j]);
     return count;
+}
+
+void parity_report_short_label(const parity_combo_result *combo, char *label, size_t size) {
+    if (combo->is_eager_baseline) {
+        snprintf(label, size, "%.40s/%.40s/%.15s/%.30s: eager", combo->model, combo->batch, combo->dtype, combo->device);
+        return;
+    }
+    const char *fields = NULL;
+    for (const char *segment = combo->id; segment && *segment; segment = strchr(segment, '/') ? strchr(segment, '/') + 1 : NULL) {
+        const char *slash = strchr(segment, '/'), *equals = strchr(segment, '=');
+        if (equals && (!slash || equals < slash)) {
+            fields = segment;
+            break;
+        }
+    }
+    size_t used = 0;
+    label[0] = '\0';
+    for (const char *pair = fields; pair && *pair && *pair != '/';) {
+        size_t length = strcspn(pair, ",/");
+        const char *equals = memchr(pair, '=', length);
+        bool eager = equals && (size_t)(pair + length - equals - 1) == 5 && strncmp(equals + 1, "eager", 5) == 0;
+        if (!eager && used + length + 2 < size) {
+            used += (size_t)snprintf(label + used, size - used, "%s%.*s", used ? "," : "", (int)length, pair);
+        }
+        pair += length;
+        if (*pair == ',') pair++;
+    }
+    if (!used) snprintf(label, size, "%.150s", combo->id);
 }
 
 const char *parity_report_format(char *buffer, size_t size, const char *format, double value) {

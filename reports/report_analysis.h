@@ -22,6 +22,22 @@ double parity_report_relative_time(const parity_results *results, const parity_c
 // tokens / median seconds; NaN when untimed or tokens is 0.
 double parity_report_tokens_per_second(const parity_combo_result *combo);
 
+// Timing noise. A combo's noise is relative (its spread / median); the noise of a ratio of two
+// medians is their combined noise, sqrt(noise_a^2 + noise_b^2) (an unknown noise counts as 0).
+double parity_report_combined_noise(const parity_combo_result *a, const parity_combo_result *b);
+// True when a relative time (a ratio of medians) is indistinguishable from 1: |relative - 1| is at
+// most the combined noise. Such a time is shown as "same", and no speed claim is made from it.
+bool parity_report_within_noise(double relative, double combined_noise);
+// The fastest passing timed combo of `member`'s group and whether that claim holds: it is faster
+// than the runner-up (the next fastest passing timed combo) by more than their combined noise.
+// `tied` counts the other passing timed combos within noise of the fastest.
+typedef struct parity_report_fastest {
+    const parity_combo_result *fastest, *runner_up; // NULL when none
+    bool significant;                               // true also when there is no runner-up
+    size_t tied;
+} parity_report_fastest;
+parity_report_fastest parity_report_fastest_in_group(const parity_results *results, const parity_combo_result *member);
+
 // A ratio for ordering: NaN (a NaN value or error) ranks above every number.
 double parity_report_ratio_rank(double ratio);
 // The metric with the largest ratio whose name starts with `prefix` (NULL: any); NULL if none.
@@ -53,6 +69,10 @@ size_t parity_report_next_reason_group(const parity_results *results, parity_com
 // How many combos the group led by results->combos[leader] has.
 size_t parity_report_reason_group_size(const parity_results *results, size_t leader);
 
+// A short name for a combo where its id is too long (chart labels, the verdict line): its non-eager
+// field choices as the id spells them ("attn=sdpa,ce=chunk_loss"); for the eager baseline its group,
+// "model/batch/dtype/device: eager"; the id when every choice is eager.
+void parity_report_short_label(const parity_combo_result *combo, char *label, size_t size);
 // printf-formats a double; NaN and Inf print as "NaN", "inf", "-inf". Returns buffer.
 const char *parity_report_format(char *buffer, size_t size, const char *format, double value);
 // "512 B", "1.5 MiB", "2.0 GiB"; "-" when bytes <= 0 (not measured).

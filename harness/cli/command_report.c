@@ -1,12 +1,11 @@
 // command_report.c: `parity report DIR`: re-renders junit.xml, summary.md and report.html from
-// DIR/results.json alone (the reports of a run, after a parity upgrade or with gnuplot installed
-// later). Nothing else is rewritten; a missing or malformed results.json exits 3 naming the file.
+// DIR/results.json alone (the reports of a run, after a parity upgrade). Nothing else is rewritten;
+// a missing or malformed results.json exits 3 naming the file.
 #include <stdio.h>
 #include <string.h>
 
 #include "harness/cli/cli_support.h"
 #include "harness/cli/commands.h"
-#include "reports/gnuplot_runner.h"
 #include "reports/render.h"
 
 void parity_command_report_usage(FILE *stream) {
@@ -15,8 +14,9 @@ void parity_command_report_usage(FILE *stream) {
             "\n"
             "Re-renders the reports of a run from DIR/results.json: DIR/junit.xml (one testsuite per\n"
             "suite.model, one testcase per combo), DIR/summary.md (counts, failures, tightest tolerance\n"
-            "ratios, fastest combo per model vs eager) and DIR/report.html (self-contained; its charts need\n"
-            "gnuplot on PATH, and say so when it is missing). results.json itself is not rewritten.\n"
+            "ratios, fastest combo per model vs eager, \"within noise\" where it is) and DIR/report.html\n"
+            "(self-contained: verdict, model x field grid, failures per combo, SVG charts drawn by parity,\n"
+            "sortable tables; no gnuplot needed). results.json itself is not rewritten.\n"
             "\n"
             "exit status: 0 the reports were written (whatever the combos' outcomes)\n"
             "             2 usage error\n"
@@ -56,9 +56,6 @@ int parity_command_report(int argc, char **argv) {
     printf("%zu combos: %zu pass, %zu fail, %zu not supported, %zu error, %zu excluded\n", results.combo_count, counts[PARITY_COMBO_PASS],
            counts[PARITY_COMBO_FAIL], counts[PARITY_COMBO_NOT_SUPPORTED], counts[PARITY_COMBO_ERROR], counts[PARITY_COMBO_EXCLUDED]);
     printf("wrote %s/%s, %s/%s, %s/%s\n", directory, PARITY_REPORT_JUNIT, directory, PARITY_REPORT_SUMMARY, directory, PARITY_REPORT_HTML);
-    char gnuplot[4096];
-    if (!parity_gnuplot_find(gnuplot, sizeof gnuplot))
-        fprintf(stderr, "parity report: note: gnuplot not found on PATH: report.html has no charts (it says so)\n");
     parity_results_release(&results);
     return PARITY_EXIT_OK;
 }

@@ -142,3 +142,60 @@ void sample_results_build(parity_results *results) {
         add_timing(combo, row, i);
     }
 }
+
+// ---- a large crafted run ----
+
+static const char *const large_attn[] = {"eager", "sdpa", "flash_attention_2", "flash_attention_3", "flash_attention_4",
+                                         "flex_attention", "native-sparse", "npu", "ring", "ulysses"};
+static const char *const large_ce[] = {"eager", "chunk_loss", "liger_kernel", "npu", "fused_1", "fused_2", "fused_3",
+                                       "fused_4", "fused_5", "fused_6", "fused_7", "fused_8", "fused_9"};
+
+void sample_results_build_large(parity_results *results, size_t combo_count, size_t metric_count) {
+    memset(results, 0, sizeof *results);
+    results->context.schema_version = PARITY_RESULTS_SCHEMA_VERSION;
+    snprintf(results->context.suite, sizeof results->context.suite, "crafted");
+    snprintf(results->context.device, sizeof results->context.device, "cpu");
+    enum { PER_MODEL = 130 };
+    for (size_t i = 0; i < combo_count; i++) {
+        size_t within = i % PER_MODEL;
+        const char *attn = large_attn[within % 10], *ce = large_ce[(within / 10) % 13];
+        parity_combo_result *combo = parity_results_add_combo(results);
+        cr_assert_not_null(combo);
+        snprintf(combo->model, sizeof combo->model, "model_%zu_tiny", i / PER_MODEL);
+        snprintf(combo->id, sizeof combo->id, "%s/packed/attn=%s,ce=%s/bf16/cpu", combo->model, attn, ce);
+        snprintf(combo->suite, sizeof combo->suite, "crafted");
+        snprintf(combo->batch, sizeof combo->batch, "packed");
+        snprintf(combo->dtype, sizeof combo->dtype, "bf16");
+        snprintf(combo->device, sizeof combo->device, "cpu");
+        snprintf(combo->fields[0].field, sizeof combo->fields[0].field, "attn_implementation");
+        snprintf(combo->fields[0].value, sizeof combo->fields[0].value, "%s", attn);
+        snprintf(combo->fields[1].field, sizeof combo->fields[1].field, "cross_entropy_loss_implementation");
+        snprintf(combo->fields[1].value, sizeof combo->fields[1].value, "%s", ce);
+        combo->field_count = 2;
+        combo->is_eager_baseline = within == 0;
+        bool failing = within % 50 == 7;
+        combo->status = failing ? PARITY_COMBO_FAIL : PARITY_COMBO_PASS;
+        if (!combo->is_eager_baseline && within % 13 == 5) { // not supported, no metrics, not timed
+            combo->status = PARITY_COMBO_NOT_SUPPORTED;
+            snprintf(combo->reason, sizeof combo->reason, "needs a CUDA device");
+            combo->median_ms = NAN;
+            combo->noise = NAN;
+            continue;
+        }
+        for (size_t m = 0; m < metric_count; m++) {
+            char name[192];
+            if (m == 0) snprintf(name, sizeof name, "loss");
+            else snprintf(name, sizeof name, "grad_sketch:model.layers.%zu.mlp.up_proj.weight[%zu]", m / 4, m % 4);
+            add_metric(combo, name, 1.0 + 0.001 * (double)m, 1e-3, failing ? 2.0 + 0.01 * (double)m : 0.1 + 0.4 * (double)((i + m) % 7) / 7);
+        }
+        if (failing) snprintf(combo->reason, sizeof combo->reason, "loss: error 2x its tolerance");
+        double samples[5];
+        double median = 10.0 * (1.0 + 0.05 * (double)(within % 10));
+        for (int s = 0; s < 5; s++) samples[s] = median * (1.0 + 0.01 * (s - 2));
+        cr_assert_null(parity_combo_set_samples(combo, samples, 5));
+        combo->median_ms = median;
+        combo->noise = 0.04;
+        combo->tokens = 512;
+        combo->peak_memory_bytes = 3 << 20;
+    }
+}

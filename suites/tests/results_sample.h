@@ -18,5 +18,9 @@
 
 // Fills *results (zeroed first); aborts the test on allocation failure.
 void sample_results_build(parity_results *results);
+// A large crafted run for size tests: combo_count combos of 130 a model (attn x ce, 10 x 13 values;
+// the first of each model its eager baseline), every 13th not supported (one reason), every 50th failing with
+// every metric over tolerance, metric_count metrics each (loss, then sketch components), timed.
+void sample_results_build_large(parity_results *results, size_t combo_count, size_t metric_count);
 
 #endif

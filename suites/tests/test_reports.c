@@ -2,8 +2,9 @@
 // combos of every status, a metric over tolerance, a NaN metric, timing samples): results.json
 // round-trips every field (NaN kept), junit.xml is well-formed with counts that match its
 // testcases and escapes < & > " ', summary.md carries the counts, the failure and the speed-up,
-// report.html is self-contained with both gnuplot charts (or a visible note without gnuplot), a
-// malformed results.json fails naming the file and the field, temporary files are cleaned up, and
+// report.html is self-contained and read at a glance (the verdict line before the model x field
+// grid, not-supported folded per reason, failures grouped per combo, "same" timing within noise,
+// both SVG charts, under 300 KB for 650 combos of 300 metrics), a malformed results.json fails naming the file and the field, temporary files are cleaned up, and
 // `parity report DIR` re-renders the same reports from results.json alone.
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -18,8 +19,6 @@
 
 #include "cli_runner.h"
 #include "ops/core/file.h"
-#include "reports/gnuplot_charts.h"
-#include "reports/gnuplot_runner.h"
 #include "reports/html.h"
 #include "reports/render.h"
 #include "reports/report_analysis.h"
@@ -481,7 +480,7 @@ Test(reports, summary_md_has_counts_failures_tightest_ratios_and_speed) {
     // fastest passing combo per model vs eager: 12 ms -> 6.1 ms
     const char *speed = strstr(md, "## Speed");
     cr_assert_not_null(speed);
-    cr_expect(strstr(speed, "| qwen3_tiny | packed_2x128 | bf16 | cpu | 12.000 | `qwen3_tiny/attn=sdpa,ce=chunk_loss/bf16/cpu` | 6.100 | 2.4% | 1.97x | 41967 |"),
+    cr_expect(strstr(speed, "| qwen3_tiny | packed_2x128 | bf16 | cpu | 12.000 | `qwen3_tiny/attn=sdpa,ce=chunk_loss/bf16/cpu` | 6.100 | 2.4% | 1.97x \xc2\xb1" "3.4% | 41967 |"),
               "%s", speed);
     cr_expect(strstr(speed, "| `qwen3_moe_tiny/attn=sdpa,moe=fused_triton,ce=eager/bf16/cpu` | 18.000 |"), "%s", speed);
     const char *unsupported = strstr(md, "## Not supported");
@@ -496,7 +495,8 @@ Test(reports, summary_md_has_counts_failures_tightest_ratios_and_speed) {
 
 // ---- report.html ----
 
-// Every http:// or https:// in the page must be an SVG namespace declaration.
+// Every http:// or https:// in the page must be an SVG namespace declaration; the one script is
+// inline (column sorting).
 static void expect_no_network_references(const char *html) {
     const char *schemes[] = {"http://", "https://"};
     for (size_t s = 0; s < ROWS(schemes); s++) {
@@ -506,9 +506,23 @@ static void expect_no_network_references(const char *html) {
             cr_expect(svg_namespace, "a network reference in report.html: '%.60s'", at - 20 > html ? at - 20 : html);
         }
     }
-    cr_expect_null(strstr(html, "<script"), "no scripts");
+    cr_expect_eq(count_occurrences(html, "<script"), 1, "one inline script");
+    cr_expect(strstr(html, "<script>\n"), "inline, no src");
     cr_expect_null(strstr(html, "<link"), "no external stylesheets");
     cr_expect_null(strstr(html, "src="), "nothing loaded from elsewhere");
+}
+
+// The text between `from` and the next "<h2" (or the end).
+static char *section(const char *html, const char *from) {
+    const char *start = strstr(html, from);
+    cr_assert_not_null(start, "section '%s' missing", from);
+    const char *end = strstr(start + 1, "<h2");
+    size_t length = end ? (size_t)(end - start) : strlen(start);
+    char *copy = malloc(length + 1);
+    cr_assert_not_null(copy);
+    memcpy(copy, start, length);
+    copy[length] = '\0';
+    return copy;
 }
 
 // The heatmap's per-gradient columns take the worst metric of each family; a sketch's components
@@ -543,8 +557,8 @@ Test(reports, heatmap_columns_and_sketch_runs) {
     parity_results_release(&results);
 }
 
-Test(reports, report_html_is_self_contained_with_both_charts) {
-    char directory[64], gnuplot[4096];
+Test(reports, report_html_is_self_contained_with_verdict_grid_and_both_charts) {
+    char directory[64];
     make_directory(directory, sizeof directory);
     parity_results results;
     render_sample(directory, &results);
@@ -555,64 +569,216 @@ Test(reports, report_html_is_self_contained_with_both_charts) {
     for (size_t i = 0; i < results.combo_count; i++) cr_expect(strstr(html, results.combos[i].id), "combo %s missing", results.combos[i].id);
     cr_expect(strstr(html, "needs head_dim &lt;= 256 &amp; &quot;causal&quot; masks"));
     cr_expect_null(strstr(html, SAMPLE_ESCAPE_REASON));
-    cr_expect(strstr(html, "<div class=\"verdict bad\">2 of 7 combos failed, 1 could not run (error)</div>"));
-    cr_expect(strstr(html, "<tr class=\"s-fail\">") && strstr(html, "<span class=\"pill unsupported\">not supported</span>"));
     cr_expect(strstr(html, "ed95add0123456789abcdef0123456789abcdef0"), "the context block");
-    // every metric: a gradient's four sketch components in one row, the worst of them; the failing
-    // one is also in Failures
-    cr_expect(strstr(html, "<code>" SAMPLE_FAILING_SKETCH "</code> (worst of 4)"), "the failing component leads its row");
-    cr_expect(strstr(html, "<code>grad_sketch:lm_head.weight[3]</code> (worst of 4)"), "elsewhere the largest component");
-    cr_expect(strstr(html, "<td class=\"id\">" SAMPLE_FAILING_COMBO "</td><td><code>" SAMPLE_FAILING_SKETCH "</code></td>"),
-              "the failing component's own Failures row");
-    cr_expect(strstr(html, "<code>grad_cosine:lm_head.weight</code></td>"));
-    cr_expect_null(strstr(html, "<code>grad_sketch:lm_head.weight[0]</code> (worst"), "not a component that is not the worst");
-    if (parity_gnuplot_find(gnuplot, sizeof gnuplot)) {
-        cr_expect_eq(count_occurrences(html, "<svg"), 2, "the heatmap and the time chart");
-        cr_expect_eq(count_occurrences(html, "</svg>"), 2);
-        cr_expect_null(strstr(html, "chart failed"), "%s", strstr(html, "chart failed") ? strstr(html, "chart failed") : "");
-        cr_expect_null(strstr(html, "<?xml"), "the SVG prolog is dropped when inlined");
-        cr_expect(strstr(html, "id=\"heatmap-gnuplot_canvas\"") && strstr(html, "id=\"time-gnuplot_canvas\""), "ids are prefixed per chart");
-        cr_expect(strstr(html, ">worst parameter<") && strstr(html, ">3.1<") && strstr(html, ">NaN<"), "heatmap labels");
-        cr_expect(strstr(html, ">worst sketch<") && strstr(html, ">worst cosine<") && strstr(html, ">2<"),
-                  "the sketch and cosine columns (the failing sketch's ratio 2)");
-        cr_expect(strstr(html, ">0.51x  6.1 ms<"), "the time chart labels bars with relative time and median");
-    } else {
-        cr_expect_eq(count_occurrences(html, PARITY_CHART_NO_GNUPLOT), 2);
+    // the verdict line first, then the grid, then the failures, the charts, the combos
+    const char *verdict = strstr(html, "<p class=\"verdict bad\" id=\"verdict\">5 pass, 2 fail, 1 error &middot; 3 not supported &middot; "
+                                       "1 excluded &middot; worst ratio NaN <small title=\"qwen3_moe_tiny/attn=sdpa,moe=wrong_eps,ce=eager/bf16/cpu\">"
+                                       "(qwen3_moe_tiny: attn=sdpa,moe=wrong_eps)</small>");
+    cr_expect(verdict, "%.600s", strstr(html, "<p class=\"verdict"));
+    cr_expect(strstr(html, "&middot; fastest vs eager 1.97x &plusmn;3.4% <small title=\"qwen3_tiny/attn=sdpa,ce=chunk_loss/bf16/cpu\">"
+                     "(qwen3_tiny: attn=sdpa,ce=chunk_loss)</small>"),
+              "the fastest claim: 12 ms over 6.1 ms, outside the combined noise");
+    const char *order[] = {"id=\"verdict\"", "<h2 id=\"grid\"", "<h2 id=\"failures\"", "<h2 id=\"time\"", "<h2 id=\"headroom\"",
+                           "<h2 id=\"combos\"", "<h2 id=\"unsupported\"", "<h2 id=\"excluded\"", "<h2>Context"};
+    for (size_t i = 0; i + 1 < ROWS(order); i++) {
+        const char *a = strstr(html, order[i]), *b = strstr(html, order[i + 1]);
+        cr_expect(a && b && a < b, "'%s' before '%s'", order[i], order[i + 1]);
     }
+    // the grid: a row per field value, a column per model, counts coloured by status
+    char *grid = section(html, "<h2 id=\"grid\"");
+    cr_expect(strstr(grid, "<th>qwen3_tiny</th><th>qwen3_moe_tiny</th>"), "%s", grid);
+    cr_expect(strstr(grid, "<th class=\"field\" rowspan=\"4\">attn</th><td><code>eager</code></td>"), "%s", grid);
+    cr_expect(strstr(grid, "<td class=\"cell g-fail\" title=\"2 pass, 1 fail\"><b class=\"c-pass\">2</b><b class=\"c-fail\">1</b></td>"),
+              "qwen3_tiny's attn=sdpa: %s", grid);
+    cr_expect(strstr(grid, "<td class=\"cell g-none\" title=\"1 not supported\"><b class=\"c-unsupported\">1</b></td>"), "%s", grid);
+    free(grid);
+    // both charts, drawn by parity: legible, a legend entry per colour, no gnuplot
+    cr_expect_eq(count_occurrences(html, "<svg"), 2, "the time chart and the headroom chart");
+    cr_expect_eq(count_occurrences(html, "</svg>"), 2);
+    cr_expect_null(strstr(html, "chart failed"));
+    cr_expect(strstr(html, ">same within noise</text>") && strstr(html, ">faster beyond noise</text>") && strstr(html, ">eager baseline</text>"));
+    cr_expect(strstr(html, ">0.51x \xc2\xb1" "3.4% \xc2\xb7 6.1 ms</text>"), "bars carry their relative time, noise and median");
+    cr_expect(strstr(html, ">attn=sdpa,ce=chunk_loss</text>"), "bars are labeled with their non-eager choices");
+    cr_expect(strstr(html, ">3.1 (fails)</text>") && strstr(html, ">NaN (fails)</text>"), "headroom: the worst ratios, a NaN one");
+    for (const char *at = strstr(html, "font-size=\""); at; at = strstr(at + 1, "font-size=\""))
+        cr_expect_geq(atoi(at + 11), 11, "labels of at least 11 px: %.40s", at);
     free(html);
     parity_results_release(&results);
     remove_directory(directory);
 }
 
-Test(reports, report_html_without_gnuplot_shows_a_note_per_chart) {
+Test(reports, report_html_groups_failures_per_combo_with_their_worst_metrics) {
+    char directory[64];
+    make_directory(directory, sizeof directory);
+    parity_results results;
+    render_sample(directory, &results);
+    char *html = read_text(directory, "report.html");
+    char *failures = section(html, "<h2 id=\"failures\"");
+    cr_expect(strstr(failures, "Failures <small>3 combos, worst 5 metrics each</small>"), "%.200s", failures);
+    cr_expect_eq(count_occurrences(failures, SAMPLE_FAILING_COMBO), 1, "one row for the combo, not one per metric");
+    const char *metric = strstr(failures, "<code>" SAMPLE_FAILING_METRIC "</code> <b class=\"r-over\">3.1</b>");
+    const char *sketch = strstr(failures, "<code>" SAMPLE_FAILING_SKETCH "</code> <b class=\"r-over\">2</b>");
+    cr_expect(metric && sketch && metric < sketch, "worst first: %s", failures);
+    cr_expect(strstr(failures, "<td class=\"num\">2 of 26</td>"), "how many failed: %s", failures);
+    cr_expect(strstr(failures, "<small>9.30e-03 / 3.00e-03, eager error</small>"), "error / tolerance and its basis");
+    cr_expect(strstr(failures, "golden/smoke/qwen3_moe_tiny/packed.h5: truncated"), "the error combo with its reason");
+    cr_expect(strstr(failures, "<table class=\"sortable\">"));
+    free(failures);
+    free(html);
+    parity_results_release(&results);
+    // more than five failing metrics: the worst five, the rest counted
+    sample_results_build_large(&results, 130, 12);
+    char path[128];
+    snprintf(path, sizeof path, "%s/report.html", directory);
+    cr_assert_null(parity_report_write_html(path, &results));
+    html = read_text(directory, "report.html");
+    failures = section(html, "<h2 id=\"failures\"");
+    cr_expect(strstr(failures, "&hellip; 7 more failing (results.json has each)"), "%s", failures);
+    cr_expect(strstr(failures, "<code>grad_sketch:model.layers.2.mlp.up_proj.weight[3]</code> <b class=\"r-over\">2.11</b>"), "the worst: %s",
+              failures);
+    cr_expect_null(strstr(failures, "<code>loss</code>"), "the least bad one is counted, not listed");
+    free(failures);
+    free(html);
+    parity_results_release(&results);
+    remove_directory(directory);
+}
+
+Test(reports, report_html_folds_not_supported_into_counts_per_reason) {
+    char directory[64];
+    make_directory(directory, sizeof directory);
+    parity_results results;
+    render_sample(directory, &results);
+    char *html = read_text(directory, "report.html");
+    char *unsupported = section(html, "<h2 id=\"unsupported\"");
+    cr_expect(strstr(unsupported, "Not supported <small>3 combos, 2 reasons; expand a reason for its combos</small>"), "%s", unsupported);
+    const char *first = strstr(unsupported, "<details><summary><b>2</b> needs SM90+ (a CUDA device)</summary>");
+    const char *second = strstr(unsupported, "<details><summary><b>1</b> needs head_dim &lt;= 256");
+    cr_expect(first && second && first < second, "one line per reason, the largest first: %s", unsupported);
+    cr_expect_eq(count_occurrences(unsupported, "<details>"), 2);
+    cr_expect(strstr(unsupported, "qwen3_tiny/attn=flash_attention_3,ce=eager/bf16/cpu<br>qwen3_moe_tiny/attn=flash_attention_3,moe=eager,ce=eager/bf16/cpu"),
+              "its combos inside: %s", unsupported);
+    free(unsupported);
+    char *combos = section(html, "<h2 id=\"combos\"");
+    cr_expect_null(strstr(combos, "flash_attention_3"), "not-supported combos are not rows of the combos table");
+    free(combos);
+    char *excluded = section(html, "<h2 id=\"excluded\"");
+    cr_expect(strstr(excluded, "<details><summary><b>1</b> liger CE needs a CUDA device (suite exclusion)</summary>"), "%s", excluded);
+    free(excluded);
+    free(html);
+    parity_results_release(&results);
+    // a reason with more combos than are listed: the rest counted
+    sample_results_build_large(&results, 650, 2);
+    char path[128];
+    snprintf(path, sizeof path, "%s/report.html", directory);
+    cr_assert_null(parity_report_write_html(path, &results));
+    html = read_text(directory, "report.html");
+    cr_expect(strstr(html, "<details><summary><b>50</b> needs a CUDA device</summary>"), "5 models x 10");
+    cr_expect(strstr(html, "<br><i>&hellip; and 38 more (results.json, or parity run --list, has each)</i>"), "12 listed");
+    free(html);
+    parity_results_release(&results);
+    remove_directory(directory);
+}
+
+// Timing within noise is "same"; outside it, the ratio; both with the noise visible. summary.md
+// claims a speed-up only outside noise.
+typedef struct timing_case {
+    const char *label;
+    double eager_ms, eager_noise, combo_ms, combo_noise;
+    const char *cell;      // the combo's "vs eager" cell in report.html
+    const char *speedup;   // summary.md's speed-up cell of the group
+} timing_case;
+
+static const timing_case timing_cases[] = {
+    {"2% faster, 5% noise each", 10.0, 0.05, 9.8, 0.05, "<td data-v=\"0.9800\">same \xc2\xb1" "7.1%</td>", "| within noise |"},
+    {"40% faster, 3% + 4% noise", 10.0, 0.03, 6.0, 0.04, "<td class=\"faster\" data-v=\"0.6000\">0.60x \xc2\xb1" "5.0%</td>", "| 1.67x \xc2\xb1" "5.0% |"},
+    {"10% slower, 1% noise", 10.0, 0.01, 11.0, 0.01, "<td class=\"slower\" data-v=\"1.1000\">1.10x \xc2\xb1" "1.4%</td>", "| eager |"},
+    {"2.27x faster against a 14.8%-noise eager, 30% noise", 22.7, 0.148, 10.0, 0.3, "<td class=\"faster\" data-v=\"0.4405\">0.44x \xc2\xb1" "33.5%</td>",
+     "| 2.27x \xc2\xb1" "33.5% |"},
+    {"unknown noise counts as none", 10.0, NAN, 9.9, NAN, "<td class=\"faster\" data-v=\"0.9900\">0.99x \xc2\xb1" "0.0%</td>", "| 1.01x \xc2\xb1" "0.0% |"},
+};
+
+static void add_timed_combo(parity_results *results, const char *fields, bool baseline, double ms, double noise) {
+    parity_combo_result *combo = parity_results_add_combo(results);
+    cr_assert_not_null(combo);
+    snprintf(combo->id, sizeof combo->id, "m/%s/bf16/cpu", fields);
+    snprintf(combo->model, sizeof combo->model, "m");
+    snprintf(combo->batch, sizeof combo->batch, "b");
+    snprintf(combo->dtype, sizeof combo->dtype, "bf16");
+    snprintf(combo->device, sizeof combo->device, "cpu");
+    combo->is_eager_baseline = baseline;
+    combo->status = PARITY_COMBO_PASS;
+    combo->median_ms = ms;
+    combo->noise = noise;
+}
+
+Test(reports, timing_is_same_within_noise_and_claims_speed_only_outside_it) {
+    for (size_t i = 0; i < ROWS(timing_cases); i++) {
+        const timing_case *row = &timing_cases[i];
+        char directory[64];
+        make_directory(directory, sizeof directory);
+        parity_results results = {0};
+        add_timed_combo(&results, "attn=eager", true, row->eager_ms, row->eager_noise);
+        add_timed_combo(&results, "attn=sdpa", false, row->combo_ms, row->combo_noise);
+        cr_assert_null(parity_reports_render_derived(directory, &results));
+        char *html = read_text(directory, "report.html"), *md = read_text(directory, "summary.md");
+        cr_expect(strstr(html, row->cell), "%s: %s", row->label, strstr(html, "attn=sdpa") ? strstr(html, "attn=sdpa") : html);
+        cr_expect(strstr(md, row->speedup), "%s: %s", row->label, strstr(md, "## Speed"));
+        free(html);
+        free(md);
+        parity_results_release(&results);
+        remove_directory(directory);
+    }
+}
+
+Test(reports, fastest_combo_is_claimed_only_beyond_the_runner_up_noise) {
+    parity_results results = {0};
+    add_timed_combo(&results, "attn=eager", true, 20.0, 0.02);
+    add_timed_combo(&results, "attn=sdpa", false, 10.0, 0.05);
+    add_timed_combo(&results, "attn=flash", false, 10.3, 0.05); // 3% slower than sdpa: within 7.1%
+    parity_report_fastest ranking = parity_report_fastest_in_group(&results, &results.combos[0]);
+    cr_expect_eq(ranking.fastest, &results.combos[1]);
+    cr_expect_eq(ranking.runner_up, &results.combos[2]);
+    cr_expect_not(ranking.significant, "within the two's combined noise");
+    cr_expect_eq(ranking.tied, 1);
+    results.combos[2].median_ms = 12.0; // 20% slower: beyond noise
+    ranking = parity_report_fastest_in_group(&results, &results.combos[0]);
+    cr_expect(ranking.significant);
+    cr_expect_eq(ranking.tied, 0);
+    cr_expect_float_eq(parity_report_combined_noise(&results.combos[1], &results.combos[2]), sqrt(0.005), 1e-12);
+    cr_expect(parity_report_within_noise(1.04, 0.05) && !parity_report_within_noise(1.06, 0.05) && !parity_report_within_noise(NAN, 1));
+    // summary.md names the tie
+    char directory[64];
+    make_directory(directory, sizeof directory);
+    results.combos[2].median_ms = 10.3;
+    cr_assert_null(parity_reports_render_derived(directory, &results));
+    char *md = read_text(directory, "summary.md"), *html = read_text(directory, "report.html");
+    cr_expect(strstr(md, "`m/attn=sdpa/bf16/cpu` (not significant: 1 other within noise) |"), "%s", strstr(md, "## Speed"));
+    cr_expect(strstr(html, "fastest vs eager") == NULL, "no fastest claim in the verdict: %.400s", strstr(html, "id=\"verdict\""));
+    cr_expect(strstr(html, "a clear fastest in 0 of 1 group"));
+    free(md);
+    free(html);
+    parity_results_release(&results);
+    remove_directory(directory);
+}
+
+Test(reports, report_html_of_650_combos_with_300_metrics_each_is_under_300_kb) {
     char directory[64], path[128];
     make_directory(directory, sizeof directory);
     parity_results results;
-    sample_results_build(&results);
+    sample_results_build_large(&results, 650, 300);
     snprintf(path, sizeof path, "%s/report.html", directory);
-    cr_assert_null(parity_report_write_html(path, &results, NULL));
+    cr_assert_null(parity_report_write_html(path, &results));
+    struct stat info;
+    cr_assert_eq(stat(path, &info), 0);
+    cr_expect_lt(info.st_size, 300 * 1024, "report.html is %lld bytes", (long long)info.st_size);
     char *html = read_text(directory, "report.html");
-    cr_expect_eq(count_occurrences(html, "<div class=\"note\">" PARITY_CHART_NO_GNUPLOT "</div>"), 2, "one visible note per chart");
-    cr_expect_null(strstr(html, "<svg"));
+    const char *verdict = strstr(html, "id=\"verdict\">"), *grid = strstr(html, "<h2 id=\"grid\"");
+    cr_expect(verdict && grid && verdict < grid && verdict - html < 8000, "the verdict comes first");
+    cr_expect(strstr(verdict, ">590 pass, 10 fail &middot; 50 not supported &middot; worst ratio 4.99"), "%.200s", verdict);
+    char *grid_text = section(html, "<h2 id=\"grid\"");
+    cr_expect_eq(count_occurrences(grid_text, "<tr>"), 1 + 10 + 13, "a header and one row per field value");
+    free(grid_text);
     expect_no_network_references(html);
-    free(html);
-    parity_results_release(&results);
-    remove_directory(directory);
-}
-
-Test(reports, a_failing_gnuplot_is_a_visible_note_not_a_silent_gap) {
-    char directory[64], path[128], fake[160];
-    make_directory(directory, sizeof directory);
-    snprintf(fake, sizeof fake, "%s/gnuplot", directory);
-    write_text(directory, "gnuplot", "#!/bin/sh\necho 'line 3: unknown terminal type' >&2\nexit 1\n");
-    cr_assert_eq(chmod(fake, 0755), 0);
-    parity_results results;
-    sample_results_build(&results);
-    snprintf(path, sizeof path, "%s/report.html", directory);
-    cr_assert_null(parity_report_write_html(path, &results, fake));
-    char *html = read_text(directory, "report.html");
-    cr_expect_eq(count_occurrences(html, "<div class=\"note problem\">chart failed: "), 2);
-    cr_expect(strstr(html, "exited with status 1: line 3: unknown terminal type"), "gnuplot's message is shown");
     free(html);
     parity_results_release(&results);
     remove_directory(directory);
@@ -640,7 +806,7 @@ Test(reports, rendering_leaves_only_the_four_reports_and_no_temporary_files) {
     char directory[64], temporary[64];
     make_directory(directory, sizeof directory);
     make_directory(temporary, sizeof temporary);
-    cr_assert_eq(setenv("TMPDIR", temporary, 1), 0); // gnuplot's data and script go here
+    cr_assert_eq(setenv("TMPDIR", temporary, 1), 0); // no temporary file may be left here
     parity_results results;
     render_sample(directory, &results);
     const char *expected[] = {"results.json", "junit.xml", "summary.md", "report.html"};
@@ -650,7 +816,7 @@ Test(reports, rendering_leaves_only_the_four_reports_and_no_temporary_files) {
         snprintf(path, sizeof path, "%s/%s", directory, expected[i]);
         cr_expect_eq(access(path, R_OK), 0, "%s", path);
     }
-    cr_expect_eq(directory_entries(temporary), 0, "chart data, scripts and SVGs are removed");
+    cr_expect_eq(directory_entries(temporary), 0, "nothing left in TMPDIR");
     parity_results_release(&results);
     remove_directory(directory);
     remove_directory(temporary);
