@@ -16,19 +16,27 @@
 #include "reports/compare/compare_format.h"
 #include "reports/compare/compare_json.h"
 #include "reports/compare/compare_markdown.h"
+#include "reports/history/history.h"
 #include "reports/render.h"
 
 void parity_command_compare_usage(FILE *stream) {
     fprintf(stream,
             "usage: parity compare BASE NEW [--threshold 10%%] [--noise-factor 3] [--ratio-drift 0.25]\n"
             "                      [--markdown FILE] [--json FILE] [--all]\n"
+            "       parity compare [--db FILE] --baseline last:N NEW [options as above]\n"
             "\n"
             "Compares two runs combo by combo (matched by combo id). BASE and NEW are run directories holding\n"
-            "results.json (as `parity run` writes them), or results.json files. Reported per combo: status\n"
-            "changes (new failures first: NEW fail/error where BASE was not failing, or a new combo that fails;\n"
-            "then fixed, support changes to or from not supported / excluded, combos in one run only), the\n"
-            "worst tolerance ratio BASE -> NEW with its metric (flagged when it grows by more than the ratio\n"
-            "drift or crosses 1), and the time change against its noise band.\n"
+            "results.json (as `parity run` writes them), or results.json files. With --baseline (or --db),\n"
+            "BASE is the results history's baseline instead (docs/history.md): per combo the median time of\n"
+            "the last N runs of NEW's suite on NEW's device, the largest noise among them, and the latest\n"
+            "run's statuses and ratios. Compare before `parity history add NEW`: a NEW already in the history\n"
+            "is part of its own baseline.\n"
+            "\n"
+            "Reported per combo: status changes (new failures first: NEW fail/error where BASE was not\n"
+            "failing, or a new combo that fails; then fixed, support changes to or from not supported /\n"
+            "excluded, combos in one run only), the worst tolerance ratio BASE -> NEW with its metric (flagged\n"
+            "when it grows by more than the ratio drift or crosses 1), and the time change against its noise\n"
+            "band.\n"
             "\n"
             "Time rule: with r = NEW median / BASE median and each run's noise n (median absolute deviation /\n"
             "median of its samples), the band is max(threshold, k * sqrt(n_base^2 + n_new^2)); r - 1 beyond\n"
@@ -42,18 +50,26 @@ void parity_command_compare_usage(FILE *stream) {
             "  --markdown FILE    also write the comparison as Markdown (verdict line first), for CI comments\n"
             "  --json FILE        also write every combo's verdicts as JSON\n"
             "  --all              list every combo in the table, not only those with something to report\n"
+            "  --baseline last:N  BASE from the results history: the median of its last N runs (1..64)\n"
+            "  --db FILE          the history (default: $" PARITY_HISTORY_DB_ENV ", else " PARITY_HISTORY_DEFAULT_DB ");\n"
+            "                     alone it means --baseline last:5\n"
             "\n"
             "exit status: 0 no new failure and no time regression (fixed combos, speed-ups, support changes\n"
             "               and missing combos are reported only)\n"
             "             1 a new failure or a time regression\n"
             "             2 usage error\n"
             "             3 BASE or NEW results.json missing or malformed (the message names the file and\n"
-            "               field), a duplicate combo id, or --markdown / --json cannot be written\n");
+            "               field), a duplicate combo id, --markdown / --json cannot be written, or (--db)\n"
+            "               no history database, not a parity history, or no run of NEW's suite and device\n");
 }
 
 typedef struct compare_arguments {
     const char *base, *new_run, *markdown, *json;
     bool all;
+    bool from_history;  // --db: BASE is the history's baseline of NEW's suite and device
+    const char *db;     // --db's file (or the default)
+    int baseline_runs;  // --baseline last:N
+    char base_label[1200];
     parity_compare_options options;
 } compare_arguments;
 
@@ -73,6 +89,8 @@ static bool parse_relative(const char *text, bool percent_allowed, double *out) 
 
 static int parse_arguments(int argc, char **argv, compare_arguments *arguments) {
     arguments->options = parity_compare_default_options();
+    const char *positionals[3] = {NULL, NULL, NULL};
+    int positional_count = 0;
     for (int i = 1; i < argc; i++) {
         const char *value = NULL;
         parity_cli_option_match match = PARITY_CLI_OPTION_NO_MATCH;
@@ -95,17 +113,46 @@ static int parse_arguments(int argc, char **argv, compare_arguments *arguments) 
         } else if (OPTION("--markdown")) arguments->markdown = value;
         else if (OPTION("--json")) arguments->json = value;
         else if (strcmp(argv[i], "--all") == 0) arguments->all = true;
+        else if (OPTION("--db")) {
+            arguments->from_history = true;
+            arguments->db = value;
+        } else if (OPTION("--baseline")) {
+            arguments->from_history = true;
+            char *end = NULL;
+            long runs = value && strncmp(value, "last:", 5) == 0 ? strtol(value + 5, &end, 10) : 0;
+            if (value && (!end || *end || end == value + 5 || runs < 1 || runs > 64)) {
+                fprintf(stderr, "parity compare: --baseline '%s' (write last:N, N from 1 to 64)\n", value);
+                return PARITY_EXIT_CONFIG;
+            }
+            if (value) arguments->baseline_runs = (int)runs;
+        }
         else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "parity compare: unknown option '%s' (see parity compare --help)\n", argv[i]);
             return PARITY_EXIT_CONFIG;
-        } else if (!arguments->base) arguments->base = argv[i];
-        else if (!arguments->new_run) arguments->new_run = argv[i];
+        } else if (positional_count < 3) positionals[positional_count++] = argv[i];
         else {
             fprintf(stderr, "parity compare: two runs, BASE and NEW; got a third, '%s' (see parity compare --help)\n", argv[i]);
             return PARITY_EXIT_CONFIG;
         }
         if (match == PARITY_CLI_OPTION_MISSING_VALUE) return PARITY_EXIT_CONFIG;
 #undef OPTION
+    }
+    if (positional_count == 3 || (arguments->from_history && positional_count > 1)) {
+        if (arguments->from_history)
+            fprintf(stderr, "parity compare: with --baseline / --db, one run (NEW): the history is BASE\n");
+        else
+            fprintf(stderr, "parity compare: two runs, BASE and NEW; got a third, '%s' (see parity compare --help)\n",
+                    positionals[2]);
+        return PARITY_EXIT_CONFIG;
+    }
+    if (arguments->from_history) { // one run: NEW
+        arguments->new_run = positional_count ? positionals[0] : NULL;
+        if (!arguments->db) arguments->db = getenv(PARITY_HISTORY_DB_ENV);
+        if (!arguments->db || !arguments->db[0]) arguments->db = PARITY_HISTORY_DEFAULT_DB;
+        if (!arguments->baseline_runs) arguments->baseline_runs = 5;
+    } else {
+        arguments->base = positional_count > 0 ? positionals[0] : NULL;
+        arguments->new_run = positional_count > 1 ? positionals[1] : NULL;
     }
     if (!arguments->new_run) {
         parity_command_compare_usage(stderr);
@@ -194,8 +241,18 @@ int parity_command_compare(int argc, char **argv) {
     if (status != PARITY_EXIT_OK) return status;
     parity_results base = {0}, new_results = {0};
     parity_comparison comparison = {0};
-    parity_error *error = read_run(arguments.base, &base);
-    if (!error) error = read_run(arguments.new_run, &new_results);
+    parity_error *error = read_run(arguments.new_run, &new_results);
+    if (!error && arguments.from_history) {
+        error = parity_history_baseline(arguments.db, new_results.context.suite, new_results.context.device,
+                                        arguments.baseline_runs, &base);
+        if (error)
+            error = parity_error_wrap(error, __FILE__, __LINE__, "the baseline of suite '%s' on '%s' in %s",
+                                      new_results.context.suite, new_results.context.device, arguments.db);
+        snprintf(arguments.base_label, sizeof arguments.base_label, "%s (last %d runs)", arguments.db, arguments.baseline_runs);
+        arguments.base = arguments.base_label;
+    } else if (!error) {
+        error = read_run(arguments.base, &base);
+    }
     if (!error) error = parity_compare_results(&base, &new_results, &arguments.options, &comparison);
     parity_results_release(&base);
     parity_results_release(&new_results);

@@ -409,6 +409,64 @@ Test(compare, cli_on_two_run_directories) {
     remove_directory(directory);
 }
 
+// --baseline last:N: BASE is the history's median of the last N runs of NEW's suite and device.
+Test(compare, cli_against_the_history_baseline) {
+    char directory[64], arguments[1024], command[800];
+    make_directory(directory, sizeof directory);
+    parity_results run, new_run;
+    for (int i = 0; i < 3; i++) { // three runs of the same suite and device, one a day
+        sample_results_build(&run);
+        snprintf(run.context.started, sizeof run.context.started, "2026-12-0%dT00:00:00Z", i + 1);
+        char name[16];
+        snprintf(name, sizeof name, "day%d", i + 1);
+        write_run(directory, name, &run);
+        parity_results_release(&run);
+        snprintf(command, sizeof command, "history add %s/%s --db %s/history.sqlite", directory, name, directory);
+        command_result added = run_parity(command);
+        cr_assert_eq(added.exit_code, 0, "%s", added.output);
+        free(added.output);
+    }
+    sample_results_build(&run);
+    sample_results_build(&new_run);
+    slower_20_low_noise(&run, &new_run);
+    write_run(directory, "slower", &new_run);
+    parity_results_release(&new_run);
+    sample_results_build(&new_run);
+    write_run(directory, "same", &new_run);
+
+    snprintf(arguments, sizeof arguments, "compare --db %s/history.sqlite --baseline last:3 %s/slower", directory, directory);
+    command_result result = run_parity(arguments);
+    cr_expect_eq(result.exit_code, 1, "slower than the history's median exits 1: %s", result.output);
+    cr_expect(strstr(result.output, "REGRESSION: 1 slower"), "%s", result.output);
+    cr_expect(strstr(result.output, "last 3 runs"), "BASE names the history: %s", result.output);
+    free(result.output);
+    snprintf(arguments, sizeof arguments, "compare --db %s/history.sqlite %s/same", directory, directory);
+    result = run_parity(arguments);
+    cr_expect_eq(result.exit_code, 0, "--db alone is --baseline last:5; the same run exits 0: %s", result.output);
+    free(result.output);
+
+    static const struct {
+        const char *label, *format;
+        int exit_code;
+        const char *says;
+    } refused[] = {
+        {"last:0", "compare --db %s/history.sqlite --baseline last:0 %s/same", 2, "write last:N, N from 1 to 64"},
+        {"not last:N", "compare --db %s/history.sqlite --baseline median %s/same", 2, "write last:N"},
+        {"two runs", "compare --db %s/history.sqlite %s/same %s/same", 2, "one run (NEW)"},
+        {"no database", "compare --db %s/absent.sqlite %s/same", 3, "absent.sqlite"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        snprintf(arguments, sizeof arguments, refused[i].format, directory, directory, directory);
+        result = run_parity(arguments);
+        cr_expect_eq(result.exit_code, refused[i].exit_code, "%s: %s", refused[i].label, result.output);
+        cr_expect(strstr(result.output, refused[i].says), "%s: %s", refused[i].label, result.output);
+        free(result.output);
+    }
+    parity_results_release(&run);
+    parity_results_release(&new_run);
+    remove_directory(directory);
+}
+
 typedef struct compare_cli_case {
     const char *label;
     const char *arguments; // %1$s: the directory (holding runs "a" and "b", identical)
@@ -420,7 +478,7 @@ static const compare_cli_case compare_cli_cases[] = {
     {"help", "compare --help", 0, "usage: parity compare BASE NEW"},
     {"one run", "compare %1$s/a", 2, "usage: parity compare BASE NEW"},
     {"three runs", "compare %1$s/a %1$s/b %1$s/a", 2, "got a third"},
-    {"unknown option", "compare --db x.db %1$s/a %1$s/b", 2, "unknown option '--db'"},
+    {"unknown option", "compare --database x.db %1$s/a %1$s/b", 2, "unknown option '--database'"},
     {"ambiguous threshold", "compare --threshold 10 %1$s/a %1$s/b", 2, "--threshold '10'"},
     {"threshold as a fraction", "compare --threshold 0.2 %1$s/a %1$s/b", 0, "no change"},
     {"missing results.json", "compare %1$s/a %1$s/none", 3, "%1$s/none: cannot open"},
