@@ -70,7 +70,7 @@ TEST_PROGRAM := $(BUILD)/parity-tests
 # directory, else from this copy beside the binary, so a copied build directory carries them.
 BENCH_TARGETS := $(BUILD)/bench_targets.tsv
 
-.PHONY: all deps test run clean check-format mutation-check print-config FORCE
+.PHONY: all deps test run nightly clean check-format mutation-check print-config FORCE
 .DEFAULT_GOAL := all
 
 all: print-config $(PROGRAM) $(BENCH_TARGETS)
@@ -115,6 +115,12 @@ test: print-config $(TEST_PROGRAM) $(PROGRAM) $(BENCH_TARGETS)
 run: $(PROGRAM)
 	@$(PROGRAM) golden generate --suite smoke
 	@$(PROGRAM) run --suite smoke --device best
+
+# The nightly CI job (tools/nightly): gpu-nightly on the best device, compared with the history's
+# baseline, recorded in it, the dashboard rewritten; non-zero on a failure or a regression.
+# NIGHTLY_ARGS passes options through, e.g. make nightly NIGHTLY_ARGS="--suite smoke --db /tmp/h.sqlite".
+nightly: $(PROGRAM)
+	@tools/nightly --parity $(PROGRAM) $(NIGHTLY_ARGS)
 
 # tools/mutation_check: every deliberate bug of tools/mutations.json, one at a time in a scratch copy,
 # and the table of which test or run caught it (minutes: each row rebuilds and runs its detectors).

@@ -54,7 +54,8 @@ typedef struct parity_history_added {
 } parity_history_added;
 
 // Ingests one results in one transaction. A run's identity is its context's (suite, git_sha,
-// started, host, device): a second ingest of the same run writes nothing and reports added = false.
+// started, finished, host, device, command; the times are to the second): a second ingest of the
+// same run writes nothing and reports added = false.
 // `source` is recorded as where it came from (a path; may be NULL). DATA error for an empty
 // context.suite or started; on any error nothing of the run is left in the database.
 parity_error *parity_history_add_results(parity_history *history, const parity_results *results, const char *source,

@@ -1,6 +1,6 @@
 // history_ingest.c: one results.json (a parity_results) into the history: a `runs` row, a `combos`
 // row per combo and, per combo, its top-level metrics and its worst one — in one transaction, and
-// not at all when the same run (suite, git sha, started, host, device) is already there. Also the
+// not at all when the same run (suite, git sha, started, finished, host, device, command) is already there. Also the
 // dispatch of `parity history add PATH`: a run directory, a results.json or a bench report.
 #include "reports/history/history_internal.h"
 
@@ -180,8 +180,11 @@ parity_error *parity_history_add_results(parity_history *history, const parity_r
     const char *name = source ? source : "results";
     if (!c->suite[0]) return PARITY_ERROR(PARITY_ERROR_DATA, "%s: context.suite is empty (a run's identity needs it)", name);
     if (!c->started[0]) return PARITY_ERROR(PARITY_ERROR_DATA, "%s: context.started is empty (a run's identity needs it)", name);
-    char identity[1024];
-    snprintf(identity, sizeof identity, "run\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", c->suite, c->git_sha, c->started, c->host, c->device);
+    char identity[4096];
+    // started and finished are to the second: two short runs of one suite can share both, but not
+    // also the command (their --out differs)
+    snprintf(identity, sizeof identity, "run\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", c->suite, c->git_sha, c->started,
+             c->host, c->device, c->finished, c->command);
     PARITY_TRY(history_begin(history));
     bool found = false;
     parity_error *error = history_find_run(history, identity, &out->run_id, &found);
