@@ -77,9 +77,9 @@ static void append_row(parity_text *html, const parity_history_bench_row *row, c
         else if (row->copy_fraction > 0) parity_text_appendf(html, "<td class=\"num\">%.0f%% <small>copy</small></td>", 100 * row->copy_fraction);
         else parity_text_append(html, "<td class=\"num\">-</td>");
         if (!row->is_peer && row->peer_median_ms > 0 && isfinite(row->median_ms)) {
-            parity_text_appendf(html, "<td class=\"num\">%.2fx <small>", row->peer_median_ms / row->median_ms);
-            parity_text_append_xml(html, row->peer);
-            parity_text_append(html, "</small></td>");
+            parity_text_append(html, "<td class=\"num\" title=\"the peer's median / this row's: ");
+            parity_text_append_xml_attribute(html, row->peer);
+            parity_text_appendf(html, "\">%.2fx</td>", row->peer_median_ms / row->median_ms);
         } else {
             parity_text_append(html, "<td class=\"num\">-</td>");
         }
@@ -89,10 +89,10 @@ static void append_row(parity_text *html, const parity_history_bench_row *row, c
         parity_text_append(html, "<td class=\"num\">-</td><td>-</td></tr>\n");
         return;
     }
-    parity_text_appendf(html, "<td class=\"num\">%s</td><td class=\"%s\">%s (band &plusmn;%.1f%%)</td></tr>\n",
+    parity_text_appendf(html, "<td class=\"num\">%s</td><td class=\"%s\">%s <small>band &plusmn;%.1f%%</small></td></tr>\n",
                         dashboard_format_change(change, sizeof change, time->change),
                         regressed ? "mark" : time->verdict == PARITY_TIME_SPEEDUP ? "faster" : "",
-                        regressed ? "REGRESSION: slower" : time->verdict == PARITY_TIME_SPEEDUP ? "faster" : "same, within noise", 100 * time->limit);
+                        regressed ? "REGRESSION" : time->verdict == PARITY_TIME_SPEEDUP ? "faster" : "same", 100 * time->limit);
 }
 
 // One chart: the rows of the group led by latest->rows[leader], over the runs.
@@ -189,9 +189,15 @@ parity_error *dashboard_append_bench_section(parity_text *html, parity_history *
         parity_text_append(html, "</p>\n<div class=\"panel\"><table class=\"sortable bench\"><thead><tr><th>op</th><th>pass</th><th>shape</th>"
                                  "<th>dtype</th><th>backend</th><th class=\"num\">median ms</th><th class=\"num\">rate</th>"
                                  "<th class=\"num\">of ceiling</th><th class=\"num\">vs peer</th><th class=\"num\">previous ms</th>"
-                                 "<th class=\"num\">change</th><th>against the previous report</th></tr></thead>\n<tbody>\n");
-        for (size_t i = 0; i < latest->count; i++)
-            append_row(html, &latest->rows[i], n >= 2 ? find_row(&runs[n - 2], &latest->rows[i]) : NULL, &times[i]);
+                                 "<th class=\"num\">change</th><th>vs previous</th></tr></thead>\n<tbody>\n");
+        // group by group (op, pass, shape, dtype), in order of first appearance: the peers beside their backends
+        for (size_t i = 0; i < latest->count; i++) {
+            bool seen = false;
+            for (size_t j = 0; j < i && !seen; j++) seen = same_group(&latest->rows[j], &latest->rows[i]);
+            for (size_t j = i; !seen && j < latest->count; j++)
+                if (same_group(&latest->rows[j], &latest->rows[i]))
+                    append_row(html, &latest->rows[j], n >= 2 ? find_row(&runs[n - 2], &latest->rows[j]) : NULL, &times[j]);
+        }
         parity_text_append(html, "</tbody></table></div>\n");
         if (n < 2) {
             parity_text_append(html, "<p class=\"note\">one bench report of this device: its trends appear from the second one</p>\n");

@@ -54,6 +54,7 @@ static const char dashboard_style[] =
     ".regressions{border-color:var(--fail);margin:8px 0}.regressions h3{margin:0 0 6px;color:var(--fail);font-size:15px}\n"
     "h3{font-size:15px;margin:16px 0 6px}section{margin-top:24px}\n"
     ".charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:12px}\n"
+    "table.bench code{overflow-wrap:normal;white-space:nowrap}table.bench td{white-space:nowrap}\n"
     "tr.regressed td{background:#ffebe9}td.mark{color:var(--fail);font-weight:700;white-space:nowrap}\n"
     "</style>\n";
 
