@@ -247,7 +247,9 @@ parity_error *parity_svg_line_chart_append(parity_text *out, const parity_svg_li
     if (chart->x_tick_labels) {
         size_t every = chart->x_tick_count > 10 ? (chart->x_tick_count + 9) / 10 : 1;
         for (size_t t = 0; t < chart->x_tick_count; t += every) {
-            parity_text_appendf(out, "<text x=\"%.1f\" y=\"%.1f\">", PX((double)t), bottom + 16);
+            // the last label ends at its tick, so a long one ("12-02 05:10") is not cut at the right edge
+            bool last = t + every >= chart->x_tick_count && chart->x_tick_count > 1;
+            parity_text_appendf(out, "<text x=\"%.1f\" y=\"%.1f\"%s>", PX((double)t), bottom + 16, last ? " text-anchor=\"end\"" : "");
             parity_text_append_xml(out, chart->x_tick_labels[t] ? chart->x_tick_labels[t] : "");
             parity_text_append(out, "</text>");
         }

@@ -28,6 +28,9 @@ void parity_command_history_usage(FILE *stream);
 // parity compare BASE NEW: run-to-run comparison (status changes, tolerance drift, noise-aware time).
 int parity_command_compare(int argc, char **argv);
 void parity_command_compare_usage(FILE *stream);
+// parity dashboard --out DIR: the history as a static site (trends, grids, regressions).
+int parity_command_dashboard(int argc, char **argv);
+void parity_command_dashboard_usage(FILE *stream);
 
 // parity run: every combo of a suite against its goldens, with a report.
 int parity_command_run(int argc, char **argv);

@@ -35,6 +35,8 @@ static const parity_command commands[] = {
      parity_command_history, parity_command_history_usage},
     {"compare", "compare two runs combo by combo: new failures, tolerance drift, time beyond threshold and noise",
      parity_command_compare, parity_command_compare_usage},
+    {"dashboard", "the history as a static site: latest run per suite/device, grid, tokens/s trends, regressions marked",
+     parity_command_dashboard, parity_command_dashboard_usage},
     {"bench", "time the CUDA backends of an op side by side (GB/s or TFLOP/s, % of the device ceilings, PyTorch peers)",
      parity_command_bench, parity_command_bench_usage},
 };
@@ -55,7 +57,7 @@ static void print_usage(FILE *stream) {
             "VeOmni's kernel-selection config (model.ops_implementation).\n"
             "\n"
             "commands:\n");
-    for (size_t i = 0; i < command_count; i++) fprintf(stream, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    for (size_t i = 0; i < command_count; i++) fprintf(stream, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(stream,
             "\n"
             "options of every command:\n"
