@@ -2,6 +2,8 @@
 // uses, bind them once (no fallback), build the model, run one step.
 #include "harness/evaluate.h"
 
+#include "harness/timing_stats.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +25,27 @@ void parity_evaluation_release(parity_evaluation *evaluation) {
 }
 
 // Warm-up and timed steps after the measured one (options->timer); each result is discarded.
+// With options->adaptive, more timed steps follow while the samples are noisier than its target
+// (evaluate.h), within its caps.
+static bool wants_another_sample(const parity_evaluation_options *options, const parity_evaluation *out, int most) {
+    const parity_adaptive_timing *adaptive = &options->adaptive;
+    if (adaptive->noise_target <= 0 || (int)out->step_ms_count >= most) return false;
+    double spent = 0, median, noise;
+    for (size_t i = 0; i < out->step_ms_count; i++) spent += out->step_ms[i];
+    if (adaptive->time_cap_ms > 0 && spent >= adaptive->time_cap_ms) return false;
+    parity_timing_summary(out->step_ms, out->step_ms_count, &median, &noise);
+    return !(noise <= adaptive->noise_target); // a NaN noise (no positive median) asks for more
+}
+
 static parity_error *timed_steps(const parity_evaluation_options *options, parity_model *model, const parity_exec *exec,
                                  const parity_batch *batch, parity_evaluation *out) {
     if (!options->timer || options->timed_steps <= 0) return NULL;
-    out->step_ms = calloc((size_t)options->timed_steps, sizeof *out->step_ms);
+    int most = options->timed_steps;
+    if (options->adaptive.noise_target > 0 && options->adaptive.max_steps > most) most = options->adaptive.max_steps;
+    out->step_ms = calloc((size_t)most, sizeof *out->step_ms);
     if (!out->step_ms) return PARITY_ERROR(PARITY_ERROR_MEMORY, "timing samples");
     parity_error *error = NULL;
-    for (int i = 0; !error && i < options->warmup_steps + options->timed_steps; i++) {
+    for (int i = 0; !error && (i < options->warmup_steps + options->timed_steps || wants_another_sample(options, out, most)); i++) {
         bool timed = i >= options->warmup_steps;
         parity_step_result step;
         if (timed) error = options->timer->begin(options->timer);

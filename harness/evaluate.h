@@ -48,7 +48,12 @@ typedef struct parity_evaluation_options {
     // `exec`'s stream (parity_timer_create), so it comes with `exec`.
     parity_timer *timer;
     int warmup_steps, timed_steps;
+    // Adaptive repeats: after the timed_steps samples, more timed steps while their noise (median
+    // absolute deviation / median) is above noise_target, until max_steps samples in all or until
+    // the timed samples add up to time_cap_ms. noise_target 0: off (exactly timed_steps samples).
+    parity_adaptive_timing adaptive;
 } parity_evaluation_options;
+
 
 typedef struct parity_evaluation {
     parity_model_config model_config;

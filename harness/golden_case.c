@@ -93,8 +93,8 @@ void parity_golden_path_of(const char *golden_dir, const char *suite, const char
 
 parity_error *parity_case_evaluate(const parity_case *c, parity_dtype dtype, parity_device device,
                                    const parity_exec *exec, const parity_op_names *names, bool want_logits,
-                                   parity_timer *timer, int warmup_steps, int timed_steps, uint64_t jitter_seed,
-                                   parity_evaluation *out) {
+                                   parity_timer *timer, int warmup_steps, int timed_steps,
+                                   const parity_adaptive_timing *adaptive, uint64_t jitter_seed, parity_evaluation *out) {
     memset(out, 0, sizeof *out); // released by every caller, also when the batch is refused below
     parity_batch batch;
     PARITY_TRY(parity_case_batch_to_batch(&c->batch, c->config.vocab_size, &batch));
@@ -114,6 +114,7 @@ parity_error *parity_case_evaluate(const parity_case *c, parity_dtype dtype, par
         .timer = timer,
         .warmup_steps = warmup_steps,
         .timed_steps = timed_steps,
+        .adaptive = adaptive ? *adaptive : (parity_adaptive_timing){0},
         .jitter_seed = jitter_seed,
     };
     parity_error *error = parity_evaluate(&options, out);
@@ -166,7 +167,7 @@ parity_error *parity_golden_compute(const parity_case *c, parity_device device, 
     const parity_dtype dtypes[3] = {PARITY_F64, PARITY_F32, PARITY_BF16};
     for (int d = 0; d < 3 && !error; d++) {
         parity_evaluation evaluation;
-        error = parity_case_evaluate(c, dtypes[d], device, NULL, NULL, want_logits, NULL, 0, 0, 0, &evaluation);
+        error = parity_case_evaluate(c, dtypes[d], device, NULL, NULL, want_logits, NULL, 0, 0, NULL, 0, &evaluation);
         if (!error && evaluation.step.first_non_finite[0])
             error = PARITY_ERROR(PARITY_ERROR_NUMERIC, "eager %s produced NaN/Inf, first in %s", parity_dtype_name(dtypes[d]),
                                  evaluation.step.first_non_finite);

@@ -43,8 +43,8 @@ void parity_golden_path_of(const char *golden_dir, const char *suite, const char
 // first) whether or not the call fails: release it with parity_evaluation_release either way.
 parity_error *parity_case_evaluate(const parity_case *c, parity_dtype dtype, parity_device device,
                                    const parity_exec *exec, const parity_op_names *names, bool want_logits,
-                                   parity_timer *timer, int warmup_steps, int timed_steps, uint64_t jitter_seed,
-                                   parity_evaluation *out);
+                                   parity_timer *timer, int warmup_steps, int timed_steps,
+                                   const parity_adaptive_timing *adaptive, uint64_t jitter_seed, parity_evaluation *out);
 
 // The device a suite's goldens are computed on: cuda:0 when a suite device is cuda (or best) and a
 // GPU is present, else the CPU.

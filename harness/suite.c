@@ -535,6 +535,40 @@ int parity_suite_model_repeats(const parity_suite *suite, const parity_suite_mod
     return model && model->repeats >= 1 ? model->repeats : suite->repeats;
 }
 
+// adaptive_repeats: {noise: 0.03, max: 15, seconds: 1}: after `repeats` timed steps, more while
+// the samples' noise is above `noise` (a fraction, or a percentage "3%"), up to `max` samples and
+// about `seconds` of timed steps a combo. noise is required; max defaults to 4 x repeats, seconds
+// to 2.
+static void read_adaptive(suite_reader *reader, const yaml_node_t *node, parity_suite *suite) {
+    if (!expect_kind(reader, node, YAML_MAPPING_NODE, "adaptive_repeats")) return;
+    static const char *const keys[] = {"noise", "max", "seconds", NULL};
+    check_keys(reader, node, keys, "adaptive_repeats");
+    yaml_node_t *noise = lookup(reader, node, "noise"), *most = lookup(reader, node, "max"),
+                *seconds = lookup(reader, node, "seconds");
+    if (!noise) {
+        problem(reader, line_of(node), "adaptive_repeats needs noise (the target, e.g. 3%%)");
+        return;
+    }
+    const char *text = noise->type == YAML_SCALAR_NODE ? scalar_text(noise) : "";
+    char *end = NULL;
+    double target = strtod(text, &end);
+    if (end && *end == '%') {
+        target /= 100;
+        end++;
+    }
+    if (!text[0] || !end || *end || !isfinite(target) || target <= 0 || target >= 1) {
+        problem(reader, line_of(noise), "adaptive_repeats noise '%s' is not a fraction in (0, 1) or a percentage like 3%%", text);
+        return;
+    }
+    long long value = 0;
+    suite->adaptive.noise_target = target;
+    suite->adaptive.max_steps = 0;
+    if (most && read_integer(reader, most, "adaptive_repeats max", 1, 100000, &value)) suite->adaptive.max_steps = (int)value;
+    double limit = 2;
+    if (seconds) read_positive_number(reader, seconds, "adaptive_repeats seconds", &limit);
+    suite->adaptive.time_cap_ms = limit * 1e3;
+}
+
 static void read_suite(suite_reader *reader, const yaml_node_t *root, parity_suite *suite) {
     if (!root) {
         problem(reader, 0, "the file is empty");
@@ -542,7 +576,8 @@ static void read_suite(suite_reader *reader, const yaml_node_t *root, parity_sui
     }
     if (!expect_kind(reader, root, YAML_MAPPING_NODE, "a suite")) return;
     static const char *const keys[] = {"suite", "description", "models", "batches", "dtypes", "devices", "sweep", "modes",
-                                       "exclude", "tolerance", "warmup", "repeats", "jitter_runs", "ranks", NULL};
+                                       "exclude", "tolerance", "warmup", "repeats", "jitter_runs", "adaptive_repeats",
+                                       "ranks", NULL};
     check_keys(reader, root, keys, "the suite");
     yaml_node_t *node;
     if ((node = lookup(reader, root, "suite"))) {
@@ -569,6 +604,7 @@ static void read_suite(suite_reader *reader, const yaml_node_t *root, parity_sui
     if ((node = lookup(reader, root, "jitter_runs")) &&
         read_integer(reader, node, "jitter_runs", 1, PARITY_MAX_JITTER_RUNS, &value))
         suite->jitter_runs = (int)value;
+    if ((node = lookup(reader, root, "adaptive_repeats"))) read_adaptive(reader, node, suite);
     if ((node = lookup(reader, root, "ranks"))) {
         suite->ranks_line = line_of(node);
         if (read_integer(reader, node, "ranks", 1, 1 << 16, &value)) suite->ranks = (int)value;
@@ -666,6 +702,7 @@ parity_error *parity_suite_parse(const char *text, size_t length, const char *pa
     }
     reader.document = &document;
     read_suite(&reader, yaml_document_get_root_node(&document), suite);
+    if (suite->adaptive.noise_target > 0 && suite->adaptive.max_steps == 0) suite->adaptive.max_steps = 4 * suite->repeats;
     yaml_document_delete(&document);
     yaml_parser_delete(&parser);
     if (reader.problem_count) {

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "harness/config/fields.h"
+#include "harness/timer.h"
 #include "harness/tolerance.h"
 #include "ops/core/dtype.h"
 #include "ops/core/error.h"
@@ -112,6 +113,7 @@ typedef struct parity_suite {
     parity_tolerance_rule tolerance;
     int warmup, repeats;           // default 1 and 3
     int jitter_runs;               // jittered eager runs for the spread (harness/tolerance.h); default PARITY_JITTER_RUNS
+    parity_adaptive_timing adaptive; // adaptive_repeats: {noise, max, seconds}; off by default (harness/evaluate.h)
     int ranks, ranks_line;         // default 1
 } parity_suite;
 

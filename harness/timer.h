@@ -32,4 +32,12 @@ parity_timer parity_timer_wall_clock(parity_device device);
 // CUDA events on `exec`'s stream (harness/timer_cuda.cu).
 parity_error *parity_timer_cuda_events(const parity_exec *exec, parity_timer *out);
 
+// Adaptive repeats (a suite's adaptive_repeats, harness/evaluate.h's timed steps): more timed steps
+// while the samples' noise (median absolute deviation / median) is above noise_target.
+typedef struct parity_adaptive_timing {
+    double noise_target; // 0: off
+    int max_steps;       // timed samples at most (>= the timed steps asked for)
+    double time_cap_ms;  // timed samples add up to at most about this
+} parity_adaptive_timing;
+
 #endif

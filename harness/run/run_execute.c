@@ -54,7 +54,8 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
     parity_evaluation evaluation;
     const int warmup = parity_suite_model_warmup(suite, plan->model), repeats = parity_suite_model_repeats(suite, plan->model);
     parity_error *run_error =
-        parity_case_evaluate(c, plan->dtype, plan->device, exec, &names, false, &timer, warmup, repeats, 0, &evaluation);
+        parity_case_evaluate(c, plan->dtype, plan->device, exec, &names, false, &timer, warmup, repeats, &suite->adaptive, 0,
+                             &evaluation);
     parity_timer_release(&timer);
 
     const parity_step_result *value = &evaluation.step; // read only when the run succeeded
@@ -140,6 +141,12 @@ static void fill_context(const parity_suite *suite, const parity_run_plan *plan,
                        "is the forward + backward (gradient norms and sketches are taken on the measured step only)",
                        timer.method,
                        suite->warmup, suite->repeats);
+    if (suite->adaptive.noise_target > 0) {
+        size_t used = strlen(context->timing_method);
+        parity_text_format(context->timing_method + used, sizeof context->timing_method - used,
+                           "; adaptive: more timed steps while noise > %g%%, up to %d samples or %g s a combo",
+                           suite->adaptive.noise_target * 100, suite->adaptive.max_steps, suite->adaptive.time_cap_ms / 1e3);
+    }
     for (size_t m = 0; m < suite->model_count; m++) { // the models with their own steps
         const parity_suite_model *model = &suite->models[m];
         if (model->warmup < 0 && model->repeats < 1) continue;

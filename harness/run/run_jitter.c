@@ -44,7 +44,7 @@ parity_error *parity_run_jitter_spread(const parity_combo_plan *plan, const pari
     group->has_spread = true;
     for (int run = 1; run <= runs; run++) {
         parity_evaluation evaluation;
-        parity_error *run_error = parity_case_evaluate(c, plan->dtype, plan->device, exec, NULL, false, NULL, 0, 0,
+        parity_error *run_error = parity_case_evaluate(c, plan->dtype, plan->device, exec, NULL, false, NULL, 0, 0, NULL,
                                                        (uint64_t)run, &evaluation);
         if (run_error) {
             parity_evaluation_release(&evaluation); // filled even when the run failed (as run_combo's)

@@ -297,7 +297,9 @@ Test(run_cli, smoke_end_to_end_into_a_temporary_folder) {
     for (size_t i = 0; i < results.combo_count; i++)
         if (results.combos[i].status == PARITY_COMBO_PASS) {
             cr_expect_gt(results.combos[i].metric_count, 3, "%s has per-parameter metrics", results.combos[i].id);
-            cr_expect_eq(results.combos[i].sample_count, 3, "3 timed repeats");
+            cr_expect(results.combos[i].sample_count >= 3 && results.combos[i].sample_count <= 12,
+                      "%s: %zu samples: 3 timed repeats, up to 12 while noisy (smoke's adaptive_repeats)",
+                      results.combos[i].id, results.combos[i].sample_count);
             cr_expect_gt(results.combos[i].median_ms, 0.0);
             cr_expect_gt(results.combos[i].peak_memory_bytes, 0);
         }

@@ -284,6 +284,40 @@ Test(run_library, a_models_own_repeats_replace_the_suites) {
     cleanup(suite);
 }
 
+// adaptive_repeats: an unreachable noise target takes every combo to its sample cap, a target every
+// run meets (noise <= 99%) leaves the repeats as asked, and a time cap already spent stops at once.
+Test(run_library, adaptive_repeats_stop_at_the_noise_target_or_a_cap) {
+    static const struct {
+        const char *label;
+        double noise, seconds;
+        size_t samples; // every timed combo's
+    } rows[] = {
+        {"unreachable target: the sample cap", 1e-12, 1000, 5},
+        {"a met target: the repeats asked", 0.99, 1000, 2},
+        {"the time cap spent: the repeats asked", 1e-12, 1e-9, 2},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        parity_suite *suite = suite_with_goldens("dtypes: [fp32]\nsweep: [attn]\n"); // repeats: 2
+        suite->adaptive = (parity_adaptive_timing){.noise_target = rows[r].noise, .max_steps = 5,
+                                                   .time_cap_ms = rows[r].seconds * 1e3};
+        parity_results results;
+        run(suite, NULL, false, &results);
+        size_t timed = 0;
+        for (size_t i = 0; i < results.combo_count; i++) {
+            const parity_combo_result *combo = &results.combos[i];
+            if (combo->status == PARITY_COMBO_NOT_SUPPORTED) continue;
+            timed++;
+            cr_expect_eq(combo->sample_count, rows[r].samples, "%s: %s has %zu samples", rows[r].label, combo->id,
+                         combo->sample_count);
+        }
+        cr_expect_gt(timed, 0, "%s", rows[r].label);
+        cr_expect(strstr(results.context.timing_method, "adaptive: more timed steps while noise") != NULL, "%s",
+                  results.context.timing_method);
+        parity_results_release(&results);
+        cleanup(suite);
+    }
+}
+
 Test(run_library, the_veomni_rule_compares_with_the_first_mode_on_loss_and_grad_norm) {
     parity_suite *suite = suite_with_goldens("dtypes: [bf16]\ntolerance: veomni\nmodes:\n"
                                              "  - {name: reference, ops: {attn: eager}}\n"

@@ -50,6 +50,28 @@ Test(suite_parsing, shipped_suites_load_with_what_they_say) {
     }
 }
 
+Test(suite_parsing, adaptive_repeats_read_a_percentage_and_default_their_caps) {
+    static const struct {
+        const char *yaml;
+        double noise, seconds;
+        int most;
+    } rows[] = {
+        {"adaptive_repeats: {noise: 3%, max: 9, seconds: 0.5}", 0.03, 0.5, 9},
+        {"adaptive_repeats: {noise: 0.05}", 0.05, 2, 12}, // max 4 x repeats (3), 2 s
+    };
+    for (size_t i = 0; i < ROWS(rows); i++) {
+        char text[1024];
+        snprintf(text, sizeof text, "dtypes: bf16\ndevices: cpu\n%s\nmodels:\n" MODEL, rows[i].yaml);
+        parity_suite *suite = NULL;
+        parity_error *error = parity_suite_parse(text, strlen(text), "suites/x.yaml", &suite);
+        cr_assert_null(error, "%s: %s", rows[i].yaml, error ? parity_error_message(error) : "");
+        cr_expect_float_eq(suite->adaptive.noise_target, rows[i].noise, 1e-12, "%s", rows[i].yaml);
+        cr_expect_float_eq(suite->adaptive.time_cap_ms, rows[i].seconds * 1e3, 1e-9, "%s", rows[i].yaml);
+        cr_expect_eq(suite->adaptive.max_steps, rows[i].most, "%s", rows[i].yaml);
+        parity_suite_free(suite);
+    }
+}
+
 Test(suite_parsing, gpu_nightly_is_packed_two_documents_of_1024_in_bf16_with_drawn_weights) {
     parity_suite *suite = NULL;
     cr_assert_null(parity_suite_load("suites/gpu-nightly.yaml", &suite));
@@ -98,6 +120,7 @@ Test(suite_parsing, relative_paths_resolve_from_the_suite_folder_and_defaults_ap
     cr_expect_eq(suite->warmup, 1);
     cr_expect_eq(suite->repeats, 3);
     cr_expect_eq(suite->jitter_runs, PARITY_JITTER_RUNS, "no jitter_runs: the default");
+    cr_expect_eq(suite->adaptive.noise_target, 0, "no adaptive_repeats: off");
     cr_expect_eq(suite->tolerance, PARITY_RULE_PARITY);
     cr_expect_eq(suite->device_count, 2);
     cr_expect_not(suite->sweep_given, "no sweep: every field the model uses");
@@ -143,6 +166,12 @@ Test(suite_parsing, bad_files_name_file_line_and_problem) {
         {"model warmup not a number", "dtypes: bf16\ndevices: cpu\nmodels:\n  - {name: qwen3_tiny, checkpoint: ../golden/upstream/qwen3_tiny, warmup: x,\n"
                             "     batches: [{name: plain, file: ../golden/upstream/qwen3_tiny/batch.safetensors}]}\n",
          {"bad.yaml:4: warmup 'x' is not an integer"}},
+        {"adaptive without noise", "dtypes: bf16\ndevices: cpu\nadaptive_repeats: {max: 9}\nmodels:\n" MODEL,
+         {"bad.yaml:3: adaptive_repeats needs noise"}},
+        {"adaptive noise 2", "dtypes: bf16\ndevices: cpu\nadaptive_repeats: {noise: 2}\nmodels:\n" MODEL,
+         {"bad.yaml:3: adaptive_repeats noise '2' is not a fraction in (0, 1)"}},
+        {"adaptive unknown key", "dtypes: bf16\ndevices: cpu\nadaptive_repeats: {noise: 3%, tries: 4}\nmodels:\n" MODEL,
+         {"bad.yaml:3:", "tries"}},
         {"ranks not a number", "dtypes: bf16\ndevices: cpu\nranks: two\nmodels:\n" MODEL, {"bad.yaml:3: ranks 'two' is not an integer"}},
         {"unknown sweep field", "dtypes: bf16\ndevices: cpu\nsweep: [attn, flash]\nmodels:\n" MODEL,
          {"bad.yaml:3: sweep: 'flash' is not a kernel-selection field"}},
