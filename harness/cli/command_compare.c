@@ -263,6 +263,10 @@ int parity_command_compare(int argc, char **argv) {
         if (strcmp(comparison.base_context.device, comparison.new_context.device) != 0)
             printf("note: the runs' devices differ ('%s' vs '%s'): times compare across machines\n", comparison.base_context.device,
                    comparison.new_context.device);
+        if (comparison.run.verdict != PARITY_TIME_UNTIMED)
+            printf("the run moved by %+.1f%% at the median of %zu combos timed in both (spread %.1f%%); combos are judged "
+                   "beyond that\n",
+                   100 * comparison.run.change, comparison.run.timed, 100 * comparison.run.spread);
         if (comparison.new_context.interrupted[0])
             printf("note: NEW was interrupted (%s): combos it did not reach are missing from it\n", comparison.new_context.interrupted);
         error = print_table(&comparison, arguments.all);

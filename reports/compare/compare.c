@@ -98,7 +98,8 @@ static void worst_ratio(const parity_combo_result *combo, double *ratio, bool *h
 }
 
 static void compare_combo(const parity_combo_result *base, const parity_combo_result *new_combo,
-                          const parity_compare_options *options, parity_combo_comparison *out) {
+                          const parity_compare_options *options, double run_shift, double run_spread,
+                          parity_combo_comparison *out) {
     memset(out, 0, sizeof *out);
     const parity_combo_result *either = new_combo ? new_combo : base;
     snprintf(out->id, sizeof out->id, "%s", either->id);
@@ -116,7 +117,7 @@ static void compare_combo(const parity_combo_result *base, const parity_combo_re
         double before = parity_report_ratio_rank(out->base_ratio), after = parity_report_ratio_rank(out->new_ratio);
         out->ratio_drift = after - before > options->ratio_drift || (before <= 1 && after > 1);
     }
-    parity_compare_time(base, new_combo, options->threshold, options->noise_factor, &out->time);
+    parity_compare_time(base, new_combo, options->threshold, options->noise_factor, run_shift, run_spread, &out->time);
 }
 
 static void count(parity_comparison *comparison, const parity_combo_comparison *combo) {
@@ -161,15 +162,43 @@ parity_error *parity_compare_results(const parity_results *base, const parity_re
     out->base_context = base->context;
     out->new_context = new_results->context;
     out->combos = combos;
+    // The run's movement first (compare_time.h): the log ratios of the combos timed in both runs.
+    double *logs = malloc((base->combo_count ? base->combo_count : 1) * sizeof *logs);
+    if (!logs) {
+        free(base_index.order);
+        free(new_index.order);
+        parity_comparison_release(out);
+        return PARITY_ERROR(PARITY_ERROR_MEMORY, "comparing runs: out of memory for %zu combos", base->combo_count);
+    }
+    size_t timed = 0;
+    for (size_t i = 0; i < base->combo_count; i++) {
+        const parity_combo_result *combo = &base->combos[i], *other = index_find(&new_index, combo->id);
+        if (other && parity_report_is_timed(combo) && parity_report_is_timed(other))
+            logs[timed++] = log(other->median_ms / combo->median_ms);
+    }
+    double shift, spread;
+    parity_compare_run_movement(logs, timed, &shift, &spread);
+    free(logs);
+    out->run.timed = timed;
+    out->run.shift = shift;
+    out->run.spread = spread;
+    out->run.change = exp(shift) - 1;
+    out->run.verdict = PARITY_TIME_UNTIMED;
+    if (timed >= PARITY_COMPARE_MIN_RUN_COMBOS) {
+        double change = exp(shift);
+        out->run.verdict = change - 1 > options->threshold   ? PARITY_TIME_REGRESSION
+                           : 1 / change - 1 > options->threshold ? PARITY_TIME_SPEEDUP
+                                                                 : PARITY_TIME_SAME;
+    }
     for (size_t i = 0; i < base->combo_count; i++) {
         const parity_combo_result *combo = &base->combos[i];
-        compare_combo(combo, index_find(&new_index, combo->id), options, &combos[out->combo_count]);
+        compare_combo(combo, index_find(&new_index, combo->id), options, shift, spread, &combos[out->combo_count]);
         count(out, &combos[out->combo_count++]);
     }
     for (size_t i = 0; i < new_results->combo_count; i++) {
         const parity_combo_result *combo = &new_results->combos[i];
         if (index_find(&base_index, combo->id)) continue;
-        compare_combo(NULL, combo, options, &combos[out->combo_count]);
+        compare_combo(NULL, combo, options, shift, spread, &combos[out->combo_count]);
         count(out, &combos[out->combo_count++]);
     }
     free(base_index.order);
@@ -204,7 +233,8 @@ int parity_combo_comparison_rank(const parity_combo_comparison *combo) {
 }
 
 bool parity_comparison_failed(const parity_comparison *comparison) {
-    return comparison->counts.new_failures > 0 || comparison->counts.regressions > 0;
+    return comparison->counts.new_failures > 0 || comparison->counts.regressions > 0 ||
+           comparison->run.verdict == PARITY_TIME_REGRESSION;
 }
 
 static void append_count(char *buffer, size_t size, size_t *used, size_t value, const char *singular, const char *plural) {
@@ -219,13 +249,21 @@ const char *parity_comparison_verdict(const parity_comparison *comparison, char 
     const parity_comparison_counts *c = &comparison->counts;
     if (size == 0) return buffer;
     buffer[0] = '\0';
-    if (c->unchanged == c->combos) {
+    bool run_moved = comparison->run.verdict == PARITY_TIME_REGRESSION || comparison->run.verdict == PARITY_TIME_SPEEDUP;
+    if (c->unchanged == c->combos && !run_moved) {
         snprintf(buffer, size, "no change (%zu combo%s)", c->combos, c->combos == 1 ? "" : "s");
         return buffer;
     }
     int written = snprintf(buffer, size, "%s: ", parity_comparison_failed(comparison) ? "REGRESSION" : "OK");
     size_t used = written > 0 ? (size_t)written : 0;
     if (used > size) used = size;
+    if (run_moved && used < size) {
+        written = snprintf(buffer + used, size - used, "the whole run %.1f%% %s (median of %zu combos)",
+                           100 * fabs(comparison->run.change), comparison->run.change > 0 ? "slower" : "faster",
+                           comparison->run.timed);
+        if (written > 0) used += (size_t)written;
+        if (used > size) used = size;
+    }
     append_count(buffer, size, &used, c->new_failures, "new failure", "new failures");
     append_count(buffer, size, &used, c->regressions, "slower", "slower");
     append_count(buffer, size, &used, c->fixed, "fixed", "fixed");

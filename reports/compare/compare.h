@@ -69,6 +69,14 @@ typedef struct parity_comparison {
     parity_combo_comparison *combos;             // BASE's order, then combos only in NEW in NEW's order
     size_t combo_count;
     parity_comparison_counts counts;
+    // The run's movement (compare_time.h): over `timed` combos timed in both runs, the median change
+    // exp(shift) - 1 and the robust spread; `verdict` the run-wide time verdict of that median change
+    // against the threshold (UNTIMED with fewer than PARITY_COMPARE_MIN_RUN_COMBOS combos).
+    struct {
+        size_t timed;
+        double shift, spread, change;
+        parity_time_verdict verdict;
+    } run;
 } parity_comparison;
 
 // Compares `new_results` against `base`. A duplicate combo id in either run is a DATA error naming

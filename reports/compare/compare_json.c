@@ -101,6 +101,11 @@ parity_error *parity_compare_json(const parity_comparison *comparison, const cha
     cJSON_AddItemToObject(root, "base", run_json(base_label, &comparison->base_context));
     cJSON_AddItemToObject(root, "new", run_json(new_label, &comparison->new_context));
     cJSON_AddItemToObject(root, "counts", counts_json(counts));
+    cJSON *run = cJSON_AddObjectToObject(root, "run");
+    add_count(run, "timed", comparison->run.timed);
+    add_number(run, "median_change", comparison->run.change);
+    add_number(run, "spread", comparison->run.spread);
+    cJSON_AddStringToObject(run, "verdict", parity_time_verdict_name(comparison->run.verdict));
     cJSON *combos = cJSON_AddArrayToObject(root, "combos");
     for (size_t i = 0; combos && i < comparison->combo_count; i++) cJSON_AddItemToArray(combos, combo_json(&comparison->combos[i]));
     char *text = combos ? cJSON_Print(root) : NULL;

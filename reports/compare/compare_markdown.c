@@ -102,10 +102,16 @@ void parity_compare_markdown(parity_text *text, const parity_comparison *compari
         if (shown < matches) parity_text_appendf(text, "\n... and %zu more (see the JSON output)\n", matches - shown);
     }
     const parity_compare_options *options = &comparison->options;
+    if (comparison->run.verdict != PARITY_TIME_UNTIMED)
+        parity_text_appendf(text,
+                            "\nThe run moved by %+.1f%% at the median of its %zu combos timed in both runs (spread %.1f%%): "
+                            "each combo is judged on its change beyond that, the median change once for the whole run.\n",
+                            100 * comparison->run.change, comparison->run.timed, 100 * comparison->run.spread);
     parity_text_appendf(text,
-                        "\nRule: a time change counts when it leaves max(%.0f%%, %g x sqrt(noise_base^2 + noise_new^2)) "
-                        "(noise = MAD / median of each run's samples); a worst tolerance ratio drifts when it grows by "
-                        "more than %g or crosses 1. %zu of %zu combos timed in both runs; %zu with nothing to report.\n",
+                        "\nRule: a time change counts when it leaves max(%.0f%%, %g x sqrt(noise_base^2 + noise_new^2 + "
+                        "spread^2)) (noise = MAD / median of each run's samples, spread = the run's, docs/compare.md); a "
+                        "worst tolerance ratio drifts when it grows by more than %g or crosses 1. %zu of %zu combos timed "
+                        "in both runs; %zu with nothing to report.\n",
                         100 * options->threshold, options->noise_factor, options->ratio_drift, comparison->counts.timed,
                         comparison->counts.combos, comparison->counts.unchanged);
 }

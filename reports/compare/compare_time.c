@@ -51,21 +51,32 @@ double parity_compare_noise(const parity_combo_result *combo) {
 }
 
 void parity_compare_time(const parity_combo_result *base, const parity_combo_result *new_combo, double threshold,
-                         double noise_factor, parity_time_comparison *out) {
+                         double noise_factor, double run_shift, double run_spread, parity_time_comparison *out) {
     memset(out, 0, sizeof *out);
     out->verdict = PARITY_TIME_UNTIMED;
     out->base_ms = base && parity_report_is_timed(base) ? base->median_ms : NAN;
     out->new_ms = new_combo && parity_report_is_timed(new_combo) ? new_combo->median_ms : NAN;
-    out->change = out->base_noise = out->new_noise = out->combined = out->limit = NAN;
+    out->change = out->base_noise = out->new_noise = out->combined = out->limit = out->own_change = NAN;
     if (isnan(out->base_ms) || isnan(out->new_ms)) return;
     out->base_noise = parity_compare_noise(base);
     out->new_noise = parity_compare_noise(new_combo);
-    out->combined = sqrt(out->base_noise * out->base_noise + out->new_noise * out->new_noise);
+    out->combined =
+        sqrt(out->base_noise * out->base_noise + out->new_noise * out->new_noise + run_spread * run_spread);
     double band = noise_factor * out->combined;
     out->limit = band > threshold ? band : threshold;
-    double ratio = out->new_ms / out->base_ms;
+    double ratio = out->new_ms / out->base_ms, own = ratio / exp(run_shift);
     out->change = ratio - 1;
-    if (ratio - 1 > out->limit) out->verdict = PARITY_TIME_REGRESSION;
-    else if (1 / ratio - 1 > out->limit) out->verdict = PARITY_TIME_SPEEDUP;
+    out->own_change = own - 1;
+    if (own - 1 > out->limit) out->verdict = PARITY_TIME_REGRESSION;
+    else if (1 / own - 1 > out->limit) out->verdict = PARITY_TIME_SPEEDUP;
     else out->verdict = PARITY_TIME_SAME;
+}
+
+void parity_compare_run_movement(double *log_ratios, size_t count, double *shift, double *spread) {
+    *shift = *spread = 0;
+    if (count < PARITY_COMPARE_MIN_RUN_COMBOS) return;
+    double median = median_of(log_ratios, count);
+    for (size_t i = 0; i < count; i++) log_ratios[i] = fabs(log_ratios[i] - median);
+    *shift = median;
+    *spread = 1.4826 * median_of(log_ratios, count);
 }

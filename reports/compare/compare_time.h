@@ -10,6 +10,20 @@
 // with the runs swapped, so swapping BASE and NEW turns every regression into a speed-up and back).
 // Anything else is "same". A combo untimed in either run has no time verdict.
 //
+// Whole runs move. Two runs of the same code on a shared machine differ by more than either run's
+// own samples spread (measured on the 2-core CPU machine: within-run noise ~1%, run-to-run 8.6%
+// MAD of the log ratio over 136 smoke combos, the median ratio 1.04): what another process, the
+// clocks or the cache left behind moves every combo of a run. So the comparison first measures the
+// run's movement over the combos timed in both runs (compare.c, at least
+// PARITY_COMPARE_MIN_RUN_COMBOS of them): the shift m = median of ln(new / base) and the spread
+// s = 1.4826 MAD of those logs (a robust sigma: a minority of real regressions moves neither). A
+// combo is then judged on its own movement, r' = r / exp(m), against the band
+//     limit = max(threshold, k * sqrt(n_base^2 + n_new^2 + s^2)),
+// and the shift is judged once, for the whole run (parity_comparison.run: exp(m) - 1 beyond the
+// threshold is a run-wide regression or speed-up). A bug that slows one backend stands out of its
+// run; one that slows everything moves the median; a busy machine moves both a little and widens s.
+// With fewer combos m = s = 0 and r' = r.
+//
 // Why k = 3: the noise is a MAD, and for normal samples sigma ~= 1.4826 MAD, so k * combined with
 // k = 3 is about 2 sigma of the difference of two single samples. The median of several samples
 // moves less than one sample, but whole runs drift more than their own samples spread (another host
@@ -25,6 +39,7 @@
 
 #define PARITY_COMPARE_DEFAULT_THRESHOLD 0.10
 #define PARITY_COMPARE_DEFAULT_NOISE_FACTOR 3.0
+#define PARITY_COMPARE_MIN_RUN_COMBOS 8 // combos timed in both runs before the run's movement is estimated
 
 typedef enum parity_time_verdict {
     PARITY_TIME_UNTIMED = 0, // either run has no finite positive median (or the combo is in one run only)
@@ -41,16 +56,22 @@ typedef struct parity_time_comparison {
     double base_ms, new_ms;       // medians (NaN when untimed)
     double change;                // new / base - 1: +0.20 is 20% slower (NaN when untimed)
     double base_noise, new_noise; // the relative noise each run contributes
-    double combined;              // sqrt(base_noise^2 + new_noise^2)
+    double combined;              // sqrt(base_noise^2 + new_noise^2 + run_spread^2)
     double limit;                 // max(threshold, noise_factor * combined): the band a change must leave
+    double own_change;            // (new / base) / exp(run_shift) - 1: the change the verdict judges
 } parity_time_comparison;
 
 // The relative noise the rule uses for `combo`: its recorded noise when finite and >= 0, else MAD /
 // median of its samples (>= 2 samples), else 0.
 double parity_compare_noise(const parity_combo_result *combo);
 
-// The verdict for one combo; `threshold` (relative, >= 0) and `noise_factor` (k, >= 0) as above.
+// The verdict for one combo; `threshold` (relative, >= 0) and `noise_factor` (k, >= 0) as above;
+// run_shift (m, a log) and run_spread (s, relative) of the run's movement, 0 and 0 for none.
 void parity_compare_time(const parity_combo_result *base, const parity_combo_result *new_combo, double threshold,
-                         double noise_factor, parity_time_comparison *out);
+                         double noise_factor, double run_shift, double run_spread, parity_time_comparison *out);
+
+// The run's movement over `count` log ratios ln(new / base) (reordered): *shift the median, *spread
+// 1.4826 MAD; both 0 when count < PARITY_COMPARE_MIN_RUN_COMBOS.
+void parity_compare_run_movement(double *log_ratios, size_t count, double *shift, double *spread);
 
 #endif

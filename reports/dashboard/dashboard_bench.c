@@ -44,7 +44,7 @@ static void compare_rows(const parity_history_bench_row *base, const parity_hist
     a.noise = base ? base->noise : NAN;
     b.median_ms = row_ms(now);
     b.noise = now->noise;
-    parity_compare_time(&a, &b, options->threshold, options->noise_factor, out);
+    parity_compare_time(&a, &b, options->threshold, options->noise_factor, 0, 0, out);
 }
 
 static void append_row(parity_text *html, const parity_history_bench_row *row, const parity_history_bench_row *previous,

@@ -17,6 +17,7 @@
 #include "cli_runner.h"
 #include "ops/core/file.h"
 #include "reports/compare/compare.h"
+#include "reports/report_analysis.h"
 #include "reports/compare/compare_json.h"
 #include "reports/compare/compare_markdown.h"
 #include "reports/results.h"
@@ -198,15 +199,15 @@ Test(compare, the_time_rule_is_symmetric_and_names_its_band) {
     sample_results_build(&new_run);
     slower_20_low_noise(&base, &new_run);
     parity_time_comparison forward, backward;
-    parity_compare_time(find_combo(&base, TIMED), find_combo(&new_run, TIMED), 0.10, 3, &forward);
-    parity_compare_time(find_combo(&new_run, TIMED), find_combo(&base, TIMED), 0.10, 3, &backward);
+    parity_compare_time(find_combo(&base, TIMED), find_combo(&new_run, TIMED), 0.10, 3, 0, 0, &forward);
+    parity_compare_time(find_combo(&new_run, TIMED), find_combo(&base, TIMED), 0.10, 3, 0, 0, &backward);
     cr_expect_eq(forward.verdict, PARITY_TIME_REGRESSION);
     cr_expect_eq(backward.verdict, PARITY_TIME_SPEEDUP, "swapping the runs turns the regression into a speed-up");
     cr_expect_float_eq(forward.change, 0.2, 1e-12);
     cr_expect_float_eq(forward.combined, sqrt(2) * 0.02, 1e-12);
     cr_expect_float_eq(forward.limit, 0.10, 1e-12, "threshold 10%% beats 3 x 2.83%%");
     // the noise rule alone: k = 10 puts the 20% change inside a 28.3% band
-    parity_compare_time(find_combo(&base, TIMED), find_combo(&new_run, TIMED), 0.10, 10, &forward);
+    parity_compare_time(find_combo(&base, TIMED), find_combo(&new_run, TIMED), 0.10, 10, 0, 0, &forward);
     cr_expect_eq(forward.verdict, PARITY_TIME_SAME);
     cr_expect_float_eq(forward.limit, 10 * sqrt(2) * 0.02, 1e-12);
     parity_results_release(&base);
@@ -348,6 +349,63 @@ static char *read_text(const char *path) {
     size_t size;
     assert_ok(parity_read_file(path, &text, &size), path);
     return text;
+}
+
+// Whole runs move (compare_time.h): every combo of NEW scattered by up to +-15% around a shift,
+// as two runs of one build on a busy machine are; one combo 2x slower stands out of that, the
+// scatter alone does not, and a shift of the whole run past the threshold is one run-wide verdict.
+static void scatter(parity_results *run, double shift, double amplitude) {
+    for (size_t i = 0; i < run->combo_count; i++) {
+        parity_combo_result *combo = &run->combos[i];
+        if (!parity_report_is_timed(combo)) continue;
+        double u = (double)((i * 2654435761u) % 1000) / 999.0 * 2 - 1; // a fixed spread in [-1, 1]
+        combo->median_ms *= shift * (1 + amplitude * u);
+        combo->noise = 0.01; // what each run's own samples say: far below the scatter
+    }
+}
+
+Test(compare, the_run_moves_as_a_whole_and_combos_are_judged_beyond_that) {
+    static const struct {
+        const char *label;
+        double shift, amplitude, outlier; // outlier: the first timed combo's extra factor
+        bool failed;
+        size_t regressions;
+        parity_time_verdict run_verdict;
+        const char *says;
+    } rows[] = {
+        {"scatter alone", 1.0, 0.15, 1.0, false, 0, PARITY_TIME_SAME, NULL},
+        {"scatter around +4%", 1.04, 0.15, 1.0, false, 0, PARITY_TIME_SAME, NULL},
+        {"one combo 2x in the scatter", 1.0, 0.15, 2.0, true, 1, PARITY_TIME_SAME, "1 slower"},
+        {"the whole run 25% slower", 1.25, 0.02, 1.0, true, 0, PARITY_TIME_REGRESSION, "the whole run 25.0% slower"},
+        {"the whole run 25% faster", 0.8, 0.02, 1.0, false, 0, PARITY_TIME_SPEEDUP, "the whole run 20.0% faster"},
+    };
+    for (size_t r = 0; r < ROWS(rows); r++) {
+        parity_results base, new_run;
+        sample_results_build_large(&base, 130, 4);
+        sample_results_build_large(&new_run, 130, 4);
+        for (size_t i = 0; i < base.combo_count; i++) base.combos[i].noise = 0.01;
+        scatter(&new_run, rows[r].shift, rows[r].amplitude);
+        for (size_t i = 0; i < new_run.combo_count; i++)
+            if (parity_report_is_timed(&new_run.combos[i])) {
+                new_run.combos[i].median_ms *= rows[r].outlier;
+                break;
+            }
+        parity_comparison comparison;
+        parity_compare_options options = parity_compare_default_options();
+        assert_ok(parity_compare_results(&base, &new_run, &options, &comparison), rows[r].label);
+        cr_expect_geq(comparison.run.timed, PARITY_COMPARE_MIN_RUN_COMBOS, "%s", rows[r].label);
+        cr_expect_eq(comparison.counts.regressions, rows[r].regressions, "%s: %zu regressions", rows[r].label,
+                     comparison.counts.regressions);
+        cr_expect_eq(comparison.run.verdict, rows[r].run_verdict, "%s: run verdict %s", rows[r].label,
+                     parity_time_verdict_name(comparison.run.verdict));
+        cr_expect_eq(parity_comparison_failed(&comparison), rows[r].failed, "%s", rows[r].label);
+        char verdict[1024];
+        parity_comparison_verdict(&comparison, verdict, sizeof verdict);
+        if (rows[r].says) cr_expect(strstr(verdict, rows[r].says), "%s: %s", rows[r].label, verdict);
+        parity_comparison_release(&comparison);
+        parity_results_release(&base);
+        parity_results_release(&new_run);
+    }
 }
 
 Test(compare, cli_on_two_run_directories) {
