@@ -219,9 +219,13 @@ static parity_error *append_trend(parity_text *html, const dashboard_section *se
         char change[32];
         char group[200] = "";
         if (!combo->is_eager_baseline) snprintf(group, sizeof group, "%s %s %s: ", combo->model, combo->batch, combo->dtype);
-        snprintf(names[p], sizeof names[p], "%s%s%s%s%s", group, label, is_flagged(entry) ? " [REGRESSION " : "",
-                 is_flagged(entry) ? (entry->status_change == PARITY_STATUS_NEW_FAILURE ? "new failure" : dashboard_format_change(change, sizeof change, entry->time.change)) : "",
-                 is_flagged(entry) ? "]" : "");
+        // each part bounded so the whole fits names[p] (400): a legend entry; the table has the whole id
+        snprintf(names[p], sizeof names[p], "%.180s%.180s%s%.20s%s", group, label, is_flagged(entry) ? " [REGRESSION " : "",
+                               is_flagged(entry) ? (entry->status_change == PARITY_STATUS_NEW_FAILURE
+                                                        ? "new failure"
+                                                        : dashboard_format_change(change, sizeof change, entry->time.change))
+                                                 : "",
+                               is_flagged(entry) ? "]" : "");
         series[p] = (parity_svg_series){names[p], dashboard_color(p)};
         lines[p] = (parity_svg_line){p, x, y[p], error[p], n};
     }

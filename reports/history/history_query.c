@@ -361,8 +361,10 @@ parity_error *parity_history_baseline_in(parity_history *history, const char *su
         parity_results_release(out);
         return error;
     }
-    snprintf(out->context.command, sizeof out->context.command, "parity history baseline: median of %zu run%s (ids %s) of suite %s on %s",
-             count, count == 1 ? "" : "s", id_list, suite, device ? device : out->context.device);
+    // Each part bounded so the whole fits context.command (1024): a summary line, not a record.
+    snprintf(out->context.command, sizeof out->context.command,
+             "parity history baseline: median of %zu run%s (ids %.400s) of suite %.200s on %.200s", count,
+             count == 1 ? "" : "s", id_list, suite, device ? device : out->context.device);
     return NULL;
 }
 
