@@ -457,8 +457,8 @@ Test(history, two_writers_at_once_both_get_every_run_in) {
             if (parity_history_open(s.db, false, &history)) _exit(2);
             for (int r = 0; r < RUNS; r++) {
                 parity_results results;
-                char started[48]; // room for any int: -O1 (SAN=1) cannot bound w and r
-                snprintf(started, sizeof started, "2025-03-%02dT00:00:%02dZ", w + 1, r);
+                char started[32]; // two digits each, bounded for gcc at -O1 (SAN=1)
+                snprintf(started, sizeof started, "2025-03-%02uT00:00:%02uZ", (unsigned)(w + 1) % 100u, (unsigned)r % 100u);
                 sample_run(&results, started, 1.0, 0.01);
                 parity_history_added added;
                 parity_error *error = parity_history_add_results(history, &results, "writer", &added);
