@@ -2,7 +2,7 @@
 // uses, bind them once (no fallback), build the model, run one step.
 #include "harness/evaluate.h"
 
-#include "harness/timing_stats.h"
+#include "reports/timing_stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>

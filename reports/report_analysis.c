@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool parity_report_same_group(const parity_combo_result *a, const parity_combo_result *b) {
@@ -193,4 +194,12 @@ const char *parity_report_status_label(parity_combo_status status) {
     case PARITY_COMBO_EXCLUDED: return "excluded";
     }
     return "unknown";
+}
+
+const char *parity_report_format_exact(char *buffer, size_t size, double value) {
+    for (int precision = 15; precision <= 17; precision++) {
+        snprintf(buffer, size, "%.*g", precision, value);
+        if (strtod(buffer, NULL) == value) break;
+    }
+    return buffer;
 }

@@ -75,6 +75,9 @@ size_t parity_report_reason_group_size(const parity_results *results, size_t lea
 void parity_report_short_label(const parity_combo_result *combo, char *label, size_t size);
 // printf-formats a double; NaN and Inf print as "NaN", "inf", "-inf". Returns buffer.
 const char *parity_report_format(char *buffer, size_t size, const char *format, double value);
+// The shortest of %.15g, %.16g, %.17g that reads back to exactly `value` (a finite double): how
+// results.json and the comparison JSON write numbers. Returns buffer (at least 32 bytes).
+const char *parity_report_format_exact(char *buffer, size_t size, double value);
 // "512 B", "1.5 MiB", "2.0 GiB"; "-" when bytes <= 0 (not measured).
 const char *parity_report_format_bytes(char *buffer, size_t size, int64_t bytes);
 // For people: "pass", "FAIL", "not supported", "error", "excluded".

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ops/core/file.h"
+#include "reports/report_analysis.h"
 
 // ---- writing ----
 
@@ -20,11 +21,7 @@ static cJSON *number_item(double value) {
     if (isnan(value)) return cJSON_CreateString("nan");
     if (isinf(value)) return cJSON_CreateString(value > 0 ? "inf" : "-inf");
     char text[40];
-    for (int precision = 15; precision <= 17; precision++) {
-        snprintf(text, sizeof text, "%.*g", precision, value);
-        if (strtod(text, NULL) == value) break;
-    }
-    return cJSON_CreateRaw(text);
+    return cJSON_CreateRaw(parity_report_format_exact(text, sizeof text, value));
 }
 
 static cJSON *integer_item(long long value) {

@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "harness/timing_stats.h"
+#include "reports/timing_stats.h"
 
 parity_bench_timing parity_bench_summarize(const double *milliseconds, int count) {
     parity_bench_timing timing = {NAN, NAN, NAN, NAN, count};

@@ -1,5 +1,5 @@
 // bench_stats.h: the statistics of a set of timed bench runs: median and relative noise = median
-// absolute deviation / median (computed by harness/timing_stats.h, as `parity run`'s are), minimum
+// absolute deviation / median (computed by reports/timing_stats.h, as `parity run`'s are), minimum
 // and maximum.
 #ifndef PARITY_BENCH_STATS_H
 #define PARITY_BENCH_STATS_H

@@ -12,7 +12,7 @@
 #include "harness/provenance.h"
 #include "harness/run/run_internal.h"
 #include "harness/text.h"
-#include "harness/timing_stats.h"
+#include "reports/timing_stats.h"
 
 static void fill_record(const parity_suite *suite, const parity_combo_plan *plan, parity_combo_result *record) {
     parity_text_format(record->id, sizeof record->id, "%s", plan->id);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ops/core/file.h"
+#include "reports/report_analysis.h"
 
 static void add_number(cJSON *object, const char *name, double value) {
     if (!isfinite(value)) {
@@ -15,11 +16,7 @@ static void add_number(cJSON *object, const char *name, double value) {
         return;
     }
     char text[40];
-    for (int precision = 15; precision <= 17; precision++) {
-        snprintf(text, sizeof text, "%.*g", precision, value);
-        if (strtod(text, NULL) == value) break;
-    }
-    cJSON_AddItemToObject(object, name, cJSON_CreateRaw(text));
+    cJSON_AddItemToObject(object, name, cJSON_CreateRaw(parity_report_format_exact(text, sizeof text, value)));
 }
 
 static void add_count(cJSON *object, const char *name, size_t value) { cJSON_AddNumberToObject(object, name, (double)value); }

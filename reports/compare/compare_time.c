@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "reports/report_analysis.h"
+#include "reports/timing_stats.h"
 
 const char *parity_time_verdict_name(parity_time_verdict verdict) {
     switch (verdict) {
@@ -17,32 +18,17 @@ const char *parity_time_verdict_name(parity_time_verdict verdict) {
     return "untimed";
 }
 
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-// Median of values[0..count) (sorted in place); count >= 1.
-static double median_of(double *values, size_t count) {
-    qsort(values, count, sizeof *values, compare_doubles);
-    return count % 2 ? values[count / 2] : 0.5 * (values[count / 2 - 1] + values[count / 2]);
-}
-
+// MAD / median of the combo's finite samples (>= 2 of them), else 0.
 static double noise_from_samples(const parity_combo_result *combo) {
     size_t count = 0;
     double *values = malloc((combo->sample_count ? combo->sample_count : 1) * sizeof *values);
     if (!values) return 0;
     for (size_t i = 0; i < combo->sample_count; i++)
         if (isfinite(combo->samples_ms[i])) values[count++] = combo->samples_ms[i];
-    double noise = 0;
-    if (count >= 2) {
-        double median = median_of(values, count);
-        for (size_t i = 0; i < count; i++) values[i] = fabs(values[i] - median);
-        double deviation = median_of(values, count);
-        if (median > 0) noise = deviation / median;
-    }
+    double median = NAN, noise = NAN;
+    if (count >= 2) parity_timing_summary(values, count, &median, &noise);
     free(values);
-    return noise;
+    return isfinite(noise) ? noise : 0;
 }
 
 double parity_compare_noise(const parity_combo_result *combo) {
@@ -75,8 +61,8 @@ void parity_compare_time(const parity_combo_result *base, const parity_combo_res
 void parity_compare_run_movement(double *log_ratios, size_t count, double *shift, double *spread) {
     *shift = *spread = 0;
     if (count < PARITY_COMPARE_MIN_RUN_COMBOS) return;
-    double median = median_of(log_ratios, count);
+    double median = parity_median_in_place(log_ratios, count);
     for (size_t i = 0; i < count; i++) log_ratios[i] = fabs(log_ratios[i] - median);
     *shift = median;
-    *spread = 1.4826 * median_of(log_ratios, count);
+    *spread = 1.4826 * parity_median_in_place(log_ratios, count);
 }

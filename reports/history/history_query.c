@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reports/timing_stats.h"
+
 #define RUN_COLUMNS                                                                                                   \
     "SELECT r.id, r.kind, r.suite, r.git_sha, r.started, r.finished, r.host, r.device, r.source,"                     \
     " (SELECT count(*) FROM combos c WHERE c.run_id = r.id AND c.status = 'pass'),"                                  \
@@ -290,11 +292,6 @@ parity_error *parity_history_bench_rows(parity_history *history, int64_t run_id,
 
 // ---- baseline ----
 
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 // Median and largest noise of one combo over the chosen runs (the ids are in the temp table).
 static parity_error *combo_baseline(parity_history *history, sqlite3_stmt *statement, parity_combo_result *combo, size_t run_count) {
     sqlite3_reset(statement);
@@ -309,8 +306,7 @@ static parity_error *combo_baseline(parity_history *history, sqlite3_stmt *state
         if (!isnan(row_noise) && (isnan(noise) || row_noise > noise)) noise = row_noise;
     }
     if (rc != SQLITE_DONE) return history_sqlite_error(history, rc, "reading a combo's timings");
-    qsort(medians, count, sizeof medians[0], compare_doubles);
-    combo->median_ms = count == 0 ? NAN : count % 2 ? medians[count / 2] : 0.5 * (medians[count / 2 - 1] + medians[count / 2]);
+    combo->median_ms = count == 0 ? NAN : parity_median_in_place(medians, count);
     combo->noise = noise;
     PARITY_TRY(parity_combo_set_samples(combo, NULL, 0));
     combo->warmup_count = count;
