@@ -75,7 +75,8 @@ static parity_error *insert_row(parity_history *history, sqlite3_stmt *statement
     return rc == SQLITE_DONE ? NULL : history_sqlite_error(history, rc, "adding a bench row");
 }
 
-static parity_error *insert_rows(parity_history *history, int64_t run_id, const cJSON *rows) {
+static parity_error *insert_rows(parity_history *history, int64_t run_id, const void *list) {
+    const cJSON *rows = list;
     sqlite3_stmt *statement;
     PARITY_TRY(history_prepare(history,
                                "INSERT INTO bench_rows (run_id, position, op, pass, shape, dtype, backend, is_peer, status,"
@@ -127,21 +128,5 @@ parity_error *history_add_bench(parity_history *history, const char *path, const
         .command = tool ? tool : "parity bench", .tolerance_rule = "", .timing_method = method, .interrupted = "",
         .source = path, .combos_selected = 0, .results_schema = 0,
     };
-    PARITY_TRY(history_begin(history));
-    bool found = false;
-    parity_error *error = history_find_run(history, identity, &out->run_id, &found);
-    if (!error && !found) {
-        error = history_insert_run(history, &row, &out->run_id);
-        if (!error) error = insert_rows(history, out->run_id, rows);
-        if (!error) error = history_commit(history);
-        if (!error) out->added = true;
-    } else if (!error) {
-        error = history_commit(history);
-    }
-    if (error) {
-        history_rollback(history);
-        out->run_id = 0;
-        return parity_error_wrap(error, __FILE__, __LINE__, "adding %s to the history (nothing of it was written)", path);
-    }
-    return NULL;
+    return history_add_once(history, &row, insert_rows, rows, path, out);
 }

@@ -14,7 +14,7 @@
 
 #include "ops/core/file.h"
 
-parity_error *history_find_run(parity_history *history, const char *identity, int64_t *id, bool *found) {
+static parity_error *find_run(parity_history *history, const char *identity, int64_t *id, bool *found) {
     sqlite3_stmt *statement;
     PARITY_TRY(history_prepare(history, "SELECT id FROM runs WHERE identity = ?", &statement));
     history_bind_text(statement, 1, identity);
@@ -25,7 +25,7 @@ parity_error *history_find_run(parity_history *history, const char *identity, in
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? NULL : history_sqlite_error(history, rc, "looking the run up");
 }
 
-parity_error *history_insert_run(parity_history *history, const history_run_row *row, int64_t *id) {
+static parity_error *insert_run(parity_history *history, const history_run_row *row, int64_t *id) {
     sqlite3_stmt *statement;
     PARITY_TRY(history_prepare(history,
                                "INSERT INTO runs (identity, kind, suite, git_sha, started, finished, host, device, driver, cuda,"
@@ -45,6 +45,28 @@ parity_error *history_insert_run(parity_history *history, const history_run_row 
     sqlite3_finalize(statement);
     if (rc != SQLITE_DONE) return history_sqlite_error(history, rc, "adding the run");
     *id = sqlite3_last_insert_rowid(history->db);
+    return NULL;
+}
+
+parity_error *history_add_once(parity_history *history, const history_run_row *row, history_insert_rows insert,
+                               const void *rows, const char *what, parity_history_added *out) {
+    PARITY_TRY(history_begin(history));
+    bool found = false;
+    parity_error *error = find_run(history, row->identity, &out->run_id, &found);
+    if (!error && !found) {
+        error = insert_run(history, row, &out->run_id);
+        if (!error) error = insert(history, out->run_id, rows);
+        if (!error) error = history_commit(history);
+        if (!error) out->added = true;
+    } else if (!error) {
+        error = history_commit(history);
+    }
+    if (error) {
+        history_rollback(history);
+        out->run_id = 0;
+        out->added = false;
+        return parity_error_wrap(error, __FILE__, __LINE__, "adding %s to the history (nothing of it was written)", what);
+    }
     return NULL;
 }
 
@@ -151,7 +173,8 @@ static parity_error *insert_combo(parity_history *history, sqlite3_stmt *combos,
     return NULL;
 }
 
-static parity_error *insert_combos(parity_history *history, int64_t run_id, const parity_results *results) {
+static parity_error *insert_combos(parity_history *history, int64_t run_id, const void *rows) {
+    const parity_results *results = rows;
     sqlite3_stmt *combos = NULL, *metrics = NULL;
     parity_error *error = history_prepare(history,
                                           "INSERT INTO combos (run_id, position, combo, suite, model, batch, dtype, device, status,"
@@ -185,31 +208,14 @@ parity_error *parity_history_add_results(parity_history *history, const parity_r
     // also the command (their --out differs)
     snprintf(identity, sizeof identity, "run\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", c->suite, c->git_sha, c->started,
              c->host, c->device, c->finished, c->command);
-    PARITY_TRY(history_begin(history));
-    bool found = false;
-    parity_error *error = history_find_run(history, identity, &out->run_id, &found);
-    if (!error && !found) {
-        history_run_row row = {
-            .identity = identity, .kind = "run", .suite = c->suite, .git_sha = c->git_sha, .started = c->started,
-            .finished = c->finished, .host = c->host, .device = c->device, .driver = c->driver_version, .cuda = c->cuda_version,
-            .libraries = c->libraries, .command = c->command, .tolerance_rule = c->tolerance_rule,
-            .timing_method = c->timing_method, .interrupted = c->interrupted, .source = source ? source : "",
-            .combos_selected = (int64_t)c->combos_selected, .results_schema = c->schema_version,
-        };
-        error = history_insert_run(history, &row, &out->run_id);
-        if (!error) error = insert_combos(history, out->run_id, results);
-        if (!error) error = history_commit(history);
-        if (!error) out->added = true;
-    } else if (!error) {
-        error = history_commit(history);
-    }
-    if (error) {
-        history_rollback(history);
-        out->run_id = 0;
-        out->added = false;
-        return parity_error_wrap(error, __FILE__, __LINE__, "adding %s to the history (nothing of it was written)", name);
-    }
-    return NULL;
+    history_run_row row = {
+        .identity = identity, .kind = "run", .suite = c->suite, .git_sha = c->git_sha, .started = c->started,
+        .finished = c->finished, .host = c->host, .device = c->device, .driver = c->driver_version, .cuda = c->cuda_version,
+        .libraries = c->libraries, .command = c->command, .tolerance_rule = c->tolerance_rule,
+        .timing_method = c->timing_method, .interrupted = c->interrupted, .source = source ? source : "",
+        .combos_selected = (int64_t)c->combos_selected, .results_schema = c->schema_version,
+    };
+    return history_add_once(history, &row, insert_combos, results, name, out);
 }
 
 // A bench report: a JSON object with an object "context" and an array "benchmarks".

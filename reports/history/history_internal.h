@@ -44,10 +44,13 @@ typedef struct history_run_row {
     int64_t combos_selected;
     int results_schema;
 } history_run_row;
-// Inside a transaction: the id of the run with this identity (*found false when none).
-parity_error *history_find_run(parity_history *history, const char *identity, int64_t *id, bool *found);
-// Inside a transaction: inserts the row (its `added` time is now) and returns its id.
-parity_error *history_insert_run(parity_history *history, const history_run_row *row, int64_t *id);
+// Adds what `insert` writes under a new run's id (a run's combos, a bench report's rows).
+typedef parity_error *(*history_insert_rows)(parity_history *history, int64_t run_id, const void *rows);
+// One transaction (history_ingest.c): when a run of row->identity is there, nothing is written and
+// out->added is false (out->run_id its id); else the row (its `added` time now) and insert(rows)
+// under its id, out->added true. On any error nothing of it is left, and the error names `what`.
+parity_error *history_add_once(parity_history *history, const history_run_row *row, history_insert_rows insert,
+                               const void *rows, const char *what, parity_history_added *out);
 // Ingests a bench report's parsed JSON (history_bench.c); `text` is the file's content (its identity).
 parity_error *history_add_bench(parity_history *history, const char *path, const char *text, const void *root,
                                 parity_history_added *out);
