@@ -34,8 +34,14 @@ command_result run_parity_from(const char *directory, const char *parity, const 
     char path[4200], command[8192];
     if (parity) snprintf(path, sizeof path, "%s", parity);
     else parity_binary_path(path, sizeof path);
-    snprintf(command, sizeof command, "%s%s%senv -u MODELING_BACKEND NO_COLOR=1 '%s' %s 2>&1", directory ? "cd '" : "",
+    snprintf(command, sizeof command, "%s%s%senv -u MODELING_BACKEND NO_COLOR=1 '%s' %s", directory ? "cd '" : "",
              directory ? directory : "", directory ? "' && " : "", path, arguments);
+    return run_shell(command);
+}
+
+command_result run_shell(const char *shell_command) {
+    char command[8400];
+    snprintf(command, sizeof command, "%s 2>&1", shell_command);
     FILE *pipe = popen(command, "r");
     cr_assert_not_null(pipe, "popen %s", command);
     size_t capacity = 1 << 16, used = 0;

@@ -17,6 +17,8 @@ command_result run_parity(const char *arguments);
 // The same with another binary (NULL: the one beside the tests) from another working directory
 // (NULL: this one).
 command_result run_parity_from(const char *directory, const char *parity, const char *arguments);
+// Runs a /bin/sh command line (stderr joined to stdout), as run_parity does for parity.
+command_result run_shell(const char *shell_command);
 // The parity binary beside the test binary.
 void parity_binary_path(char *path, size_t size);
 
