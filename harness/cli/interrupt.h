@@ -5,11 +5,16 @@
 // graceful stop instead: the first signal only records itself and prints what will happen; the
 // command checks parity_cli_interrupt_signal() between units, keeps what finished and returns
 // parity_cli_interrupt_exit_code() (130 for SIGINT, 143 for SIGTERM). A second signal ends it at once,
-// as above. The handler does no other work: it records, writes one fixed line, removes files.
+// as above, unless it is the first delivered twice: the same signal from the same sender within
+// PARITY_INTERRUPT_DUPLICATE_MS (`timeout 600 parity run ...` signals the command, then its process
+// group), which is ignored. The handler does no other work: it records, writes one fixed line, removes files.
 #ifndef PARITY_CLI_INTERRUPT_H
 #define PARITY_CLI_INTERRUPT_H
 
 #include <signal.h>
+
+// A signal this soon after the first is a duplicate delivery, not a second request (interrupt.c).
+#define PARITY_INTERRUPT_DUPLICATE_MS 200
 
 // Installs the handler for SIGINT and SIGTERM, to run on the calling thread (a signal that another
 // thread, a BLAS or CUDA worker, receives is passed on to it). `graceful_notice` NULL: every signal

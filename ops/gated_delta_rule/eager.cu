@@ -7,7 +7,11 @@
 // Backward by recomputation, in chunks of ~sqrt(L) tokens: a first sweep stores the state at the start
 // of each chunk (global scratch), then for each chunk from the last, the chunk's states are recomputed
 // from its checkpoint and eager.c's reverse-time step runs token by token, the state's gradient in
-// shared memory: rows of dS belong to threads as k, columns as v, with a barrier between the steps:
+// shared memory: rows of dS belong to threads as k, columns as v, with a barrier between the steps.
+// Layouts for speed only (no sum changes order): dS's shared rows are padded to Dv + 1 elements, so
+// the threads of a warp walking their rows k hit 32 banks, not one; the checkpoints and recomputed
+// states in global memory are stored column-major (element (k, v) at v Dk + k), so the reverse steps'
+// row walks (thread k) read consecutive addresses, and each column (thread v) is contiguous.
 //   dS += q do^T, dq = S do (k)  |  ddelta = dS^T k (v), dk_write = dS delta (k)  |  dinnov = ddelta beta,
 //   dbeta = <ddelta, innov> (v, thread 0)  |  dS += k (-dinnov)^T, dk_read = S' (-dinnov) (k), row sums
 //   of dS * S_{t-1} (k), dS *= exp(g)  |  dg = (sum of the row sums over k in order) exp(g) (thread 0)
@@ -87,19 +91,20 @@ __device__ delta_token<D> token_of(const delta_shape &shape, int64_t t, int64_t 
     return token;
 }
 
-// Column v of the state (stride Dv): S *= decay; kv = S^T k; innovation = v - kv; delta = innovation * beta;
-// S += k delta. Returns delta; writes the innovation.
+// Column v of the state (element k at column[k * stride]): S *= decay; kv = S^T k; innovation = v - kv;
+// delta = innovation * beta; S += k delta. Returns delta; writes the innovation.
 template <parity_dtype D>
 __device__ typename scalar<D>::compute advance_column(const delta_shape &shape, const delta_token<D> &token, int64_t v,
-                                                      typename scalar<D>::compute *column, typename scalar<D>::compute *innovation) {
+                                                      typename scalar<D>::compute *column, int64_t stride,
+                                                      typename scalar<D>::compute *innovation) {
     using C = typename scalar<D>::compute;
-    int64_t Dk = shape.key_dim, Dv = shape.value_dim;
-    for (int64_t k = 0; k < Dk; k++) column[k * Dv] = column[k * Dv] * token.decay;
+    int64_t Dk = shape.key_dim;
+    for (int64_t k = 0; k < Dk; k++) column[k * stride] = column[k * stride] * token.decay;
     C memory = 0;
-    for (int64_t k = 0; k < Dk; k++) memory += column[k * Dv] * token.key[k];
+    for (int64_t k = 0; k < Dk; k++) memory += column[k * stride] * token.key[k];
     C innovation_v = scalar<D>::load(token.value[v]) - memory;
     C delta = innovation_v * token.beta;
-    for (int64_t k = 0; k < Dk; k++) column[k * Dv] = column[k * Dv] + token.key[k] * delta;
+    for (int64_t k = 0; k < Dk; k++) column[k * stride] = column[k * stride] + token.key[k] * delta;
     *innovation = innovation_v;
     return delta;
 }
@@ -119,7 +124,7 @@ __global__ void delta_forward(delta_shape shape, const typename scalar<D>::compu
         delta_token<D> token = token_of<D>(shape, t, head, prepared_query, prepared_key, value, g, beta);
         for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
             C innovation;
-            advance_column<D>(shape, token, v, state + v, &innovation);
+            advance_column<D>(shape, token, v, state + v, Dv, &innovation);
             C out = 0;
             for (int64_t k = 0; k < Dk; k++) out += state[k * Dv + v] * token.query[k];
             output[(t * shape.value_heads + head) * Dv + v] = scalar<D>::store(out);
@@ -151,41 +156,42 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
     using C = typename S::compute;
     extern __shared__ unsigned char shared_bytes[];
     int64_t Dk = shape.key_dim, Dv = shape.value_dim, state_size = Dk * Dv, Hv = shape.value_heads;
-    C *dstate = reinterpret_cast<C *>(shared_bytes); // (Dk, Dv); the running state during the first sweep
-    C *ddelta = dstate + state_size, *dinnovation = ddelta + Dv, *dkey_write = dinnovation + Dv, *ddecay_rows = dkey_write + Dk;
+    int64_t Dvp = Dv + 1;                            // dS's padded row: a warp's rows k spread over the banks
+    C *dstate = reinterpret_cast<C *>(shared_bytes); // (Dk, Dv + 1); the running state during the first sweep
+    C *ddelta = dstate + Dk * Dvp, *dinnovation = ddelta + Dv, *dkey_write = dinnovation + Dv, *ddecay_rows = dkey_write + Dk;
     int64_t document = blockIdx.x / Hv, head = blockIdx.x % Hv;
     int64_t start = shape.offsets[document], length = shape.offsets[document + 1] - start;
     int64_t chunk = plan.chunk_length[document], chunks = (length + chunk - 1) / chunk;
-    C *checkpoints = scratch + plan.block_base[blockIdx.x]; // (chunks, Dk, Dv): the state before each chunk
-    C *states = checkpoints + chunks * state_size;          // (chunk + 1, Dk, Dv)
+    C *checkpoints = scratch + plan.block_base[blockIdx.x]; // (chunks, Dv, Dk): the state before each chunk
+    C *states = checkpoints + chunks * state_size;          // (chunk + 1, Dv, Dk), column-major states
     C *innovations = states + (chunk + 1) * state_size;     // (chunk, Dv)
     C *deltas = innovations + chunk * Dv;                   // (chunk, Dv)
 
     // 1. forward sweep, column by column, keeping the state at the start of every chunk
     for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
-        for (int64_t k = 0; k < Dk; k++) dstate[k * Dv + v] = 0;
+        for (int64_t k = 0; k < Dk; k++) dstate[k * Dvp + v] = 0;
         for (int64_t i = 0; i < length; i++) {
             if (i % chunk == 0)
-                for (int64_t k = 0; k < Dk; k++) checkpoints[(i / chunk) * state_size + k * Dv + v] = dstate[k * Dv + v];
+                for (int64_t k = 0; k < Dk; k++) checkpoints[(i / chunk) * state_size + v * Dk + k] = dstate[k * Dvp + v];
             delta_token<D> token = token_of<D>(shape, start + i, head, prepared_query, prepared_key, value, g, beta);
             C innovation;
-            advance_column<D>(shape, token, v, dstate + v, &innovation);
+            advance_column<D>(shape, token, v, dstate + v, Dvp, &innovation);
         }
     }
     __syncthreads();
-    for (int64_t i = threadIdx.x; i < state_size; i += blockDim.x) dstate[i] = 0; // nothing flows in from the next document
+    for (int64_t i = threadIdx.x; i < Dk * Dvp; i += blockDim.x) dstate[i] = 0; // nothing flows in from the next document
     __syncthreads();
 
     // 2. chunks from the last: recompute the chunk's states, then reverse steps
     for (int64_t c = chunks - 1; c >= 0; c--) {
         int64_t first = c * chunk, count = length - first < chunk ? length - first : chunk;
         for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
-            for (int64_t k = 0; k < Dk; k++) states[k * Dv + v] = checkpoints[c * state_size + k * Dv + v];
+            for (int64_t k = 0; k < Dk; k++) states[v * Dk + k] = checkpoints[c * state_size + v * Dk + k];
             for (int64_t i = 0; i < count; i++) {
-                C *next = states + (i + 1) * state_size + v;
-                for (int64_t k = 0; k < Dk; k++) next[k * Dv] = next[k * Dv - state_size];
+                C *next = states + (i + 1) * state_size + v * Dk;
+                for (int64_t k = 0; k < Dk; k++) next[k] = next[k - state_size];
                 delta_token<D> token = token_of<D>(shape, start + first + i, head, prepared_query, prepared_key, value, g, beta);
-                deltas[i * Dv + v] = advance_column<D>(shape, token, v, next, &innovations[i * Dv + v]);
+                deltas[i * Dv + v] = advance_column<D>(shape, token, v, next, 1, &innovations[i * Dv + v]);
             }
         }
         __syncthreads();
@@ -199,8 +205,8 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
                 C dq = 0;
                 for (int64_t v = 0; v < Dv; v++) {
                     C d = S::load(dy[v]);
-                    dstate[k * Dv + v] = dstate[k * Dv + v] + d * token.query[k];
-                    dq += d * state[k * Dv + v];
+                    dstate[k * Dvp + v] = dstate[k * Dvp + v] + d * token.query[k];
+                    dq += d * state[v * Dk + k];
                 }
                 out.dquery[row * Dk + k] = dq;
             }
@@ -208,12 +214,12 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
             // S = S' + k delta^T: ddelta = dS^T k; dk (write) = dS delta
             for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
                 C sum = 0;
-                for (int64_t k = 0; k < Dk; k++) sum += dstate[k * Dv + v] * token.key[k];
+                for (int64_t k = 0; k < Dk; k++) sum += dstate[k * Dvp + v] * token.key[k];
                 ddelta[v] = sum;
             }
             for (int64_t k = threadIdx.x; k < Dk; k += blockDim.x) {
                 C sum = 0;
-                for (int64_t v = 0; v < Dv; v++) sum += dstate[k * Dv + v] * deltas[i * Dv + v];
+                for (int64_t v = 0; v < Dv; v++) sum += dstate[k * Dvp + v] * deltas[i * Dv + v];
                 dkey_write[k] = sum;
             }
             __syncthreads();
@@ -234,14 +240,14 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
                 C dk_read = 0;
                 for (int64_t v = 0; v < Dv; v++) {
                     C dmemory = -dinnovation[v];
-                    dstate[k * Dv + v] = dstate[k * Dv + v] + dmemory * token.key[k];
-                    dk_read += dmemory * (previous[k * Dv + v] * token.decay);
+                    dstate[k * Dvp + v] = dstate[k * Dvp + v] + dmemory * token.key[k];
+                    dk_read += dmemory * (previous[v * Dk + k] * token.decay);
                 }
                 out.dkey[row * Dk + k] = dkey_write[k] + dk_read;
                 C row_sum = 0;
-                for (int64_t v = 0; v < Dv; v++) row_sum += dstate[k * Dv + v] * previous[k * Dv + v];
+                for (int64_t v = 0; v < Dv; v++) row_sum += dstate[k * Dvp + v] * previous[v * Dk + k];
                 ddecay_rows[k] = row_sum;
-                for (int64_t v = 0; v < Dv; v++) dstate[k * Dv + v] = dstate[k * Dv + v] * token.decay;
+                for (int64_t v = 0; v < Dv; v++) dstate[k * Dvp + v] = dstate[k * Dvp + v] * token.decay;
             }
             __syncthreads();
             if (threadIdx.x == 0 && out.dg) {
@@ -440,7 +446,7 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_exec *exec, cons
         prepared_qk prepared;
         PARITY_TRY(prepare_qk<D>(exec, args, call, &prepared));
         if (shape.documents * shape.value_heads > 0) {
-            size_t shared = (size_t)(state_size + 2 * shape.value_dim + 2 * shape.key_dim) * sizeof(C);
+            size_t shared = (size_t)(shape.key_dim * (shape.value_dim + 1) + 2 * shape.value_dim + 2 * shape.key_dim) * sizeof(C);
             PARITY_TRY(allow_shared(delta_backward<D>, shared, call.sizes, device.index));
             delta_gradients<D> out = {dquery_prepared.data<C>(), dkey_prepared.data<C>(),
                                       grads->dvalue ? static_cast<storage *>(grads->dvalue->data) : nullptr,

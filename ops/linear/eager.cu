@@ -4,10 +4,11 @@
 // Backward (saves nothing):
 //   dx = dy W          (N, out) x (out, in)
 //   dW = dy^T x        (out, N) x (N, in)
-//   db = sum over rows of dy in row order, compute precision, rounded once (one thread per column)
+//   db = sum over rows of dy in row order, compute precision, rounded once (ordered_column_sum.cuh)
 // GEMMs through ops/core/cuda/blas.h: f64 DGEMM, f32 without TF32, bf16 with f32 accumulation.
 #include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
+#include "ops/core/cuda/ordered_column_sum.cuh"
 
 extern "C" {
 #include "ops/core/cuda/blas.h"
@@ -30,11 +31,10 @@ template <parity_dtype D>
 __global__ void linear_bias_gradient_kernel(const typename scalar<D>::storage *dy, // (N, out)
                                             typename scalar<D>::storage *dbias,    // (out)
                                             int64_t rows, int64_t out_features) {
-    PARITY_CUDA_FOR_EACH(j, out_features) {
-        typename scalar<D>::compute sum = 0;
-        for (int64_t row = 0; row < rows; row++) sum = sum + scalar<D>::load(dy[row * out_features + j]);
-        dbias[j] = scalar<D>::store(sum);
-    }
+    using C = typename scalar<D>::compute;
+    ordered_column_sum<C>(
+        rows, out_features, [&](int64_t row, int64_t j) { return scalar<D>::load(dy[row * out_features + j]); },
+        [&](int64_t j, C sum) { dbias[j] = scalar<D>::store(sum); });
 }
 
 static parity_error *check_devices(const parity_linear_args *args) {
@@ -93,7 +93,7 @@ static parity_error *linear_cuda_backward(const parity_exec *exec, const parity_
         PARITY_TRY(dispatch_float(dtype, "linear", [&](auto tag) -> parity_error * {
             constexpr parity_dtype D = decltype(tag)::value;
             using T = typename scalar<D>::storage;
-            linear_bias_gradient_kernel<D><<<grid_for(out_features), 256, 0, parity_cuda_stream(exec)>>>(
+            linear_bias_gradient_kernel<D><<<ordered_sum_blocks(out_features), ordered_sum_threads, 0, parity_cuda_stream(exec)>>>(
                 (const T *)grads->doutput->data, (T *)grads->dbias->data, rows, out_features);
             PARITY_CUDA_TRY_LAUNCH("linear_bias_gradient_kernel");
             return NULL;

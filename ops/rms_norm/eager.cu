@@ -6,10 +6,11 @@
 //   standard: y = w * round_to_input_dtype(x_hat);   offset: y = x_hat * (1 + w)
 // Saves inv (N) in the compute precision. Backward, with g = dy * w_eff:
 //   dx = inv * (g - x_hat * mean(g * x_hat))           one block per row
-//   dw = sum over rows of dy * x_hat, in row order     one thread per column (deterministic)
+//   dw = sum over rows of dy * x_hat, in row order     (deterministic; ops/core/cuda/ordered_column_sum.cuh)
 // Block sums run in a fixed tree order: deterministic and independent of the other rows.
 #include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
+#include "ops/core/cuda/ordered_column_sum.cuh"
 #include "ops/rms_norm/rms_statistics.cuh"
 
 extern "C" {
@@ -73,14 +74,14 @@ __global__ void rms_norm_weight_gradient_kernel(const typename scalar<D>::storag
                                                 const typename scalar<D>::compute *inverse, // (N)
                                                 typename scalar<D>::storage *dw,            // (H)
                                                 int64_t rows, int64_t hidden) {
-    PARITY_CUDA_FOR_EACH(i, hidden) {
-        typename scalar<D>::compute sum = 0;
-        for (int64_t row = 0; row < rows; row++) {
-            auto x_hat = mul_rn(scalar<D>::load(x[row * hidden + i]), inverse[row]);
-            sum = sum + mul_rn(scalar<D>::load(dy[row * hidden + i]), x_hat);
-        }
-        dw[i] = scalar<D>::store(sum);
-    }
+    using C = typename scalar<D>::compute;
+    ordered_column_sum<C>(
+        rows, hidden,
+        [&](int64_t row, int64_t i) {
+            C x_hat = mul_rn(scalar<D>::load(x[row * hidden + i]), inverse[row]);
+            return mul_rn(scalar<D>::load(dy[row * hidden + i]), x_hat);
+        },
+        [&](int64_t i, C sum) { dw[i] = scalar<D>::store(sum); });
 }
 
 static parity_error *check_devices(const parity_rms_norm_args *args) {
@@ -139,7 +140,7 @@ static parity_error *rms_norm_cuda_backward(const parity_exec *exec, const parit
             PARITY_CUDA_TRY_LAUNCH("rms_norm_input_gradient_kernel");
         }
         if (grads->dweight && hidden > 0) {
-            rms_norm_weight_gradient_kernel<D><<<grid_for(hidden), 256, 0, parity_cuda_stream(exec)>>>(
+            rms_norm_weight_gradient_kernel<D><<<ordered_sum_blocks(hidden), ordered_sum_threads, 0, parity_cuda_stream(exec)>>>(
                 x, dy, (const C *)inverse->data, (T *)grads->dweight->data, rows, hidden);
             PARITY_CUDA_TRY_LAUNCH("rms_norm_weight_gradient_kernel");
         }

@@ -5,9 +5,10 @@
 // Saves inv (N) in the compute precision. Backward, as autograd stores its tensors:
 //   dh = stored(dy * silu(gate)),  dgate = silu_backward(dy * h, gate),  g = stored(dh * w)
 //   dx = inv * (g - x_hat' * mean(g * x_hat')), x_hat' = x * inv unrounded  (one block per row)
-//   dw = sum over rows of stored(dh * x_hat), in row order                  (one thread per column)
+//   dw = sum over rows of stored(dh * x_hat), in row order           (ops/core/cuda/ordered_column_sum.cuh)
 #include "ops/core/cuda/exec_stream.cuh"
 #include "ops/core/cuda/kernel_math.cuh"
+#include "ops/core/cuda/ordered_column_sum.cuh"
 #include "ops/rms_norm/rms_statistics.cuh"
 #include "ops/swiglu/silu.cuh"
 
@@ -91,16 +92,15 @@ __global__ void rms_norm_gated_weight_gradient_kernel(const typename scalar<D>::
                                                       typename scalar<D>::storage *dw,            // (D)
                                                       int64_t rows, int64_t hidden) {
     using C = typename scalar<D>::compute;
-    PARITY_CUDA_FOR_EACH(i, hidden) {
-        C sum = 0;
-        for (int64_t row = 0; row < rows; row++) {
+    ordered_column_sum<C>(
+        rows, hidden,
+        [&](int64_t row, int64_t i) {
             int64_t at = row * hidden + i;
             C x_hat = round_storage<D>(mul_rn(scalar<D>::load(x[at]), inverse[row]));
             C dh = round_storage<D>(mul_rn(scalar<D>::load(dy[at]), silu_value(scalar<D>::load(gate[at]))));
-            sum = sum + round_storage<D>(mul_rn(dh, x_hat));
-        }
-        dw[i] = scalar<D>::store(sum);
-    }
+            return round_storage<D>(mul_rn(dh, x_hat));
+        },
+        [&](int64_t i, C sum) { dw[i] = scalar<D>::store(sum); });
 }
 
 static parity_error *check_devices(const parity_rms_norm_gated_args *args) {
@@ -161,7 +161,8 @@ static parity_error *rms_norm_gated_cuda_backward(const parity_exec *exec, const
             PARITY_CUDA_TRY_LAUNCH("rms_norm_gated_input_gradient_kernel");
         }
         if (grads->dweight) {
-            rms_norm_gated_weight_gradient_kernel<D><<<grid_for(hidden), 256, 0, parity_cuda_stream(exec)>>>(
+            rms_norm_gated_weight_gradient_kernel<D><<<ordered_sum_blocks(hidden), ordered_sum_threads, 0,
+                                                     parity_cuda_stream(exec)>>>(
                 x, gate, dy, (const C *)inverse->data, (T *)grads->dweight->data, rows, hidden);
             PARITY_CUDA_TRY_LAUNCH("rms_norm_gated_weight_gradient_kernel");
         }
