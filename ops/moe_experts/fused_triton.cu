@@ -21,7 +21,6 @@
 #include "ops/core/cuda/eager_support.cuh"
 #include "ops/core/cuda/exec_stream.cuh"
 #include "ops/moe_experts/grouped/dispatch.h"
-#include "ops/moe_experts/grouped/grouped_gemm.cuh"
 #include "ops/moe_experts/grouped/grouped_gemm.h"
 
 extern "C" {
@@ -32,6 +31,7 @@ extern "C" {
 
 using namespace parity_cuda;
 using namespace parity_moe;
+using bf16 = __nv_bfloat16;
 
 namespace {
 
@@ -97,7 +97,7 @@ parity_error *moe_experts_fused_triton_forward(const parity_exec *exec, const pa
     PARITY_TRY(bases.alloc_1d(PARITY_I64, device, chunks * (E + 1)));
     dispatch_plan plan = {data_of<int64_t>(offsets), data_of<int64_t>(tiles), data_of<int64_t>(permuted),
                           data_of<int64_t>(position)};
-    PARITY_TRY(moe_dispatch(data_of<const int64_t>(args->expert_indices), R, (int)E, kTileM, counts.data<int>(),
+    PARITY_TRY(moe_dispatch(data_of<const int64_t>(args->expert_indices), R, (int)E, kGroupTileRows, counts.data<int>(),
                             bases.data<int64_t>(), plan, stream));
     grouped_rows g = rows_of(s, offsets, tiles);
     PARITY_TRY(moe_gemm_gate_up_swiglu(g, bf16_of(args->hidden), plan.permuted_rows, K, bf16_of(args->gate_up_proj), H, I,

@@ -19,6 +19,9 @@ extern "C" {
 
 namespace parity_moe {
 
+// Rows of a row tile of the row-grouped GEMMs: the dispatch's tile_offsets must count tiles of this size.
+constexpr int kGroupTileRows = 128;
+
 struct grouped_rows {
     int64_t rows;                   // R = N K (the grid covers them and every expert's partial tile)
     int experts;                    // E
