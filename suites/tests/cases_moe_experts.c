@@ -1,6 +1,8 @@
 // cases_moe_experts.c: MoE experts rows (primes, a single token, K = 1 and K = E, experts no token
 // chose, f32 routing weights with bf16 activations as DeepSeek-V3 has them) and invalid calls.
 // The routing is given (expert_indices is an input), so the op is smooth in every float input.
+#include <stdlib.h>
+
 #include "moe_case_inputs.h"
 #include "op_cases.h"
 #include "ops/moe_experts/moe_experts.h"
@@ -53,6 +55,67 @@ static const op_check_case moe_experts_cases[] = {
     MOE_EXPERTS_ROW("E=4 K=2 N=6 H=16 I=8 f32 weights", 6, 16, 4, 8, 2, 3, true),
 };
 const op_case_list moe_experts_case_list = OP_CASE_LIST(moe_experts_cases);
+
+// ---- GPU rows (test_moe_experts_gpu.c): the grouped backends' awkward cases ----
+// E not a multiple of anything, K = 1, 2, 8, an expert no token chose and one every token chose (the
+// "hot" expert: in slot t % K of every token), H and I off the 128 x 128 x 32 tiles (multiples of 8,
+// as the grouped GEMMs need), experts with more rows than a tile, f32 routing weights.
+typedef struct moe_experts_gpu_params {
+    int64_t tokens, hidden, experts, intermediate, top_k;
+    int64_t unused_expert; // -1: none forced
+    int64_t hot_expert;    // chosen by every token (-1: none)
+    bool f32_weights;
+} moe_experts_gpu_params;
+
+// Token t: the hot expert in slot t % K (when set), the other slots K distinct experts from the rest,
+// cyclically from 3t, reversed on odd tokens.
+static void route_gpu(const moe_experts_gpu_params *params, int64_t *indices) {
+    int64_t available[256], count = 0;
+    for (int64_t e = 0; e < params->experts && count < 256; e++)
+        if (e != params->unused_expert && e != params->hot_expert) available[count++] = e;
+    for (int64_t t = 0; t < params->tokens; t++) {
+        int64_t next = 0;
+        for (int64_t k = 0; k < params->top_k; k++) {
+            int64_t *slot = &indices[t * params->top_k + (t % 2 ? params->top_k - 1 - k : k)];
+            if (params->hot_expert >= 0 && k == t % params->top_k) *slot = params->hot_expert;
+            else *slot = available[(3 * t + next++) % count];
+        }
+    }
+}
+
+static parity_error *moe_experts_gpu_setup(op_check_state *state, const void *raw) {
+    const moe_experts_gpu_params *params = raw;
+    int64_t N = params->tokens, H = params->hidden, E = params->experts, I = params->intermediate, K = params->top_k;
+    int64_t free_experts = E - (params->unused_expert >= 0) - (params->hot_expert >= 0);
+    if (E > 256 || free_experts < K - (params->hot_expert >= 0) || free_experts <= 0)
+        return PARITY_ERROR(PARITY_ERROR_INTERNAL, "moe_experts GPU rows: too few experts for K");
+    int64_t *indices = malloc((size_t)(N * K) * sizeof *indices);
+    if (!indices) return PARITY_ERROR(PARITY_ERROR_MEMORY, "moe_experts GPU rows: indices");
+    route_gpu(params, indices);
+    op_check_input(state, "hidden", true, OP_CHECK_NORMAL, 0, 1, PARITY_SHAPE(N, H));
+    op_check_input(state, "gate_up_proj", true, OP_CHECK_NORMAL, 0, 0.3, PARITY_SHAPE(E, 2 * I, H));
+    op_check_input(state, "down_proj", true, OP_CHECK_NORMAL, 0, 0.3, PARITY_SHAPE(E, H, I));
+    op_check_indices(state, "expert_indices", indices, PARITY_SHAPE(N, K));
+    free(indices);
+    op_check_input(state, "routing_weights", true, OP_CHECK_UNIFORM, 0.1, 1.0, PARITY_SHAPE(N, K));
+    if (params->f32_weights && state->dtype == PARITY_BF16) PARITY_TRY(moe_retype_input(state, "routing_weights", PARITY_F32));
+    op_check_output(state, "output", true, PARITY_SHAPE(N, H));
+    return NULL;
+}
+
+#define MOE_EXPERTS_GPU_ROW(label, tokens_, hidden_, experts_, intermediate_, top_k_, unused_, hot_, f32_weights_)   \
+    {&parity_moe_experts_op, label, moe_experts_gpu_setup,                                                            \
+     &(const moe_experts_gpu_params){tokens_, hidden_, experts_, intermediate_, top_k_, unused_, hot_, f32_weights_}, 0, 0}
+
+static const op_check_case moe_experts_gpu_cases[] = {
+    MOE_EXPERTS_GPU_ROW("gpu E=5 K=2 N=64 H=72 I=40 expert 3 idle", 64, 72, 5, 40, 2, 3, -1, false),
+    MOE_EXPERTS_GPU_ROW("gpu E=7 K=1 N=300 H=64 I=40 all on expert 2", 300, 64, 7, 40, 1, -1, 2, false),
+    MOE_EXPERTS_GPU_ROW("gpu E=11 K=8 N=96 H=136 I=72 expert 0 hot expert 5 idle", 96, 136, 11, 72, 8, 5, 0, false),
+    MOE_EXPERTS_GPU_ROW("gpu E=7 K=2 N=512 H=256 I=136", 512, 256, 7, 136, 2, -1, -1, false),
+    MOE_EXPERTS_GPU_ROW("gpu E=5 K=2 N=130 H=72 I=40 expert 1 hot f32 weights", 130, 72, 5, 40, 2, -1, 1, true),
+    MOE_EXPERTS_GPU_ROW("gpu E=4 K=2 N=1 H=16 I=8", 1, 16, 4, 8, 2, -1, -1, false),
+};
+const op_case_list moe_experts_gpu_case_list = OP_CASE_LIST(moe_experts_gpu_cases);
 
 // ---- invalid calls ----
 static parity_error *call_experts(moe_tensor_bag *bag, parity_moe_experts_args args) {

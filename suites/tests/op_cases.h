@@ -84,6 +84,7 @@ extern const op_invalid_list rms_norm_gated_invalid_list;
 extern const op_case_list moe_router_case_list;
 extern const op_invalid_list moe_router_invalid_list;
 extern const op_case_list moe_experts_case_list;
+extern const op_case_list moe_experts_gpu_case_list; // test_moe_experts_gpu.c only (grouped backends' rows)
 extern const op_invalid_list moe_experts_invalid_list;
 extern const op_case_list load_balancing_loss_case_list;
 extern const op_invalid_list load_balancing_loss_invalid_list;
