@@ -12,6 +12,7 @@
 #include "harness/provenance.h"
 #include "harness/run/run_internal.h"
 #include "harness/text.h"
+#include "ops/core/clock.h"
 #include "reports/timing_stats.h"
 
 static void fill_record(const parity_suite *suite, const parity_combo_plan *plan, parity_combo_result *record) {
@@ -264,16 +265,21 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
             continue;
         }
         parity_progress_begin(&progress, combo->model->name, combo->id);
+        double combo_started = parity_monotonic_seconds();
         error = run_combo(suite, combo, exec_of(plan, execs, combo->device), c, &goldens[plan->case_index[i]], &group,
                           record);
         if (error) break;
+        // The combo's wall time beside its step's: model build, the measured step with its gradient
+        // norms and sketches, warm-up and timed steps (and a group's jittered eager runs on its baseline).
+        double combo_seconds = parity_monotonic_seconds() - combo_started;
         char note[1100] = "";
         const char *status = record ? parity_combo_status_name(record->status) : "baseline";
         if (record && record->status == PARITY_COMBO_PASS) {
             double worst = 0;
             for (size_t m = 0; m < record->metric_count; m++)
                 if (record->metrics[m].ratio > worst) worst = record->metrics[m].ratio;
-            parity_text_format(note, sizeof note, "worst ratio %.3g, %.3g ms", worst, record->median_ms);
+            parity_text_format(note, sizeof note, "worst ratio %.3g, %.3g ms (combo %.3g s)", worst, record->median_ms,
+                               combo_seconds);
         } else if (record) {
             parity_text_format(note, sizeof note, "%s", record->reason);
         } else {
