@@ -27,14 +27,14 @@ Peers (bf16 unless --dtype):
                  (E, H, I), routing as parity's (K distinct experts a token, uniform at random; weights a
                  softmax over K logits uniform in [-2, 2)), in this order (the first is the one parity's rows
                  are compared with):
-                 "torch grouped_mm layer": transformers' grouped_mm experts (integrations/moe.py): stable sort
+                 "grouped_mm layer": transformers' grouped_mm experts (integrations/moe.py): stable sort
                    of the N K rows by expert, torch._grouped_mm gate_up on W^T (E, H, 2I) with int32
                    cumulative offsets, silu(gate) * up, grouped_mm down, weights, unsort, index_add_;
                  "eager loop (HF experts)": transformers' eager experts: for each expert hit, gather its
                    rows, linear gate_up, silu(gate) * up, linear down, weights, index_add_;
                  "liger LigerFusedMoEFunction": liger-kernel's Triton fused MoE (liger_kernel.ops), where
                    importable (carry ../shared/tools/peer-wheels' wheels; else the row says why);
-                 "torch grouped_mm gate_up GEMM": the gate_up torch._grouped_mm alone on rows already
+                 "grouped_mm gate_up GEMM": the gate_up torch._grouped_mm alone on rows already
                    sorted (fwd only), a part of the op: its row carries "part" and its own flops 4 R H I.
                  Every row carries "flops", parity's count (ops/moe_experts/descriptor.c): 6 R H I forward,
                  R = N K, 3x that forward + backward, which `parity bench --peers` checks.
@@ -377,7 +377,7 @@ def moe_experts_peers(timer, dtype, name, runs):
     def liger(x, gate_up_proj, down_proj, indices, weights):
         return LigerFusedMoEFunction.apply(x, gate_up_proj, down_proj, indices.to(torch.int32), weights)
 
-    layers = (("torch grouped_mm layer", moe_grouped_mm_layer, None), ("eager loop (HF experts)", moe_eager_loop, None),
+    layers = (("grouped_mm layer", moe_grouped_mm_layer, None), ("eager loop (HF experts)", moe_eager_loop, None),
               ("liger LigerFusedMoEFunction", liger, liger_error))
     out = []
     for tokens, hidden, experts, inter, top_k in MOE_EXPERTS_SHAPES:
@@ -415,7 +415,7 @@ def moe_experts_peers(timer, dtype, name, runs):
             del leaves, xg, gug, dg, wg
             torch.cuda.empty_cache()
         # the gate_up GEMM alone, on rows already sorted by expert (the layer's first grouped_mm)
-        peer = "torch grouped_mm gate_up GEMM"
+        peer = "grouped_mm gate_up GEMM"
         try:
             expert_ids = indices.reshape(-1)
             perm = torch.argsort(expert_ids, stable=True)
