@@ -36,7 +36,7 @@ Peers (bf16 unless --dtype):
                    importable (carry ../shared/tools/peer-wheels' wheels; else the row says why);
                  "grouped_mm gate_up GEMM": the gate_up torch._grouped_mm alone on rows already
                    sorted (fwd only), a part of the op: its row carries "part" and its own flops 4 R H I.
-                 Every row carries "flops", parity's count (ops/moe_experts/descriptor.c): 6 R H I forward,
+                 Every measured row carries "flops", parity's count (ops/moe_experts/descriptor.c): 6 R H I forward,
                  R = N K, 3x that forward + backward, which `parity bench --peers` checks.
 
 Needs PyTorch with CUDA (present on the GPU host). Usage:
