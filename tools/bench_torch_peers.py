@@ -22,9 +22,25 @@ Peers (bf16 unless --dtype):
                  The packed row (documents > 1) is timed by flex_attention alone (a causal document mask);
                  the sdpa backends have no cu_seqlens entry, so their rows say so. A peer that fails
                  (a backend refusing a shape, a compile error) is a row with its error text, not a crash.
+  moe_experts    the routed experts on harness/bench/bench_ops.c's shapes (TOKENSxHIDDENxEXPERTSx
+                 INTERMEDIATExTOP_K), transformers 5.x's fused layouts gate_up_proj (E, 2I, H) and down_proj
+                 (E, H, I), routing as parity's (K distinct experts a token, uniform at random; weights a
+                 softmax over K logits uniform in [-2, 2)), in this order (the first is the one parity's rows
+                 are compared with):
+                 "grouped_mm layer": transformers' grouped_mm experts (integrations/moe.py): stable sort
+                   of the N K rows by expert, torch._grouped_mm gate_up on W^T (E, H, 2I) with int32
+                   cumulative offsets, silu(gate) * up, grouped_mm down, weights, unsort, index_add_;
+                 "eager loop (HF experts)": transformers' eager experts: for each expert hit, gather its
+                   rows, linear gate_up, silu(gate) * up, linear down, weights, index_add_;
+                 "liger LigerFusedMoEFunction": liger-kernel's Triton fused MoE (liger_kernel.ops), where
+                   importable (carry ../shared/tools/peer-wheels' wheels; else the row says why);
+                 "grouped_mm gate_up GEMM": the gate_up torch._grouped_mm alone on rows already
+                   sorted (fwd only), a part of the op: its row carries "part" and its own flops 4 R H I.
+                 Every measured row carries "flops", parity's count (ops/moe_experts/descriptor.c): 6 R H I forward,
+                 R = N K, 3x that forward + backward, which `parity bench --peers` checks.
 
 Needs PyTorch with CUDA (present on the GPU host). Usage:
-  python3 tools/bench_torch_peers.py --out peers.json [--runs 30] [--warmup 5] [--ops rms_norm,swiglu,...,attention]
+  python3 tools/bench_torch_peers.py --out peers.json [--runs 30] [--warmup 5] [--ops rms_norm,swiglu,...,moe_experts]
 """
 import argparse
 import json
@@ -36,6 +52,8 @@ import torch
 import torch.nn.functional as F
 
 ROTARY_SEQUENCE = 4096  # as harness/bench/bench_ops.c: positions restart every 4096 tokens
+# as harness/bench/bench_ops.c's moe_experts_shapes: (tokens, hidden, experts, intermediate, top_k)
+MOE_EXPERTS_SHAPES = ((16384, 2048, 64, 768, 8), (2048, 2048, 16, 768, 2), (2048, 2048, 8, 1024, 2))
 # as harness/bench/bench_ops.c's attention_shapes: (B, Hq, Hk, T, D, documents a row)
 ATTENTION_SHAPES = ((4, 16, 16, 4096, 128, 1), (8, 16, 16, 2048, 64, 1), (2, 32, 8, 4096, 128, 1),
                     (1, 16, 16, 16384, 128, 8), (1, 16, 16, 16384, 128, 1))
@@ -90,13 +108,20 @@ def clear_grads(*tensors):
     return clear
 
 
-def row(op, pass_, shape, dtype, peer, timing, extra=None):
+def row(op, pass_, shape, dtype, peer, timing, extra=None, flops=None, part=None):
+    """flops: the work of the call (flop-bound ops; parity checks it against its own count, or takes it as
+    the work of `part`, a part of the op such as moe_experts' "gate_up GEMM")."""
     entry = {"op": op, "pass": pass_, "shape": shape, "dtype": dtype, "peer": peer}
     entry.update(timing)
     if extra is not None:
         entry["extra_peak_bytes"] = extra
+    if flops is not None:
+        entry["flops"] = flops
+    if part is not None:
+        entry["part"] = part
+    rate = f", {flops / (timing['median_ms'] * 1e-3) / 1e12:.0f} TFLOP/s" if flops is not None else ""
     print(f"{op:14} {shape:18} {pass_:8} {peer:28} {timing['median_ms']:9.4f} ms (noise {100 * timing['noise']:.1f}%)"
-          + (f", extra peak {extra / 2**30:.2f} GiB" if extra is not None else ""), file=sys.stderr, flush=True)
+          + rate + (f", extra peak {extra / 2**30:.2f} GiB" if extra is not None else ""), file=sys.stderr, flush=True)
     return entry
 
 
@@ -287,6 +312,130 @@ def attention_peers(timer, dtype, name, runs):
     return out
 
 
+def moe_experts_routing(tokens, experts, top_k, dtype):
+    """K distinct experts a token, uniform at random, and softmax weights over K logits uniform in [-2, 2):
+    the distribution of harness/bench/bench_ops.c's moe_routing (not its Philox stream)."""
+    indices = torch.rand(tokens, experts, device="cuda").argsort(dim=1)[:, :top_k].contiguous()
+    logits = 4 * torch.rand(tokens, top_k, device="cuda", dtype=torch.float64) - 2
+    return indices, torch.softmax(logits, dim=1).to(dtype)
+
+
+def moe_grouped_mm(a, b, offsets):
+    """torch._grouped_mm (2.9+; transformers' grouped_mm experts call it) or its public name."""
+    grouped_mm = getattr(torch, "_grouped_mm", None) or getattr(F, "grouped_mm", None)
+    if grouped_mm is None:
+        raise RuntimeError(f"torch {torch.__version__} has neither torch._grouped_mm nor F.grouped_mm")
+    return grouped_mm(a, b, offs=offsets)
+
+
+def moe_grouped_mm_layer(x, gate_up_proj, down_proj, indices, weights):
+    """transformers 5.x grouped_mm_experts_forward (integrations/moe.py) for (N, K) weights."""
+    tokens, top_k = indices.shape
+    experts = gate_up_proj.shape[0]
+    expert_ids = indices.reshape(-1)
+    token_idx = torch.arange(tokens, device=x.device).unsqueeze(1).expand(-1, top_k).reshape(-1)
+    perm = torch.argsort(expert_ids, stable=True)
+    inv_perm = torch.argsort(perm, stable=True)
+    sample_weights_g = weights.reshape(-1)[perm]
+    states_g = x[token_idx][perm]
+    counts = torch.histc(expert_ids[perm].float(), bins=experts, min=0, max=experts - 1)
+    offsets = torch.cumsum(counts, dim=0, dtype=torch.int32)
+    gate, up = moe_grouped_mm(states_g, gate_up_proj.transpose(-2, -1), offsets).chunk(2, dim=-1)
+    h = F.silu(gate) * up
+    y_g = moe_grouped_mm(h, down_proj.transpose(-2, -1), offsets) * sample_weights_g.unsqueeze(-1)
+    out = torch.zeros_like(x)
+    out.index_add_(0, token_idx, y_g[inv_perm].to(out.dtype))
+    return out
+
+
+def moe_eager_loop(x, gate_up_proj, down_proj, indices, weights):
+    """transformers 5.x eager experts (Qwen3MoeExperts.forward): a loop over the experts hit."""
+    experts = gate_up_proj.shape[0]
+    out = torch.zeros_like(x)
+    with torch.no_grad():
+        expert_mask = F.one_hot(indices, num_classes=experts).permute(2, 1, 0)
+        expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+    for expert in expert_hit:
+        expert = expert[0]
+        top_k_pos, token_idx = torch.where(expert_mask[expert])
+        gate, up = F.linear(x[token_idx], gate_up_proj[expert]).chunk(2, dim=-1)
+        y = F.linear(F.silu(gate) * up, down_proj[expert]) * weights[token_idx, top_k_pos, None]
+        out.index_add_(0, token_idx, y.to(out.dtype))
+    return out
+
+
+def moe_experts_peers(timer, dtype, name, runs):
+    try:
+        try:
+            from liger_kernel.ops import LigerFusedMoEFunction
+        except ImportError:
+            from liger_kernel.ops.fused_moe import LigerFusedMoEFunction
+        liger_error = None
+    except Exception as error:  # noqa: BLE001 -- not installed, or a version without it: the rows say so
+        LigerFusedMoEFunction, liger_error = None, error
+
+    def liger(x, gate_up_proj, down_proj, indices, weights):
+        return LigerFusedMoEFunction.apply(x, gate_up_proj, down_proj, indices.to(torch.int32), weights)
+
+    layers = (("grouped_mm layer", moe_grouped_mm_layer, None), ("eager loop (HF experts)", moe_eager_loop, None),
+              ("liger LigerFusedMoEFunction", liger, liger_error))
+    out = []
+    for tokens, hidden, experts, inter, top_k in MOE_EXPERTS_SHAPES:
+        shape = f"{tokens}x{hidden}x{experts}x{inter}x{top_k}"
+        rows = tokens * top_k
+        forward_flops = 2 * rows * (hidden * 2 * inter + inter * hidden)  # parity's count: 6 R H I
+        x = torch.randn(tokens, hidden, device="cuda", dtype=dtype)
+        gate_up_proj = 0.02 * torch.randn(experts, 2 * inter, hidden, device="cuda", dtype=dtype)
+        down_proj = 0.02 * torch.randn(experts, hidden, inter, device="cuda", dtype=dtype)
+        indices, weights = moe_experts_routing(tokens, experts, top_k, dtype)
+        dy = torch.randn_like(x)
+        for peer, fn, error in layers:
+            if error is not None:
+                error = RuntimeError(f"not available in liger-kernel here ({type(error).__name__}: {error}); "
+                                     "liger-kernel 0.8.5 has LigerFusedMoEFunction: install its wheel")
+                out.append(failed_row("moe_experts", "fwd", shape, name, peer, error))
+                out.append(failed_row("moe_experts", "fwd+bwd", shape, name, peer, error))
+                continue
+            try:
+                with torch.no_grad():
+                    out.append(row("moe_experts", "fwd", shape, name, peer,
+                                   timer.measure(lambda: fn(x, gate_up_proj, down_proj, indices, weights), runs=runs),
+                                   flops=forward_flops))
+            except Exception as error:  # noqa: BLE001 -- the row carries it
+                out.append(failed_row("moe_experts", "fwd", shape, name, peer, error))
+            leaves = [t.clone().requires_grad_() for t in (x, gate_up_proj, down_proj, weights)]
+            xg, gug, dg, wg = leaves
+            step = lambda: fn(xg, gug, dg, indices, wg).backward(dy)
+            try:
+                out.append(row("moe_experts", "fwd+bwd", shape, name, peer,
+                               timer.measure(step, clear_grads(*leaves), runs=runs), extra_peak(step, clear_grads(*leaves)),
+                               flops=3 * forward_flops))
+            except Exception as error:  # noqa: BLE001
+                out.append(failed_row("moe_experts", "fwd+bwd", shape, name, peer, error))
+            del leaves, xg, gug, dg, wg
+            torch.cuda.empty_cache()
+        # the gate_up GEMM alone, on rows already sorted by expert (the layer's first grouped_mm)
+        peer = "grouped_mm gate_up GEMM"
+        try:
+            expert_ids = indices.reshape(-1)
+            perm = torch.argsort(expert_ids, stable=True)
+            token_idx = torch.arange(tokens, device="cuda").unsqueeze(1).expand(-1, top_k).reshape(-1)
+            states_g = x[token_idx][perm].contiguous()  # (R, H)
+            counts = torch.bincount(expert_ids, minlength=experts)
+            offsets = torch.cumsum(counts, dim=0, dtype=torch.int32)  # (E,) ends, on the device
+            weight_t = gate_up_proj.transpose(-2, -1)  # (E, H, 2I), column-major in its last two dimensions
+            with torch.no_grad():
+                out.append(row("moe_experts", "fwd", shape, name, peer,
+                               timer.measure(lambda: moe_grouped_mm(states_g, weight_t, offsets), runs=runs),
+                               flops=2 * rows * hidden * 2 * inter, part="gate_up GEMM"))
+            del states_g
+        except Exception as error:  # noqa: BLE001
+            out.append(failed_row("moe_experts", "fwd", shape, name, peer, error))
+        del x, gate_up_proj, down_proj, indices, weights, dy
+        torch.cuda.empty_cache()
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="JSON file to write (atomically)")
@@ -294,7 +443,7 @@ def main():
     parser.add_argument("--flop-bound-runs", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"])
-    parser.add_argument("--ops", default="rms_norm,swiglu,rotary,cross_entropy,attention")
+    parser.add_argument("--ops", default="rms_norm,swiglu,rotary,cross_entropy,attention,moe_experts")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("bench_torch_peers: no CUDA device visible to PyTorch", file=sys.stderr)
@@ -314,6 +463,8 @@ def main():
             peers += cross_entropy_peers(timer, dtype, args.dtype, args.flop_bound_runs)
         elif op == "attention":
             peers += attention_peers(timer, dtype, args.dtype, args.flop_bound_runs)
+        elif op == "moe_experts":
+            peers += moe_experts_peers(timer, dtype, args.dtype, args.flop_bound_runs)
         else:
             print(f"bench_torch_peers: unknown op '{op}'", file=sys.stderr)
             return 2

@@ -13,6 +13,7 @@
 #include "ops/core/rng.h"
 #include "ops/cross_entropy/cross_entropy.h"
 #include "ops/load_balancing_loss/load_balancing_loss.h"
+#include "ops/moe_experts/moe_experts.h"
 #include "ops/registry.h"
 #include "ops/rms_norm/rms_norm.h"
 #include "ops/rms_norm_gated/rms_norm_gated.h"
@@ -21,9 +22,11 @@
 
 // ---- helpers ----
 
+enum { BENCH_MAX_TENSORS = 12 }; // moe_experts has 11: 5 inputs, the output and their gradients
+
 struct parity_bench_inputs {
     const parity_op_descriptor *op;
-    parity_tensor storage[12]; // the device tensors, released by parity_bench_teardown
+    parity_tensor storage[BENCH_MAX_TENSORS]; // the device tensors, released by parity_bench_teardown
     int count;
     parity_tensor *tensors[PARITY_OP_MAX_SLOTS];   // by slot
     parity_tensor *gradients[PARITY_OP_MAX_SLOTS]; // by slot: buffers of inputs' gradients, outputs' incoming ones
@@ -36,6 +39,9 @@ struct parity_bench_inputs {
 static parity_error *bench_tensor(parity_bench_inputs *in, parity_tensor **out, parity_dtype dtype, parity_device device,
                                   int ndim, const int64_t *shape, const char *name, parity_rng_distribution distribution,
                                   double a, double b) {
+    *out = NULL;
+    PARITY_CHECK(in->count < BENCH_MAX_TENSORS, PARITY_ERROR_INTERNAL, "bench %s: more than %d tensors", in->op->name,
+                 BENCH_MAX_TENSORS);
     parity_tensor *tensor = &in->storage[in->count];
     PARITY_TRY(parity_tensor_alloc(tensor, dtype, device, ndim, shape));
     in->count++;
@@ -45,15 +51,25 @@ static parity_error *bench_tensor(parity_bench_inputs *in, parity_tensor **out, 
     return NULL;
 }
 
-// A device tensor with host-made contents.
-static parity_error *bench_upload(parity_bench_inputs *in, parity_tensor **out, parity_dtype dtype, parity_device device,
-                                  int ndim, const int64_t *shape, const void *host_data) {
-    parity_tensor host = parity_tensor_wrap((void *)host_data, dtype, PARITY_CPU, ndim, shape);
+// A device tensor of `dtype` with host-made contents of `host_dtype` (rounded once on the way).
+static parity_error *bench_upload_as(parity_bench_inputs *in, parity_tensor **out, parity_dtype host_dtype,
+                                     parity_dtype dtype, parity_device device, int ndim, const int64_t *shape,
+                                     const void *host_data) {
+    *out = NULL;
+    PARITY_CHECK(in->count < BENCH_MAX_TENSORS, PARITY_ERROR_INTERNAL, "bench %s: more than %d tensors", in->op->name,
+                 BENCH_MAX_TENSORS);
+    parity_tensor host = parity_tensor_wrap((void *)host_data, host_dtype, PARITY_CPU, ndim, shape);
     parity_tensor *tensor = &in->storage[in->count];
     PARITY_TRY(parity_tensor_to(tensor, &host, device, dtype));
     in->count++;
     *out = tensor;
     return NULL;
+}
+
+// A device tensor with host-made contents of its own dtype.
+static parity_error *bench_upload(parity_bench_inputs *in, parity_tensor **out, parity_dtype dtype, parity_device device,
+                                  int ndim, const int64_t *shape, const void *host_data) {
+    return bench_upload_as(in, out, dtype, dtype, device, ndim, shape, host_data);
 }
 
 // The tensor of the op's slot `name` and its gradient (NULL for data).
@@ -250,6 +266,82 @@ static parity_error *attention_setup(const parity_bench_shape *shape, parity_dty
     return bench_attributes(in, &(parity_attention_args){.scale = 1.0 / sqrt((double)d), .causal = true});
 }
 
+// ---- moe_experts: TOKENSxHIDDENxEXPERTSxINTERMEDIATExTOP_K (the routed experts, fused layouts) ----
+
+// Routing as a trained router's top-k gives it, without a router: each token's K experts are distinct
+// and uniform at random (a partial Fisher-Yates over the E experts, from the stream's words
+// [2 K t, 2 K t + K)), so every expert gets about N K / E rows; its weights are a softmax over K logits
+// uniform in [-2, 2) (words [2 K t + K, 2 K (t + 1))), HF's top-k weights renormalised (norm_topk_prob).
+// Deterministic: the same (seed, name) stream on every run and device.
+static void moe_routing(int64_t tokens, int64_t experts, int64_t top_k, int64_t *indices, double *weights,
+                        int64_t *pool, uint32_t *words) {
+    parity_rng_stream stream = parity_rng_stream_named(2024, "moe_experts routing");
+    for (int64_t t = 0; t < tokens; t++) {
+        parity_rng_words(stream, (uint64_t)(2 * top_k * t), words, 2 * top_k);
+        for (int64_t e = 0; e < experts; e++) pool[e] = e;
+        for (int64_t k = 0; k < top_k; k++) { // pick pool[k + j], j uniform in [0, E - k)
+            int64_t j = k + (int64_t)(words[k] % (uint32_t)(experts - k));
+            int64_t chosen = pool[j];
+            pool[j] = pool[k];
+            pool[k] = chosen;
+            indices[t * top_k + k] = chosen;
+        }
+        double largest = -INFINITY, sum = 0;
+        for (int64_t k = 0; k < top_k; k++) {
+            weights[t * top_k + k] = 4.0 * (double)words[top_k + k] / 4294967296.0 - 2.0;
+            if (weights[t * top_k + k] > largest) largest = weights[t * top_k + k];
+        }
+        for (int64_t k = 0; k < top_k; k++) sum += weights[t * top_k + k] = exp(weights[t * top_k + k] - largest);
+        for (int64_t k = 0; k < top_k; k++) weights[t * top_k + k] /= sum;
+    }
+}
+
+// hidden ~ N(0, 1), both weights ~ N(0, 0.02) (the toys' initializer_range): gate/up pre-activations
+// about N(0, 0.8) at H 2048, so silu is neither saturated nor linear.
+static parity_error *moe_experts_setup(const parity_bench_shape *shape, parity_dtype dtype, parity_device device,
+                                       parity_bench_inputs *in) {
+    int64_t tokens = shape->dims[0], hidden = shape->dims[1], experts = shape->dims[2], inter = shape->dims[3];
+    int64_t top_k = shape->dims[4];
+    int64_t *indices = malloc((size_t)(tokens * top_k) * sizeof *indices);
+    double *weights = malloc((size_t)(tokens * top_k) * sizeof *weights);
+    int64_t *pool = malloc((size_t)experts * sizeof *pool);
+    uint32_t *words = malloc((size_t)(2 * top_k) * sizeof *words);
+    parity_error *error = indices && weights && pool && words
+                              ? NULL
+                              : PARITY_ERROR(PARITY_ERROR_MEMORY, "bench moe_experts: routing of %lld tokens", (long long)tokens);
+    parity_tensor *idx = NULL, *w = NULL;
+    int64_t routed[2] = {tokens, top_k};
+    if (!error) {
+        moe_routing(tokens, experts, top_k, indices, weights, pool, words);
+        error = bench_upload(in, &idx, PARITY_I64, device, 2, routed, indices);
+    }
+    if (!error) error = bench_upload_as(in, &w, PARITY_F64, dtype, device, 2, routed, weights);
+    free(indices);
+    free(weights);
+    free(pool);
+    free(words);
+    PARITY_TRY(error);
+    int64_t x_shape[2] = {tokens, hidden}, gate_up_shape[3] = {experts, 2 * inter, hidden};
+    int64_t down_shape[3] = {experts, hidden, inter};
+    parity_tensor *x, *gate_up, *down, *y, *dy, *dx, *dgate_up, *ddown, *dw;
+    PARITY_TRY(bench_tensor(in, &x, dtype, device, 2, x_shape, "moe_experts hidden", PARITY_RNG_NORMAL, 0, 1));
+    PARITY_TRY(bench_tensor(in, &gate_up, dtype, device, 3, gate_up_shape, "moe_experts gate_up_proj", PARITY_RNG_NORMAL,
+                            0, 0.02));
+    PARITY_TRY(bench_tensor(in, &down, dtype, device, 3, down_shape, "moe_experts down_proj", PARITY_RNG_NORMAL, 0, 0.02));
+    PARITY_TRY(bench_tensor(in, &y, dtype, device, 2, x_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &dy, dtype, device, 2, x_shape, "moe_experts doutput", PARITY_RNG_NORMAL, 0, 1));
+    PARITY_TRY(bench_tensor(in, &dx, dtype, device, 2, x_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &dgate_up, dtype, device, 3, gate_up_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &ddown, dtype, device, 3, down_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &dw, dtype, device, 2, routed, NULL, 0, 0, 0));
+    PARITY_TRY(bench_slot(in, "hidden", x, dx));
+    PARITY_TRY(bench_slot(in, "gate_up_proj", gate_up, dgate_up));
+    PARITY_TRY(bench_slot(in, "down_proj", down, ddown));
+    PARITY_TRY(bench_slot(in, "expert_indices", idx, NULL));
+    PARITY_TRY(bench_slot(in, "routing_weights", w, dw));
+    return bench_slot(in, "output", y, dy);
+}
+
 // ---- the table ----
 
 static const char *const rms_norm_shapes[] = {"16384x4096", NULL};
@@ -265,6 +357,12 @@ static const char *const load_balancing_shapes[] = {"65536x128x8", NULL}; // 4 l
 static const char *const attention_shapes[] = {"4x16x16x4096x128x1", "8x16x16x2048x64x1", "2x32x8x4096x128x1",
                                                "1x16x16x16384x128x8", "1x16x16x16384x128x1", NULL};
 
+// Issue 14's shapes: E64 top-8 on 16384 tokens (H 2048, I 768: Qwen3-30B-A3B's experts), then the
+// gpu-nightly toys' MoE layers on their batch of 2048 tokens (suites/gpu-nightly.yaml): qwen3_moe_toy
+// (E16 top-2, I 768) and deepseek_v3_toy's routed experts (E8 top-2, I 1024: its config's
+// moe_intermediate_size; the shared expert is a dense MLP, not this op).
+static const char *const moe_experts_shapes[] = {"16384x2048x64x768x8", "2048x2048x16x768x2", "2048x2048x8x1024x2", NULL};
+
 static const parity_bench_op bench_ops[] = {
     {&parity_rms_norm_op, rms_norm_shapes, true, rms_norm_setup},
     {&parity_swiglu_op, swiglu_shapes, true, swiglu_setup},
@@ -273,6 +371,7 @@ static const parity_bench_op bench_ops[] = {
     {&parity_rms_norm_gated_op, rms_norm_gated_shapes, true, rms_norm_gated_setup},
     {&parity_load_balancing_loss_op, load_balancing_shapes, true, load_balancing_setup},
     {&parity_attention_op, attention_shapes, true, attention_setup},
+    {&parity_moe_experts_op, moe_experts_shapes, true, moe_experts_setup},
 };
 
 parity_error *parity_bench_setup(const parity_bench_op *op, const parity_bench_shape *shape, parity_dtype dtype,
@@ -347,6 +446,9 @@ parity_error *parity_bench_parse_shape(const parity_bench_op *op, const char *te
     if (op->descriptor == &parity_load_balancing_loss_op && shape->dims[2] > shape->dims[1])
         return PARITY_ERROR(PARITY_ERROR_USAGE, "bench %s: top-k %lld exceeds the %lld experts", name,
                             (long long)shape->dims[2], (long long)shape->dims[1]);
+    if (op->descriptor == &parity_moe_experts_op && shape->dims[4] > shape->dims[2])
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "bench %s: top-k %lld exceeds the %lld experts", name,
+                            (long long)shape->dims[4], (long long)shape->dims[2]);
     if (op->descriptor == &parity_attention_op) {
         const int64_t *dims = shape->dims; // B, Hq, Hk, T, D, S
         if (dims[1] % dims[2] != 0)

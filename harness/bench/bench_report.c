@@ -133,8 +133,29 @@ static parity_error *peer_row(const char *path, const cJSON *item, int index, pa
     const parity_op_work_model *work = bench_op->descriptor->work;
     row->bytes = work->bytes(parsed.dims, parsed_dtype, backward);
     row->gigabytes_per_second = row->bytes / seconds / 1e9;
+    // "flops", where a peer gives it, must be parity's count for the op, pass and shape, so that both
+    // rates are of the same work; a peer that times a part of a flop-bound op ("part": moe_experts'
+    // "gate_up GEMM" alone) gives that part's flops instead and is never a parity row's "vs torch"
+    const char *part = json_string(item, "part");
+    double peer_flops = 0;
+    bool has_flops = json_number(item, "flops", &peer_flops);
+    if ((has_flops || part) && !work->flop_bound)
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s: peers[%d]: flops and part are for the flop-bound ops; %s is not one",
+                            path, index, op);
+    if (has_flops && !(peer_flops > 0))
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s: peers[%d].flops = %g is not a positive number", path, index, peer_flops);
+    if (part && !has_flops)
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s: peers[%d] times the part '%s' of %s and needs its flops", path, index,
+                            part, op);
     if (work->flop_bound) {
         row->flops = work->flops(parsed.dims, backward);
+        if (part) {
+            row->is_part = true;
+            row->flops = peer_flops;
+        } else if (has_flops && fabs(peer_flops - row->flops) > 1e-9 * row->flops) {
+            return PARITY_ERROR(PARITY_ERROR_DATA, "%s: peers[%d].flops = %.17g is not parity's count %.17g for %s %s %s", path,
+                                index, peer_flops, row->flops, op, pass, row->shape);
+        }
         row->teraflops = row->flops / seconds / 1e12;
     }
     row->gradient_bytes = work->gradient_bytes(parsed.dims, parsed_dtype);
@@ -170,13 +191,14 @@ parity_error *parity_bench_read_peers(const char *path, parity_bench_report *rep
     }
     cJSON_Delete(root);
     if (error) return error;
-    // every parity row: the first measured peer of the same op, pass, shape and dtype
+    // every parity row: the first measured peer of the same op, pass, shape and dtype that times the
+    // whole op
     for (size_t i = 0; i < report->count; i++) {
         parity_bench_result *row = &report->results[i];
         if (row->is_peer) continue;
         for (size_t p = first_peer; p < report->count; p++) {
             const parity_bench_result *peer = &report->results[p];
-            if (!peer->is_peer || !peer->ok || strcmp(peer->op, row->op) || strcmp(peer->pass, row->pass) ||
+            if (!peer->is_peer || !peer->ok || peer->is_part || strcmp(peer->op, row->op) || strcmp(peer->pass, row->pass) ||
                 strcmp(peer->shape, row->shape) || strcmp(peer->dtype, row->dtype))
                 continue;
             row->peer_median_ms = peer->timing.median_ms;
@@ -225,6 +247,7 @@ static parity_error *read_row(const char *path, const cJSON *item, int index, pa
     copy_string(row->backend, sizeof row->backend, item, "backend");
     copy_string(row->status, sizeof row->status, item, "status");
     row->is_peer = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "peer"));
+    row->is_part = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "part"));
     const cJSON *timing = cJSON_GetObjectItemCaseSensitive(item, "timing");
     row->ok = cJSON_IsObject(timing);
     row->extra_peak_bytes = -1;
@@ -428,6 +451,7 @@ static parity_error *json_body(const parity_bench_report *report, const parity_b
         cJSON_AddStringToObject(object, "dtype", row->dtype);
         cJSON_AddStringToObject(object, "backend", row->backend);
         cJSON_AddBoolToObject(object, "peer", row->is_peer);
+        if (row->is_part) cJSON_AddBoolToObject(object, "part", true);
         cJSON_AddStringToObject(object, "status", row->status);
         if (row->ok) {
             cJSON_AddItemToObject(object, "timing", timing_json(&row->timing));
@@ -550,11 +574,13 @@ static parity_error *markdown_at(const parity_bench_report *report, const parity
             c->l2_bytes / 1048576.0, c->copy_gigabytes_per_second, 100 * c->copy_timing.noise, (long long)c->gemm_n,
             c->gemm_teraflops, 100 * c->gemm_timing.noise);
     fprintf(stream, "Timing: CUDA events around each call, L2 flushed (%.0f MiB written) before every run, %d warm-up runs, "
-                    "median of %d runs (%d for the flop-bound cross_entropy and attention, fewer where they would pass "
+                    "median of %d runs (%d for the flop-bound cross_entropy, attention and moe_experts, fewer where they would pass "
                     "%.0f s, at least %d: the noise column says how many); noise = median absolute deviation / "
                     "median. Rates count the bytes that must move (each input read once, each output written once) or "
                     "the GEMM flops (cross_entropy: 6 N H V; attention, causal: issue 13's count 2 B H D sum(L^2) over "
-                    "the documents forward, i.e. 2 B H T^2 D for one document a row, 3.5x that forward + backward). Extra peak = device memory at the fwd+bwd peak beyond what was held "
+                    "the documents forward, i.e. 2 B H T^2 D for one document a row, 3.5x that forward + backward; moe_experts: the "
+                    "experts' GEMMs 2 R (H 2I + I H) = 6 R H I forward over the R = N K routed rows, 3x that forward + "
+                    "backward; a torch peer timing a part, the gate_up GEMM alone, counts its own 4 R H I). Extra peak = device memory at the fwd+bwd peak beyond what was held "
                     "before it: for parity the inputs and the caller's gradient buffers (listed apart), for torch the "
                     "inputs only.%s%s%s\n\n",
             c->flush_bytes / 1048576.0, c->warmup, c->runs, c->flop_bound_runs, PARITY_BENCH_FLOP_BOUND_ROW_BUDGET_MS / 1000,

@@ -28,6 +28,8 @@ typedef struct parity_bench_result {
     char op[32], pass[16], shape[64], dtype[8];
     char backend[64];        // the parity backend, or "torch:<peer>" for a PyTorch peer read from a peers file
     bool is_peer;
+    bool is_part;            // a peer that times a part of the op (moe_experts' gate_up GEMM alone), with its own
+                             // flops: listed, never the peer a parity row's "vs torch" is linked to
     bool ok;                 // timed; otherwise `status` says why not ("not supported: ...", "error: ...")
     char status[256];
     parity_bench_timing timing;

@@ -71,6 +71,9 @@ Test(bench, command_line_errors_have_documented_exit_codes) {
         {"bench op rms_norm --device cuda --shape 4x5x6", 2, "has 3 sizes, expected 2 (ROWSxHIDDEN)"},
         {"bench op rms_norm --device cuda --shape 0x8", 2, "is not ROWSxHIDDEN"},
         {"bench op load_balancing_loss --device cuda --shape 64x8x9", 2, "top-k 9 exceeds the 8 experts"},
+        {"bench op moe_experts --device cuda --shape 64x32x4x16x5", 2, "top-k 5 exceeds the 4 experts"},
+        {"bench op moe_experts --device cuda --shape 64x32x4x16", 2,
+         "has 4 sizes, expected 5 (TOKENSxHIDDENxEXPERTSxINTERMEDIATExTOP_K)"},
         {"bench op rms_norm --device cuda --shape 9223372036854775807x4096", 2, "has more than 2^53 elements"},
         {"bench op all --device cuda --shape 8x8", 2, "--shape needs a single op"},
         {"bench op rms_norm --device cuda --backends nope", 2, "rms_norm has no backend 'nope' on cuda"},
@@ -107,6 +110,10 @@ Test(bench, shapes_parse_into_the_ops_formats) {
         {"attention", "1x16x16x16384x128x1", 6, {1, 16, 16, 16384, 128, 1}},
         {"attention", "1x16x16x16384x128x8", 6, {1, 16, 16, 16384, 128, 8}},
         {"attention", "2x32x8x4096x128x1", 6, {2, 32, 8, 4096, 128, 1}},
+        // moe_experts: TOKENSxHIDDENxEXPERTSxINTERMEDIATExTOP_K (issue 14's shapes)
+        {"moe_experts", "16384x2048x64x768x8", 5, {16384, 2048, 64, 768, 8}},
+        {"moe_experts", "2048x2048x16x768x2", 5, {2048, 2048, 16, 768, 2}},
+        {"moe_experts", "2048x2048x8x1024x2", 5, {2048, 2048, 8, 1024, 2}},
     };
     for (size_t i = 0; i < ROWS(rows); i++) {
         const parity_bench_op *op = parity_bench_find_op(rows[i].op);
@@ -182,6 +189,34 @@ Test(bench, attention_counts_causal_flops_over_documents) {
     }
 }
 
+// moe_experts' work model (ops/moe_experts/descriptor.c): the experts' GEMMs over R = N K routed rows,
+// 2 R (H 2I + I H) = 6 R H I forward, 3x that forward + backward; its default shapes are issue 14's, the
+// toys' from their configs (qwen3_moe_toy E16 top-2 I 768, deepseek_v3_toy E8 top-2 I 1024) on the
+// gpu-nightly batch of 2048 tokens.
+Test(bench, moe_experts_counts_the_experts_gemms) {
+    const parity_bench_op *op = parity_bench_find_op("moe_experts");
+    cr_assert_not_null(op);
+    const parity_op_work_model *work = op->descriptor->work;
+    cr_expect(work->flop_bound);
+    cr_expect(op->forward_pass, "fwd is timed alone too");
+    parity_bench_shape shape;
+    cr_assert_null(parity_bench_parse_shape(op, "16384x2048x64x768x8", &shape));
+    double rows = 16384.0 * 8;
+    cr_expect_float_eq(work->flops(shape.dims, false), 2 * rows * (2048.0 * 2 * 768 + 768.0 * 2048), 1);
+    cr_expect_float_eq(work->flops(shape.dims, false), 6 * rows * 2048 * 768, 1);
+    cr_expect_float_eq(work->flops(shape.dims, true), 3 * 6 * rows * 2048 * 768, 1);
+    // bytes, bf16: hidden, both weights, indices (int64) and weights read, output written
+    double inputs = (16384.0 * 2048 + 64.0 * 3 * 768 * 2048 + 16384.0 * 8) * 2 + 16384.0 * 8 * 8;
+    cr_expect_float_eq(work->bytes(shape.dims, PARITY_BF16, false), inputs + 16384.0 * 2048 * 2, 1e-3);
+    cr_expect_float_eq(work->gradient_bytes(shape.dims, PARITY_BF16), (16384.0 * 2048 + 64.0 * 3 * 768 * 2048 + 16384.0 * 8) * 2,
+                       1e-3);
+    static const char *const expected[] = {"16384x2048x64x768x8", "2048x2048x16x768x2", "2048x2048x8x1024x2"};
+    int count = 0;
+    for (const char *const *text = op->default_shapes; *text; text++, count++)
+        if (count < (int)ROWS(expected)) cr_expect_str_eq(*text, expected[count]);
+    cr_expect_eq(count, (int)ROWS(expected));
+}
+
 // tools/bench_torch_peers.py (PyTorch, run on the GPU host only) times attention on parity's default
 // shapes, so its rows match parity's by shape: each default shape is a tuple of its ATTENTION_SHAPES,
 // and it packs documents by the same rule (checked here without torch).
@@ -205,7 +240,21 @@ Test(bench, torch_peers_time_attention_on_parity_shapes) {
     cr_expect_eq(shapes, 5, "issue 13's five shapes");
     cr_expect(strstr(script, "lengths = [tokens * (i + 1) // weights for i in range(documents - 1)]") != NULL,
               "the script packs documents as parity_attention_work_document_length");
-    cr_expect(strstr(script, "\"rms_norm,swiglu,rotary,cross_entropy,attention\"") != NULL, "attention is a default op");
+    cr_expect(strstr(script, "\"rms_norm,swiglu,rotary,cross_entropy,attention,moe_experts\"") != NULL,
+              "attention and moe_experts are default ops");
+    // and moe_experts on parity's default shapes, each a tuple of its MOE_EXPERTS_SHAPES
+    op = parity_bench_find_op("moe_experts");
+    cr_assert_not_null(op);
+    for (const char *const *text = op->default_shapes; *text; text++) {
+        parity_bench_shape shape;
+        cr_assert_null(parity_bench_parse_shape(op, *text, &shape));
+        char tuple[96];
+        snprintf(tuple, sizeof tuple, "(%lld, %lld, %lld, %lld, %lld)", (long long)shape.dims[0], (long long)shape.dims[1],
+                 (long long)shape.dims[2], (long long)shape.dims[3], (long long)shape.dims[4]);
+        cr_expect(strstr(script, tuple) != NULL, "bench_torch_peers.py's MOE_EXPERTS_SHAPES lacks %s (%s)", tuple, *text);
+    }
+    cr_expect(strstr(script, "forward_flops = 2 * rows * (hidden * 2 * inter + inter * hidden)") != NULL,
+              "the script counts parity's flops");
     free(script);
 }
 
@@ -320,6 +369,89 @@ Test(bench, peers_that_failed_are_rows_with_their_reason) {
     unlink(path);
 }
 
+// A flop-bound peer may give its flops: parity's count for the op, pass and shape (checked), or, for a
+// peer that times a part of the op ("part": moe_experts' gate_up GEMM alone), that part's own count; a
+// part is listed with its rate but never the peer a parity row's "vs torch" is linked to, whatever the
+// order of the file.
+Test(bench, peers_with_flops_are_checked_and_parts_never_linked) {
+    static const char *const prefix = "{\"op\": \"moe_experts\", \"shape\": \"2048x2048x16x768x2\", \"dtype\": \"bf16\", ";
+    double layer = 6.0 * 2048 * 2 * 2048 * 768, gemm = 4.0 * 2048 * 2 * 2048 * 768;
+    char text[1024], path[64];
+    snprintf(text, sizeof text,
+             "{\"peers\": [%s\"pass\": \"fwd\", \"peer\": \"grouped_mm gate_up GEMM\", \"part\": \"gate_up GEMM\", "
+             "\"flops\": %.17g, \"median_ms\": 0.1, \"runs\": 20}, "
+             "%s\"pass\": \"fwd\", \"peer\": \"grouped_mm layer\", \"flops\": %.17g, \"median_ms\": 0.5, \"runs\": 20}, "
+             "%s\"pass\": \"fwd+bwd\", \"peer\": \"grouped_mm layer\", \"flops\": %.17g, \"median_ms\": 1.5, \"runs\": 20}]}",
+             prefix, gemm, prefix, layer, prefix, 3 * layer);
+    write_temporary(text, path);
+    parity_bench_report report;
+    memset(&report, 0, sizeof report);
+    report.context.gemm_teraflops = 700;
+    parity_bench_result ours = measured_row("moe_experts", "fwd", "2048x2048x16x768x2", "bf16", "eager", 1.0);
+    cr_assert_null(parity_bench_report_add(&report, &ours));
+    parity_error *error = parity_bench_read_peers(path, &report);
+    cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
+    cr_assert_eq(report.count, 4);
+    cr_expect(report.results[1].is_part && !report.results[2].is_part);
+    cr_expect_float_eq(report.results[1].teraflops, gemm / 0.1e-3 / 1e12, 1e-9, "the part's own flops");
+    cr_expect_float_eq(report.results[2].teraflops, layer / 0.5e-3 / 1e12, 1e-9);
+    cr_expect_float_eq(report.results[3].flops, 3 * layer, 1);
+    cr_expect_str_eq(report.results[0].peer, "torch:grouped_mm layer", "linked to the layer, not the GEMM alone");
+    cr_expect_float_eq(report.results[0].peer_median_ms, 0.5, 1e-12);
+    // the report parity writes keeps the part through a re-read (`parity bench render`)
+    snprintf(report.context.device_name, sizeof report.context.device_name, "NVIDIA H200");
+    report.context.copy_gigabytes_per_second = 4000;
+    char written[64];
+    write_temporary("", written);
+    cr_assert_null(parity_bench_write_json(&report, written));
+    parity_bench_report again;
+    memset(&again, 0, sizeof again);
+    error = parity_bench_read_report(written, &again);
+    cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
+    cr_assert_eq(again.count, 4);
+    cr_expect(again.results[1].is_part && !again.results[2].is_part && !again.results[0].is_part);
+    cr_expect_float_eq(again.results[1].flops, gemm, 1);
+    parity_bench_report_release(&again);
+    unlink(written);
+    parity_bench_report_release(&report);
+    unlink(path);
+
+    static const struct {
+        const char *fields, *expected;
+    } refused[] = {
+        {"\"pass\": \"fwd\", \"peer\": \"x\", \"flops\": 1e12, \"median_ms\": 1", "peers[0].flops = 1000000000000 is not parity's count"},
+        {"\"pass\": \"fwd\", \"peer\": \"x\", \"flops\": -1, \"median_ms\": 1", "peers[0].flops = -1 is not a positive number"},
+        {"\"pass\": \"fwd\", \"peer\": \"x\", \"part\": \"gate_up GEMM\", \"median_ms\": 1",
+         "peers[0] times the part 'gate_up GEMM' of moe_experts and needs its flops"},
+    };
+    for (size_t i = 0; i < ROWS(refused); i++) {
+        snprintf(text, sizeof text, "{\"peers\": [%s%s}]}", prefix, refused[i].fields);
+        write_temporary(text, path);
+        memset(&report, 0, sizeof report);
+        error = parity_bench_read_peers(path, &report);
+        cr_expect_not_null(error, "row %zu accepted", i);
+        if (error) {
+            cr_expect(strstr(parity_error_message(error), refused[i].expected) != NULL, "row %zu: '%s' lacks '%s'", i,
+                      parity_error_message(error), refused[i].expected);
+            cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_DATA);
+        }
+        parity_error_free(error);
+        parity_bench_report_release(&report);
+        unlink(path);
+    }
+    // flops on a memory-bound op
+    write_temporary("{\"peers\": [{\"op\": \"rms_norm\", \"pass\": \"fwd\", \"shape\": \"8x8\", \"dtype\": \"bf16\", "
+                    "\"peer\": \"x\", \"flops\": 5, \"median_ms\": 1}]}",
+                    path);
+    memset(&report, 0, sizeof report);
+    error = parity_bench_read_peers(path, &report);
+    cr_expect(error && strstr(parity_error_message(error), "flops and part are for the flop-bound ops; rms_norm is not one"),
+              "%s", error ? parity_error_message(error) : "accepted");
+    parity_error_free(error);
+    parity_bench_report_release(&report);
+    unlink(path);
+}
+
 // A count in a report (runs, warm-ups, SMs, the GEMM size) that does not fit an int is refused, naming
 // the field (the fuzzer found the out-of-range conversion: suites/fuzz/corpus/bench_report/).
 Test(bench, report_counts_out_of_range_are_named) {
@@ -430,7 +562,7 @@ Test(bench, targets_file_reads_and_malformed_lines_are_named) {
     parity_bench_targets targets;
     parity_error *error = parity_bench_targets_read(PARITY_BENCH_TARGETS_REPOSITORY_PATH, &targets);
     cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
-    cr_expect_eq(targets.count, 11);
+    cr_expect_eq(targets.count, 14);
     cr_expect_str_eq(targets.items[0].op, "rms_norm");
     cr_expect_str_eq(targets.items[0].backend, "", "'best' is the best backend");
     cr_expect_str_eq(targets.items[0].peer, "", "a bandwidth target names no peer");
@@ -458,6 +590,22 @@ Test(bench, targets_file_reads_and_malformed_lines_are_named) {
         cr_expect_str_eq(target->peer, attention[i].peer);
         cr_expect_float_eq(target->minimum_speedup, attention[i].speedup, 1e-12);
         cr_expect_float_eq(target->maximum_extra_gib, 0, 0, "%s: memory not judged", target->what);
+    }
+    // issue 14's MoE targets against the layer torch builds from grouped_mm: fused_quack fwd+bwd at most
+    // 0.8x its time (1.25x as fast), fused_triton no slower
+    static const struct { const char *pass, *backend; double speedup; } moe[] = {
+        {"fwd+bwd", "fused_quack", 1.25},
+        {"fwd", "fused_triton", 1},
+        {"fwd+bwd", "fused_triton", 1},
+    };
+    for (size_t i = 0; i < ROWS(moe) && 11 + i < targets.count; i++) {
+        const parity_bench_target *target = &targets.items[11 + i];
+        cr_expect_str_eq(target->op, "moe_experts");
+        cr_expect_str_eq(target->shape, "16384x2048x64x768x8");
+        cr_expect_str_eq(target->pass, moe[i].pass);
+        cr_expect_str_eq(target->backend, moe[i].backend);
+        cr_expect_str_eq(target->peer, "grouped_mm layer");
+        cr_expect_float_eq(target->minimum_speedup, moe[i].speedup, 1e-12);
     }
     parity_bench_targets_release(&targets);
 
