@@ -91,7 +91,17 @@ static parity_error *add_field_rows(parity_text_table *table, const parity_kerne
         const char *notes = requirements(field, value, buffer, sizeof buffer);
         for (int device = 0; device < PARITY_DEVICE_TYPE_COUNT; device++) {
             bool show = only ? device == (int)only->type : parity_kernel_value_targets(value, device);
-            if (show) PARITY_TRY(add_backend_row(table, field, value->name, (parity_device_type)device, notes));
+            if (!show) continue;
+            // A backend built here that needs more than the seed's minimum says so (fused_triton's
+            // mma.sync needs SM80; VeOmni's Triton kernel runs from SM70).
+            const parity_backend *backend = parity_registry_find(field->op, value->name, (parity_device_type)device);
+            char stricter[320];
+            const char *row_notes = notes;
+            if (backend && backend->min_compute_capability > value->min_compute_capability) {
+                snprintf(stricter, sizeof stricter, "SM%d+ here (seed: %.200s)", backend->min_compute_capability, notes);
+                row_notes = stricter;
+            }
+            PARITY_TRY(add_backend_row(table, field, value->name, (parity_device_type)device, row_notes));
         }
     }
     enum { EXTRA_MAX = 64 };
