@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "models/checkpoint/checkpoint.h"
+#include "ops/core/clock.h"
 #include "ops/core/device.h"
 #include "ops/core/memory.h"
 #include "ops/core/rng.h"
@@ -123,6 +124,7 @@ static parity_error *names_from_settings(const parity_evaluation_options *option
 
 parity_error *parity_evaluate(const parity_evaluation_options *options, parity_evaluation *out) {
     memset(out, 0, sizeof *out);
+    double phase_started = parity_monotonic_seconds();
     PARITY_TRY(parity_registry_register_builtins());
     parity_parameters parameters = {0};
     parity_error *error = NULL;
@@ -195,10 +197,15 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         out->valid_target_count = batch->valid_target_count;
         out->document_count = batch->document_count;
         parity_memory_reset_peak(options->device);
+        double now = parity_monotonic_seconds();
+        out->setup_seconds = now - phase_started, phase_started = now;
         error = parity_model_step(model, exec, batch, options->want_logits, &out->step);
+        now = parity_monotonic_seconds();
+        out->measured_seconds = now - phase_started, phase_started = now;
         model->locate_non_finite = false; // the measured step said where; the repeats are for time
         model->measure_gradients = false; // timed: the forward + backward, not the harness's norms and sketches
         if (!error) error = timed_steps(options, model, exec, batch, out);
+        out->timed_seconds = parity_monotonic_seconds() - phase_started;
         model->measure_gradients = true;
         if (!error && options->profile_ops) error = profiled_step(model, exec, batch, out);
         out->peak_memory_bytes = (int64_t)parity_memory_get_stats(options->device).peak_bytes;

@@ -66,6 +66,10 @@ typedef struct parity_evaluation {
     int64_t peak_memory_bytes;         // the device's peak over the steps (ops/core/memory.h)
     bool has_op_profile;               // profile_ops: the profiled step's times
     parity_tape_profile op_profile;
+    // Wall seconds of the phases (where a run's time goes beyond its timed steps): weights drawn or
+    // read, and the model built; the measured step (with its gradient norms and sketches, device
+    // synchronized at its end); the warm-up and timed steps.
+    double setup_seconds, measured_seconds, timed_seconds;
 } parity_evaluation;
 
 // Runs the evaluation. On a config problem the error lists every problem (ops_config has each).

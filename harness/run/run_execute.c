@@ -43,10 +43,16 @@ static bool golden_on_device_type(const parity_golden *golden, parity_device dev
     return golden_on_cpu == (device.type == PARITY_DEVICE_CPU);
 }
 
-// Runs one combo (plan->status PASS) and fills its record (when `record` is not NULL).
+// Where a combo's wall time went (seconds): the evaluation's phases (harness/evaluate.h) and the
+// jittered eager runs a group's baseline makes.
+typedef struct combo_phases {
+    double setup, measured, timed, jitter;
+} combo_phases;
+
+// Runs one combo (plan->status PASS) and fills its record (when `record` is not NULL) and `phases`.
 static parity_error *run_combo(const parity_suite *suite, const parity_combo_plan *plan, const parity_exec *exec,
-                               const parity_case *c,
-                               const parity_golden *golden, parity_run_group *group, parity_combo_result *record) {
+                               const parity_case *c, const parity_golden *golden, parity_run_group *group,
+                               parity_combo_result *record, combo_phases *phases) {
     parity_op_names names; // the plan's choices, checked when it was planned
     parity_combo_op_names(plan, &names);
     parity_timer timer;
@@ -58,6 +64,7 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
         parity_case_evaluate(c, plan->dtype, plan->device, exec, &names, false, &timer, warmup, repeats, &suite->adaptive, 0,
                              &evaluation);
     parity_timer_release(&timer);
+    *phases = (combo_phases){evaluation.setup_seconds, evaluation.measured_seconds, evaluation.timed_seconds, 0};
 
     const parity_step_result *value = &evaluation.step; // read only when the run succeeded
     if (plan->is_baseline) {
@@ -69,8 +76,11 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
             parity_text_format(group->baseline_problem, sizeof group->baseline_problem, "NaN/Inf first appeared in %s",
                                value->first_non_finite);
         if (group->baseline_ok) error = parity_step_result_copy(value, &group->eager);
-        if (group->baseline_ok && !error && suite->tolerance == PARITY_RULE_PARITY && plan->dtype != PARITY_F64)
+        if (group->baseline_ok && !error && suite->tolerance == PARITY_RULE_PARITY && plan->dtype != PARITY_F64) {
+            double jitter_started = parity_monotonic_seconds();
             error = parity_run_jitter_spread(plan, exec, c, &golden->expected, suite->jitter_runs, group);
+            phases->jitter = parity_monotonic_seconds() - jitter_started;
+        }
     }
     if (record && !error) {
         if (run_error) {
@@ -266,20 +276,26 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
         }
         parity_progress_begin(&progress, combo->model->name, combo->id);
         double combo_started = parity_monotonic_seconds();
+        combo_phases phases = {0};
         error = run_combo(suite, combo, exec_of(plan, execs, combo->device), c, &goldens[plan->case_index[i]], &group,
-                          record);
+                          record, &phases);
         if (error) break;
-        // The combo's wall time beside its step's: model build, the measured step with its gradient
-        // norms and sketches, warm-up and timed steps (and a group's jittered eager runs on its baseline).
+        // The combo's wall time beside its step's, and where it went: weights and model build, the
+        // measured step with its gradient norms and sketches, warm-up and timed steps, and on a
+        // group's baseline its jittered eager runs.
         double combo_seconds = parity_monotonic_seconds() - combo_started;
+        char where[160];
+        parity_text_format(where, sizeof where, "setup %.2g, measured %.2g, timed %.2g", phases.setup, phases.measured,
+                           phases.timed);
+        if (phases.jitter > 0) parity_text_extend(where, sizeof where, ", jitter runs %.2g", phases.jitter);
         char note[1100] = "";
         const char *status = record ? parity_combo_status_name(record->status) : "baseline";
         if (record && record->status == PARITY_COMBO_PASS) {
             double worst = 0;
             for (size_t m = 0; m < record->metric_count; m++)
                 if (record->metrics[m].ratio > worst) worst = record->metrics[m].ratio;
-            parity_text_format(note, sizeof note, "worst ratio %.3g, %.3g ms (combo %.3g s)", worst, record->median_ms,
-                               combo_seconds);
+            parity_text_format(note, sizeof note, "worst ratio %.3g, %.3g ms (combo %.3g s: %s)", worst,
+                               record->median_ms, combo_seconds, where);
         } else if (record) {
             parity_text_format(note, sizeof note, "%s", record->reason);
         } else {
