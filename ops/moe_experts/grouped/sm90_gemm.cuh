@@ -1,0 +1,323 @@
+// sm90_gemm.cuh: the device side of fused_quack's grouped GEMMs (sm90_gemm.h), included by
+// sm90_gemm.cu alone. Needs sm_90a (wgmma).
+//
+// CTA: 384 threads = 3 warpgroups.
+//   warpgroup 0   producer: its thread 0 issues every TMA load; the other 127 threads exit at once
+//   warpgroups 1-2  consumers: warpgroup 1 + w computes rows [64 w, 64 w + 64) of the 128 x 128
+//                 tile with wgmma m64n128k16 (64 f32 accumulators a thread), then stores its rows
+// Tile: BM = 128 rows (kGroupTileRows: the dispatch's tile_offsets count these) x BN = 128 columns
+// x BK = 64 of the contraction (64 bf16 = 128 bytes: one 128-byte swizzle row).
+// Shared memory ring: kStages stages, each A (128 rows x 128 B = 16 KiB) then B (16 KiB), every
+// operand base 1024-byte aligned (the 128-byte swizzle pattern repeats every 8 rows = 1024 B, and
+// the matrix descriptors below assume base offset 0). Two mbarriers a stage:
+//   full[s]   1 arrival (the producer's arrive.expect_tx of the stage's 32768 bytes) + the TMA's
+//             complete_tx: its phase completes when both operands have landed
+//   empty[s]  256 arrivals (every consumer thread, once its wgmma reading the stage has completed,
+//             wgmma.wait_group): its phase completes when the stage may be overwritten
+// Phases: stage s's k-th fill (k = 0, 1, ...) is full[s]'s phase k; the consumer waits for parity
+// k & 1; the producer, before fill k, waits on empty[s] for parity (k & 1) ^ 1 (for k = 0 the
+// "preceding phase" of a fresh barrier counts as complete, so the first fill does not wait).
+// Persistent schedule: tile t = blockIdx.x, += gridDim.x over tile_offsets[E] row tiles x n_tiles
+// column tiles (t / n_tiles: row tile, t % n_tiles: column tile); producer and consumers walk the
+// same sequence, so the ring's stage and phase run on across tiles.
+// Masking: a row tile may run past its expert's rows into the next expert's (or past R, where TMA
+// zero-fills): those rows are computed with this expert's weights and are not stored. Columns past
+// N (and K past the end) are zero-filled by TMA; columns >= N are not stored.
+#ifndef PARITY_MOE_SM90_GEMM_CUH
+#define PARITY_MOE_SM90_GEMM_CUH
+
+#include <cuda.h> // CUtensorMap (the type only: the encoder is fetched through the runtime)
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+#include "ops/core/cuda/bulk_copy.cuh"
+#include "ops/moe_experts/grouped/grouped_math.cuh" // silu_f32, silu_backward_f32, round_bf16, expert_of_tile, store/load_pair, epilogue_kind
+
+namespace parity_moe {
+namespace sm90 {
+
+constexpr int kBM = 128, kBN = 128, kBK = 64, kStages = 4, kThreads = 384;
+constexpr int kOperandBytes = kBM * kBK * 2;        // 16384: 128 rows x 128 bytes (A; B likewise, kBN = 128)
+constexpr int kStageBytes = 2 * kOperandBytes;      // 32768: what full[s] expects per fill
+constexpr int kSharedBytes = kStages * kStageBytes + 1024; // + slack to align the ring to 1024 B
+constexpr int kEmptyArrivals = 256;                 // the two consumer warpgroups' threads
+
+using parity_fused::barrier_arrive_expect;
+using parity_fused::barrier_init;
+using parity_fused::barrier_init_fence;
+using parity_fused::barrier_wait;
+
+__device__ __forceinline__ void barrier_arrive(uint64_t *barrier) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(parity_fused::shared_address(barrier)) : "memory");
+}
+
+// ---- TMA: box loads of a tensor map (coordinates innermost first, in elements; out-of-bounds
+// elements are written as zeros and still count toward the barrier's transaction bytes) ----
+__device__ __forceinline__ void tma_load_2d(uint32_t destination, const CUtensorMap *map, int32_t c0, int32_t c1,
+                                            uint64_t *barrier) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(destination), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1),
+                 "r"(parity_fused::shared_address(barrier))
+                 : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(uint32_t destination, const CUtensorMap *map, int32_t c0, int32_t c1,
+                                            int32_t c2, uint64_t *barrier) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 ::"r"(destination), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2),
+                 "r"(parity_fused::shared_address(barrier))
+                 : "memory");
+}
+__device__ __forceinline__ void tma_load_4d(uint32_t destination, const CUtensorMap *map, int32_t c0, int32_t c1,
+                                            int32_t c2, int32_t c3, uint64_t *barrier) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
+                 ::"r"(destination), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+                 "r"(parity_fused::shared_address(barrier))
+                 : "memory");
+}
+
+// ---- wgmma shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
+//   bits  0-13  start address >> 4
+//   bits 16-29  leading-dimension byte offset >> 4: unused for K-major operands with a swizzle
+//               whose width (128 B) covers the instruction's K extent (16 bf16 = 32 B); set to 1
+//   bits 32-45  stride-dimension byte offset >> 4: from one 8-row core-matrix group to the next
+//               along M (A) or N (B): 8 rows x 128 B = 1024 B -> 64
+//   bits 49-51  base offset: 0 (every operand base is 1024-byte aligned)
+//   bits 62-63  swizzle mode: 1 = 128-byte swizzle (what TMA's CU_TENSOR_MAP_SWIZZLE_128B writes)
+// The K-th 16-element slice of a 64-element (128-byte) swizzled row starts 32 K bytes later: the
+// hardware applies the swizzle (address bits [4, 7) ^= bits [7, 10)) to the computed address, so
+// advancing the start address by 32 B (2 in the >> 4 field) selects the next slice.
+__device__ __forceinline__ uint64_t smem_descriptor(uint32_t shared_address) {
+    uint64_t descriptor = 0;
+    descriptor |= (uint64_t)((shared_address >> 4) & 0x3FFF);
+    descriptor |= (uint64_t)1 << 16;           // LBO (unused, see above)
+    descriptor |= (uint64_t)(1024 >> 4) << 32; // SBO = 1024 B
+    descriptor |= (uint64_t)1 << 62;           // 128-byte swizzle
+    return descriptor;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+// d (64 x 128, f32) = A (64 x 16, K-major, descriptor a) B (16 x 128, K-major = B^T stored [n][k],
+// descriptor b) + (accumulate ? d : 0). imm-scale-a = imm-scale-b = 1, imm-trans-a = imm-trans-b = 0
+// (both operands K-major, no transpose). Fragment of d (thread t of the warpgroup, warp w = t / 32,
+// lane l = t % 32): d[4 j + 2 h + i] is row 16 w + l / 4 + 8 h, column 8 j + 2 (l % 4) + i
+// (j in [0, 16), h, i in {0, 1}).
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t a, uint64_t b, int accumulate) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
+        "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, "
+        "%45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "%64, %65, p, 1, 1, 0, 0;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+          "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+          "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(a), "l"(b), "r"(accumulate)
+        : "memory");
+}
+
+struct params {
+    int64_t rows;                  // R: the A map's row count
+    int64_t k_size;                // contraction K
+    int64_t n_size;                // output columns: N (STORE) or I (the SwiGLU kinds)
+    const int64_t *expert_offsets; // (E + 1)
+    const int64_t *tile_offsets;   // (E + 1), in kBM-row tiles
+    int experts;
+    bf16 *c;                       // STORE: (R, N); SWIGLU: h (R, I)
+    bf16 *gate_up;                 // SWIGLU: written; SWIGLU_BACKWARD: read (R, 2I)
+    bf16 *dgate_up;                // SWIGLU_BACKWARD: written (R, 2I)
+};
+
+// Where tile t is: its expert, first sorted row, the expert's row end, first output column.
+struct tile_place {
+    int expert;
+    int64_t row_begin, row_end, n0;
+};
+
+template <int EPI> __device__ __forceinline__ tile_place place_of(const params &p, int64_t t, int64_t n_tiles) {
+    constexpr int64_t columns = EPI == EPILOGUE_SWIGLU ? kBN / 2 : kBN; // output columns a tile
+    tile_place place;
+    int64_t row_tile = t / n_tiles;
+    place.expert = expert_of_tile(p.tile_offsets, p.experts, row_tile);
+    place.row_begin = p.expert_offsets[place.expert] + (row_tile - p.tile_offsets[place.expert]) * kBM;
+    place.row_end = p.expert_offsets[place.expert + 1];
+    place.n0 = (t % n_tiles) * columns;
+    return place;
+}
+
+// The tensor maps (sm90_gemm.cu makes them; all bf16, 128-byte swizzle, box inner extent 64):
+//   a_map  2D (K, R), box (64, 128)
+//   b_map  STORE, SWIGLU_BACKWARD: 3D (K, N, E), box (64, 128, 1): expert e's B (N, K)
+//          SWIGLU: 4D (H, I, 2, E), box (64, 64, 1, 1): gate_up_proj[e] as its gate half (index 0)
+//          and up half (1), so a box of gate rows never runs into the up rows (zero-filled past I)
+template <int EPI>
+__global__ void __launch_bounds__(kThreads, 1)
+    grouped_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map, const params p) {
+    extern __shared__ unsigned char shared_raw[];
+    __shared__ __align__(8) uint64_t full[kStages], empty[kStages];
+    // The ring's base, rounded up to 1024 bytes (kSharedBytes carries the slack).
+    const uint32_t ring = (parity_fused::shared_address(shared_raw) + 1023u) & ~1023u;
+
+    const int warpgroup = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < kStages; s++) {
+            barrier_init(&full[s], 1);
+            barrier_init(&empty[s], kEmptyArrivals);
+        }
+        barrier_init_fence();
+    }
+    __syncthreads(); // the only block-wide barrier: after it the producer's idle threads may exit
+
+    constexpr int64_t columns = EPI == EPILOGUE_SWIGLU ? kBN / 2 : kBN;
+    const int64_t n_tiles = (p.n_size + columns - 1) / columns;
+    const int64_t tiles = p.tile_offsets[p.experts] * n_tiles;
+    const int64_t slices = (p.k_size + kBK - 1) / kBK;
+
+    if (warpgroup == 0) {
+        // ---- producer ----
+        if (threadIdx.x != 0) return;
+        int stage = 0;
+        uint32_t phase = 0;
+        for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+            tile_place place = place_of<EPI>(p, t, n_tiles);
+            for (int64_t kt = 0; kt < slices; kt++) {
+                barrier_wait(&empty[stage], phase ^ 1);
+                barrier_arrive_expect(&full[stage], kStageBytes);
+                uint32_t a_shared = ring + stage * kStageBytes, b_shared = a_shared + kOperandBytes;
+                int32_t k0 = (int32_t)(kt * kBK);
+                tma_load_2d(a_shared, &a_map, k0, (int32_t)place.row_begin, &full[stage]);
+                if (EPI == EPILOGUE_SWIGLU) {
+                    // B rows [0, 64): gate rows n0..n0+63; rows [64, 128): up rows I+n0..I+n0+63.
+                    tma_load_4d(b_shared, &b_map, k0, (int32_t)place.n0, 0, place.expert, &full[stage]);
+                    tma_load_4d(b_shared + kOperandBytes / 2, &b_map, k0, (int32_t)place.n0, 1, place.expert, &full[stage]);
+                } else {
+                    tma_load_3d(b_shared, &b_map, k0, (int32_t)place.n0, place.expert, &full[stage]);
+                }
+                if (++stage == kStages) {
+                    stage = 0;
+                    phase ^= 1;
+                }
+            }
+        }
+        return;
+    }
+
+    // ---- consumers ----
+    const int w = warpgroup - 1;                  // rows [64 w, 64 w + 64) of the tile
+    const int local = threadIdx.x - 128 * warpgroup; // thread of the warpgroup
+    const int warp = local / 32, lane = local % 32;
+    int stage = 0;
+    uint32_t phase = 0;
+    float acc[64];
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        tile_place place = place_of<EPI>(p, t, n_tiles);
+        int previous = -1; // the stage whose wgmma group may still be in flight
+        for (int64_t kt = 0; kt < slices; kt++) {
+            barrier_wait(&full[stage], phase);
+            uint32_t a_shared = ring + stage * kStageBytes + w * (kOperandBytes / 2); // 64 rows x 128 B
+            uint32_t b_shared = ring + stage * kStageBytes + kOperandBytes;
+            uint64_t a_descriptor = smem_descriptor(a_shared), b_descriptor = smem_descriptor(b_shared);
+            wgmma_fence(); // orders the accumulators' earlier register uses before the wgmma
+#pragma unroll
+            for (int kk = 0; kk < kBK / 16; kk++)
+                wgmma_m64n128k16(acc, a_descriptor + 2 * kk, b_descriptor + 2 * kk, kt > 0 || kk > 0);
+            wgmma_commit();
+            // The group of slice kt - 1 is complete once at most this one is pending: free its stage.
+            wgmma_wait<1>();
+            if (previous >= 0) barrier_arrive(&empty[previous]);
+            previous = stage;
+            if (++stage == kStages) {
+                stage = 0;
+                phase ^= 1;
+            }
+        }
+        wgmma_wait<0>();
+        if (previous >= 0) barrier_arrive(&empty[previous]);
+
+        // ---- epilogue from registers: row 64 w + 16 warp + lane / 4 + 8 h, column 8 j + 2 (lane % 4) ----
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int64_t position = place.row_begin + 64 * w + 16 * warp + lane / 4 + 8 * h;
+            if (position >= place.row_end) continue; // the next expert's rows (or past R)
+            if (EPI == EPILOGUE_STORE) {
+#pragma unroll
+                for (int j = 0; j < 16; j++) {
+                    const int64_t column = place.n0 + 8 * j + 2 * (lane % 4);
+                    if (column < p.n_size) store_pair(p.c + position * p.n_size + column, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                }
+            } else if (EPI == EPILOGUE_SWIGLU) {
+                const int64_t I = p.n_size;
+#pragma unroll
+                for (int j = 0; j < 8; j++) { // accumulator columns 8 j.. gate, 64 + 8 j.. up
+                    const int64_t column = place.n0 + 8 * j + 2 * (lane % 4);
+                    if (column >= I) continue;
+                    float g0 = round_bf16(acc[4 * j + 2 * h]), g1 = round_bf16(acc[4 * j + 2 * h + 1]);
+                    float u0 = round_bf16(acc[4 * (j + 8) + 2 * h]), u1 = round_bf16(acc[4 * (j + 8) + 2 * h + 1]);
+                    store_pair(p.gate_up + position * 2 * I + column, g0, g1);
+                    store_pair(p.gate_up + position * 2 * I + I + column, u0, u1);
+                    store_pair(p.c + position * I + column, silu_f32(g0) * u0, silu_f32(g1) * u1);
+                }
+            } else { // SWIGLU_BACKWARD: acc = dh (R, I) in f32
+                const int64_t I = p.n_size;
+#pragma unroll
+                for (int j = 0; j < 16; j++) {
+                    const int64_t column = place.n0 + 8 * j + 2 * (lane % 4);
+                    if (column >= I) continue;
+                    float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+                    float2 gate = load_pair(p.gate_up + position * 2 * I + column);
+                    float2 up = load_pair(p.gate_up + position * 2 * I + I + column);
+                    store_pair(p.dgate_up + position * 2 * I + column, silu_backward_f32(v0 * up.x, gate.x),
+                               silu_backward_f32(v1 * up.y, gate.y));
+                    store_pair(p.dgate_up + position * 2 * I + I + column, v0 * silu_f32(gate.x), v1 * silu_f32(gate.y));
+                }
+            }
+        }
+    }
+}
+
+// out[p] = hidden[permuted_rows[p] / top_k]: one thread per 8 elements (16 bytes).
+__global__ void gather_rows_kernel(const bf16 *hidden, const int64_t *permuted_rows, int64_t top_k, int64_t rows,
+                                   int64_t hidden_size, bf16 *out) {
+    const int64_t chunks = hidden_size / 8;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * chunks; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t p = i / chunks, c = i % chunks;
+        int64_t source = permuted_rows[p] / top_k;
+        reinterpret_cast<uint4 *>(out + p * hidden_size)[c] = reinterpret_cast<const uint4 *>(hidden + source * hidden_size)[c];
+    }
+}
+
+// out[e] (cols, rows) = in[e] (rows, cols)^T through a 32 x 33 shared tile: block (x, y, e) owns
+// in's rows [32 y, 32 y + 32) x columns [32 x, 32 x + 32); 32 x 8 threads.
+__global__ void transpose_kernel(const bf16 *in, int64_t rows, int64_t cols, bf16 *out) {
+    __shared__ bf16 tile[32][33];
+    const int64_t e = blockIdx.z, r0 = (int64_t)blockIdx.y * 32, c0 = (int64_t)blockIdx.x * 32;
+    const bf16 *source = in + e * rows * cols;
+    bf16 *target = out + e * rows * cols;
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        int64_t r = r0 + i, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[i][threadIdx.x] = source[r * cols + c];
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        int64_t c = c0 + i, r = r0 + threadIdx.x; // out row c, column r
+        if (r < rows && c < cols) target[c * rows + r] = tile[threadIdx.x][i];
+    }
+}
+
+} // namespace sm90
+} // namespace parity_moe
+
+#endif
