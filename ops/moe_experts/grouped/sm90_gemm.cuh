@@ -26,11 +26,10 @@
 #ifndef PARITY_MOE_SM90_GEMM_CUH
 #define PARITY_MOE_SM90_GEMM_CUH
 
-#include <cuda.h> // CUtensorMap (the type only: the encoder is fetched through the runtime)
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-#include "ops/core/cuda/bulk_copy.cuh"
+#include "ops/moe_experts/grouped/sm90_primitives.cuh" // TMA, mbarrier, wgmma
 #include "ops/moe_experts/grouped/grouped_math.cuh" // silu_f32, silu_backward_f32, round_bf16, expert_of_tile, store/load_pair, epilogue_kind
 
 namespace parity_moe {
@@ -39,41 +38,9 @@ namespace sm90 {
 constexpr int kBM = 128, kBN = 128, kBK = 64, kStages = 4, kThreads = 384;
 constexpr int kOperandBytes = kBM * kBK * 2;        // 16384: 128 rows x 128 bytes (A; B likewise, kBN = 128)
 constexpr int kStageBytes = 2 * kOperandBytes;      // 32768: what full[s] expects per fill
-constexpr int kSharedBytes = kStages * kStageBytes + 1024; // + slack to align the ring to 1024 B
+constexpr int kBarrierBytes = 2 * kStages * 8;     // full[kStages], empty[kStages] at the start
+constexpr int kSharedBytes = kBarrierBytes + 1024 + kStages * kStageBytes; // + slack to align the ring to 1024 B
 constexpr int kEmptyArrivals = 256;                 // the two consumer warpgroups' threads
-
-using parity_fused::barrier_arrive_expect;
-using parity_fused::barrier_init;
-using parity_fused::barrier_init_fence;
-using parity_fused::barrier_wait;
-
-__device__ __forceinline__ void barrier_arrive(uint64_t *barrier) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(parity_fused::shared_address(barrier)) : "memory");
-}
-
-// ---- TMA: box loads of a tensor map (coordinates innermost first, in elements; out-of-bounds
-// elements are written as zeros and still count toward the barrier's transaction bytes) ----
-__device__ __forceinline__ void tma_load_2d(uint32_t destination, const CUtensorMap *map, int32_t c0, int32_t c1,
-                                            uint64_t *barrier) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 ::"r"(destination), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1),
-                 "r"(parity_fused::shared_address(barrier))
-                 : "memory");
-}
-__device__ __forceinline__ void tma_load_3d(uint32_t destination, const CUtensorMap *map, int32_t c0, int32_t c1,
-                                            int32_t c2, uint64_t *barrier) {
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
-                 ::"r"(destination), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2),
-                 "r"(parity_fused::shared_address(barrier))
-                 : "memory");
-}
-__device__ __forceinline__ void tma_load_4d(uint32_t destination, const CUtensorMap *map, int32_t c0, int32_t c1,
-                                            int32_t c2, int32_t c3, uint64_t *barrier) {
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
-                 ::"r"(destination), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
-                 "r"(parity_fused::shared_address(barrier))
-                 : "memory");
-}
 
 // ---- wgmma shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
 //   bits  0-13  start address >> 4
@@ -86,47 +53,13 @@ __device__ __forceinline__ void tma_load_4d(uint32_t destination, const CUtensor
 // The K-th 16-element slice of a 64-element (128-byte) swizzled row starts 32 K bytes later: the
 // hardware applies the swizzle (address bits [4, 7) ^= bits [7, 10)) to the computed address, so
 // advancing the start address by 32 B (2 in the >> 4 field) selects the next slice.
-__device__ __forceinline__ uint64_t smem_descriptor(uint32_t shared_address) {
+__device__ __forceinline__ uint64_t smem_descriptor(uint32_t address) {
     uint64_t descriptor = 0;
-    descriptor |= (uint64_t)((shared_address >> 4) & 0x3FFF);
+    descriptor |= (uint64_t)((address >> 4) & 0x3FFF);
     descriptor |= (uint64_t)1 << 16;           // LBO (unused, see above)
     descriptor |= (uint64_t)(1024 >> 4) << 32; // SBO = 1024 B
     descriptor |= (uint64_t)1 << 62;           // 128-byte swizzle
     return descriptor;
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void wgmma_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-
-// d (64 x 128, f32) = A (64 x 16, K-major, descriptor a) B (16 x 128, K-major = B^T stored [n][k],
-// descriptor b) + (accumulate ? d : 0). imm-scale-a = imm-scale-b = 1, imm-trans-a = imm-trans-b = 0
-// (both operands K-major, no transpose). Fragment of d (thread t of the warpgroup, warp w = t / 32,
-// lane l = t % 32): d[4 j + 2 h + i] is row 16 w + l / 4 + 8 h, column 8 j + 2 (l % 4) + i
-// (j in [0, 16), h, i in {0, 1}).
-__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t a, uint64_t b, int accumulate) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
-        "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, "
-        "%45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-        "%64, %65, p, 1, 1, 0, 0;\n"
-        "}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
-          "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
-          "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(a), "l"(b), "r"(accumulate)
-        : "memory");
 }
 
 struct params {
@@ -166,10 +99,11 @@ template <int EPI> __device__ __forceinline__ tile_place place_of(const params &
 template <int EPI>
 __global__ void __launch_bounds__(kThreads, 1)
     grouped_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map, const params p) {
-    extern __shared__ unsigned char shared_raw[];
-    __shared__ __align__(8) uint64_t full[kStages], empty[kStages];
-    // The ring's base, rounded up to 1024 bytes (kSharedBytes carries the slack).
-    const uint32_t ring = (parity_fused::shared_address(shared_raw) + 1023u) & ~1023u;
+    extern __shared__ __align__(16) unsigned char shared_raw[];
+    // The barriers first (2 kStages x 8 bytes), then the ring from the next 1024-byte boundary
+    // (kSharedBytes carries the slack).
+    uint64_t *full = reinterpret_cast<uint64_t *>(shared_raw), *empty = full + kStages;
+    const uint32_t ring = (shared_address(shared_raw) + kBarrierBytes + 1023u) & ~1023u;
 
     const int warpgroup = threadIdx.x / 128;
     if (threadIdx.x == 0) {
@@ -222,11 +156,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     int stage = 0;
     uint32_t phase = 0;
     float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) acc[i] = 0.0f; // never read (the first wgmma of a tile has scale-d 0)
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         tile_place place = place_of<EPI>(p, t, n_tiles);
         int previous = -1; // the stage whose wgmma group may still be in flight
         for (int64_t kt = 0; kt < slices; kt++) {
             barrier_wait(&full[stage], phase);
+            __syncwarp(); // the .sync.aligned wgmma instructions want converged warps (after the spin, the epilogue)
             uint32_t a_shared = ring + stage * kStageBytes + w * (kOperandBytes / 2); // 64 rows x 128 B
             uint32_t b_shared = ring + stage * kStageBytes + kOperandBytes;
             uint64_t a_descriptor = smem_descriptor(a_shared), b_descriptor = smem_descriptor(b_shared);
@@ -245,6 +182,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
         }
         wgmma_wait<0>();
+        fence_accumulators(acc);
         if (previous >= 0) barrier_arrive(&empty[previous]);
 
         // ---- epilogue from registers: row 64 w + 16 warp + lane / 4 + 8 h, column 8 j + 2 (lane % 4) ----
