@@ -1,5 +1,5 @@
 // fused_quack.cu: value "fused_quack" of moe_experts on cuda: fused_triton's contract (same
-// dispatch, same roundings, same saved tensors) with the row-grouped GEMMs on SM90: TMA-fed wgmma
+// dispatch, same roundings, same saved tensors) with all six grouped GEMMs on SM90: TMA-fed wgmma
 // with a persistent tile scheduler (grouped/sm90_gemm.h), bf16, f32 accumulation. SM90 only
 // (min_compute_capability 90; the kernels are built for sm_90a). No expert parallelism (the seed's
 // table: "no EP"), reported by leaving PARITY_CAP_EXPERT_PARALLEL unset.
@@ -14,15 +14,16 @@
 //              per call into scratch (E H I elements), SwiGLU backward in the epilogue
 //   dx         wgmma GEMM dgate_up (W_e^T)^T with W_e^T (E, H, 2I) transposed likewise
 //   dhidden    moe_dispatch_backward (dispatch.h)
-//   ddown_proj, dgate_up_proj: the WEIGHT GRADIENTS STILL RUN ON fused_triton's mma.sync k-grouped
-//              GEMM (grouped_gemm.h, moe_gemm_weight_grad): no wgmma wgrad yet.
+//   ddown_proj[e] = dy_e^T h_e, dgate_up_proj[e] = dgate_up_e^T x_e: wgmma k-grouped GEMMs over the
+//              experts' rows; both operands are first transposed into scratch with every expert's
+//              rows padded with zeros to a multiple of 128 (sm90_gemm_weight_grad), so the same
+//              K-major kernel runs them (x gathered through the sort inside that transpose)
 // Deterministic: no atomics, one owner per output element, fixed sum orders (the wgmma K loop runs
 // in slice order). No device-to-host read. H and I must be multiples of 8 (16-byte TMA strides);
 // otherwise UNSUPPORTED with the same message as fused_triton's.
 #include "ops/core/cuda/eager_support.cuh"
 #include "ops/core/cuda/exec_stream.cuh"
 #include "ops/moe_experts/grouped/dispatch.h"
-#include "ops/moe_experts/grouped/grouped_gemm.h"
 #include "ops/moe_experts/grouped/sm90_gemm.h"
 
 extern "C" {
@@ -157,8 +158,14 @@ parity_error *moe_experts_fused_quack_backward(const parity_exec *exec, const pa
         PARITY_TRY(moe_combine_backward(bf16_of(grads->doutput), y, position, g.expert_offsets, (int)E,
                                         args->routing_weights->data, data_of<void>(grads->drouting_weights),
                                         args->routing_weights->dtype, N, K, H, dy.data<bf16>(), stream));
-    if (grads->ddown_proj) // (E, H, I) = dy_e^T h_e (mma.sync k-grouped GEMM, fused_triton's)
-        PARITY_TRY(moe_gemm_weight_grad(g, dy.data<bf16>(), h, nullptr, 1, H, I, data_of<bf16>(grads->ddown_proj), stream));
+    const int64_t P = sm90_padded_rows(g); // the weight gradients' padded row count
+    if (grads->ddown_proj) { // (E, H, I) = dy_e^T h_e
+        scoped_tensor dy_t, h_t; // (H, P), (I, P)
+        PARITY_TRY(dy_t.alloc_1d(PARITY_BF16, device, H * P));
+        PARITY_TRY(h_t.alloc_1d(PARITY_BF16, device, I * P));
+        PARITY_TRY(sm90_gemm_weight_grad(g, dy.data<bf16>(), h, nullptr, 1, H, I, dy_t.data<bf16>(), h_t.data<bf16>(),
+                                         data_of<bf16>(grads->ddown_proj), stream));
+    }
     if (!grads->dgate_up_proj && !grads->dhidden) return NULL;
     scoped_tensor down_t, dgate_up; // (E, I, H); (R, 2I) sorted
     PARITY_TRY(down_t.alloc_1d(PARITY_BF16, device, E * I * H));
@@ -166,9 +173,14 @@ parity_error *moe_experts_fused_quack_backward(const parity_exec *exec, const pa
     PARITY_TRY(sm90_transpose_experts(bf16_of(args->down_proj), E, H, I, down_t.data<bf16>(), stream));
     PARITY_TRY(sm90_gemm_down_dgrad_swiglu(g, dy.data<bf16>(), down_t.data<bf16>(), H, I, gate_up, dgate_up.data<bf16>(),
                                            stream));
-    if (grads->dgate_up_proj) // (E, 2I, H) = dgate_up_e^T x_e, x gathered through the sort (mma.sync)
-        PARITY_TRY(moe_gemm_weight_grad(g, dgate_up.data<bf16>(), bf16_of(args->hidden), permuted, K, 2 * I, H,
-                                        data_of<bf16>(grads->dgate_up_proj), stream));
+    if (grads->dgate_up_proj) { // (E, 2I, H) = dgate_up_e^T x_e, x gathered through the sort
+        scoped_tensor dgate_up_t, x_t; // (2I, P), (H, P)
+        PARITY_TRY(dgate_up_t.alloc_1d(PARITY_BF16, device, 2 * I * P));
+        PARITY_TRY(x_t.alloc_1d(PARITY_BF16, device, H * P));
+        PARITY_TRY(sm90_gemm_weight_grad(g, dgate_up.data<bf16>(), bf16_of(args->hidden), permuted, K, 2 * I, H,
+                                         dgate_up_t.data<bf16>(), x_t.data<bf16>(), data_of<bf16>(grads->dgate_up_proj),
+                                         stream));
+    }
     if (!grads->dhidden) return NULL;
     scoped_tensor gate_up_t, dx; // (E, H, 2I); (R, H) sorted
     PARITY_TRY(gate_up_t.alloc_1d(PARITY_BF16, device, E * H * 2 * I));
@@ -195,9 +207,9 @@ PARITY_BACKEND_REGISTRATION(moe_experts, fused_quack, cuda) {
     // parallelism (the seed's table: "no EP"): PARITY_CAP_EXPERT_PARALLEL stays unset.
     backend.capabilities = PARITY_CAP_DETERMINISTIC;
     backend.kernels = &moe_experts_fused_quack_kernels;
-    backend.description = "fused MoE experts on SM90, no EP: stable counting-sort dispatch, TMA-fed wgmma grouped GEMMs "
-                          "(persistent tile scheduler, f32 accumulate) for gate_up (SwiGLU fused), down, the down dgrad "
-                          "(SwiGLU backward fused) and dx; the weight gradients still on fused_triton's mma.sync "
-                          "k-grouped GEMM; bf16, H and I multiples of 8";
+    backend.description = "fused MoE experts on SM90, no EP: stable counting-sort dispatch, every grouped GEMM on TMA-fed "
+                          "wgmma with a persistent tile scheduler (f32 accumulate): gate_up (SwiGLU fused), down, down "
+                          "dgrad (SwiGLU backward fused), dx and both weight gradients; weighted combine; bf16, H and I "
+                          "multiples of 8";
     return parity_registry_add(&backend);
 }

@@ -83,12 +83,10 @@ parity_error *experts_map(CUtensorMap *map, const bf16 *b, int64_t experts, int6
     return make_map(map, b, 3, dims, strides, box, what);
 }
 
+// worst_tiles: an upper bound of the kernel's tile count (the grid never exceeds it).
 template <int EPI>
-parity_error *launch(const grouped_rows &g, const CUtensorMap &a_map, const CUtensorMap &b_map, const sm90::params &p,
+parity_error *launch(const CUtensorMap &a_map, const CUtensorMap &b_map, const sm90::params &p, int64_t worst_tiles,
                      const char *name, cudaStream_t stream) {
-    constexpr int64_t columns = EPI == EPILOGUE_SWIGLU ? sm90::kBN / 2 : sm90::kBN;
-    const int64_t n_tiles = (p.n_size + columns - 1) / columns;
-    const int64_t worst_tiles = ((g.rows + sm90::kBM - 1) / sm90::kBM + g.experts) * n_tiles;
     int device = 0, sms = 0;
     PARITY_CUDA_TRY(cudaGetDevice(&device));
     PARITY_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -99,6 +97,11 @@ parity_error *launch(const grouped_rows &g, const CUtensorMap &a_map, const CUte
     sm90::grouped_kernel<EPI><<<(unsigned)grid, sm90::kThreads, sm90::kSharedBytes, stream>>>(a_map, b_map, p);
     PARITY_CUDA_TRY_LAUNCH(name);
     return NULL;
+}
+
+// The row-grouped kinds' worst case: every expert adds at most one partial row tile.
+int64_t row_tiles(const grouped_rows &g, int64_t n_size, int64_t columns) {
+    return ((g.rows + sm90::kBM - 1) / sm90::kBM + g.experts) * ((n_size + columns - 1) / columns);
 }
 
 sm90::params params_of(const grouped_rows &g, int64_t k_size, int64_t n_size) {
@@ -159,7 +162,8 @@ parity_error *sm90_gemm_gate_up_swiglu(const grouped_rows &g, const bf16 *x_sort
     sm90::params p = params_of(g, hidden_size, intermediate);
     p.c = h;
     p.gate_up = gate_up;
-    return launch<EPILOGUE_SWIGLU>(g, a_map, b_map, p, "moe fused_quack gate_up GEMM + SwiGLU", stream);
+    return launch<EPILOGUE_SWIGLU>(a_map, b_map, p, row_tiles(g, intermediate, sm90::kBN / 2),
+                                   "moe fused_quack gate_up GEMM + SwiGLU", stream);
 }
 
 parity_error *sm90_gemm_rows(const grouped_rows &g, const bf16 *a, const bf16 *b, int64_t k_size, int64_t n_size, bf16 *c,
@@ -171,7 +175,7 @@ parity_error *sm90_gemm_rows(const grouped_rows &g, const bf16 *a, const bf16 *b
     PARITY_TRY(experts_map(&b_map, b, g.experts, n_size, k_size, "B (E, N, K)"));
     sm90::params p = params_of(g, k_size, n_size);
     p.c = c;
-    return launch<EPILOGUE_STORE>(g, a_map, b_map, p, "moe fused_quack grouped GEMM", stream);
+    return launch<EPILOGUE_STORE>(a_map, b_map, p, row_tiles(g, n_size, sm90::kBN), "moe fused_quack grouped GEMM", stream);
 }
 
 parity_error *sm90_gemm_down_dgrad_swiglu(const grouped_rows &g, const bf16 *dy, const bf16 *down_t, int64_t hidden_size,
@@ -184,7 +188,41 @@ parity_error *sm90_gemm_down_dgrad_swiglu(const grouped_rows &g, const bf16 *dy,
     sm90::params p = params_of(g, hidden_size, intermediate);
     p.gate_up = const_cast<bf16 *>(gate_up);
     p.dgate_up = dgate_up;
-    return launch<EPILOGUE_SWIGLU_BACKWARD>(g, a_map, b_map, p, "moe fused_quack down dgrad + SwiGLU backward", stream);
+    return launch<EPILOGUE_SWIGLU_BACKWARD>(a_map, b_map, p, row_tiles(g, intermediate, sm90::kBN),
+                                            "moe fused_quack down dgrad + SwiGLU backward", stream);
+}
+
+int64_t sm90_padded_rows(const grouped_rows &g) { return ((g.rows + sm90::kBM - 1) / sm90::kBM + g.experts) * sm90::kBM; }
+
+parity_error *sm90_transpose_padded(const grouped_rows &g, const bf16 *src, const int64_t *gather, int64_t gather_divisor,
+                                    int64_t m_size, bf16 *out, cudaStream_t stream) {
+    const int64_t padded = sm90_padded_rows(g), column_blocks = (padded + 31) / 32, row_blocks = (m_size + 31) / 32;
+    if (column_blocks > 0x7fffffff || row_blocks > 65535)
+        return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "moe_experts: fused_quack: padded transpose grid too large");
+    sm90::transpose_padded_kernel<<<dim3((unsigned)column_blocks, (unsigned)row_blocks), dim3(32, 8),
+                                    sm90::kTransposeSharedBytes, stream>>>(src, gather, gather ? gather_divisor : 1, m_size,
+                                                                           padded, g.expert_offsets, g.tile_offsets,
+                                                                           g.experts, out);
+    PARITY_CUDA_TRY_LAUNCH("moe fused_quack padded transpose");
+    return NULL;
+}
+
+parity_error *sm90_gemm_weight_grad(const grouped_rows &g, const bf16 *a, const bf16 *b, const int64_t *gather,
+                                    int64_t gather_divisor, int64_t m_size, int64_t n_size, bf16 *a_t, bf16 *b_t, bf16 *out,
+                                    cudaStream_t stream) {
+    const int64_t padded = sm90_padded_rows(g);
+    if (padded >= INT32_MAX || m_size >= INT32_MAX || n_size >= INT32_MAX)
+        return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "moe_experts: fused_quack: sizes past int32 TMA coordinates");
+    PARITY_TRY(sm90_transpose_padded(g, a, nullptr, 1, m_size, a_t, stream));
+    PARITY_TRY(sm90_transpose_padded(g, b, gather, gather_divisor, n_size, b_t, stream));
+    CUtensorMap a_map, b_map;
+    PARITY_TRY(rows_map(&a_map, a_t, m_size, padded, "A^T (M, padded rows)"));
+    PARITY_TRY(rows_map(&b_map, b_t, n_size, padded, "B^T (N, padded rows)"));
+    sm90::params p = params_of(g, padded, n_size);
+    p.m_size = m_size;
+    p.c = out;
+    const int64_t tiles = (int64_t)g.experts * ((m_size + sm90::kBM - 1) / sm90::kBM) * ((n_size + sm90::kBN - 1) / sm90::kBN);
+    return launch<sm90::kWeightGrad>(a_map, b_map, p, tiles, "moe fused_quack weight-gradient GEMM", stream);
 }
 
 } // namespace parity_moe

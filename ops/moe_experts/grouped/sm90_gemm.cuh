@@ -23,6 +23,9 @@
 // Masking: a row tile may run past its expert's rows into the next expert's (or past R, where TMA
 // zero-fills): those rows are computed with this expert's weights and are not stored. Columns past
 // N (and K past the end) are zero-filled by TMA; columns >= N are not stored.
+// kWeightGrad (the k-grouped weight gradient): tiles (expert, M tile, N tile) of dW_e, K over the
+// expert's rows in a padded transposed layout (zeros between experts), an expert without rows
+// stores zeros; otherwise the same producer, ring and consumers.
 #ifndef PARITY_MOE_SM90_GEMM_CUH
 #define PARITY_MOE_SM90_GEMM_CUH
 
@@ -41,6 +44,9 @@ constexpr int kStageBytes = 2 * kOperandBytes;      // 32768: what full[s] expec
 constexpr int kBarrierBytes = 2 * kStages * 8;     // full[kStages], empty[kStages] at the start
 constexpr int kSharedBytes = kBarrierBytes + 1024 + kStages * kStageBytes; // + slack to align the ring to 1024 B
 constexpr int kEmptyArrivals = 256;                 // the two consumer warpgroups' threads
+// The kernel's fourth kind beside grouped_math.cuh's epilogue_kind: the k-grouped weight gradient
+// dW_e (M, N) = A_e^T B_e, from A^T (M, padded rows) and B^T (N, padded rows) (sm90_gemm.h).
+constexpr int kWeightGrad = 3;
 
 // ---- wgmma shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
 //   bits  0-13  start address >> 4
@@ -64,36 +70,62 @@ __device__ __forceinline__ uint64_t smem_descriptor(uint32_t address) {
 
 struct params {
     int64_t rows;                  // R: the A map's row count
-    int64_t k_size;                // contraction K
-    int64_t n_size;                // output columns: N (STORE) or I (the SwiGLU kinds)
+    int64_t k_size;                // contraction K (row-grouped kinds; the weight gradient's is per expert)
+    int64_t m_size;                // kWeightGrad: output rows M a expert
+    int64_t n_size;                // output columns: N (STORE, kWeightGrad) or I (the SwiGLU kinds)
     const int64_t *expert_offsets; // (E + 1)
     const int64_t *tile_offsets;   // (E + 1), in kBM-row tiles
     int experts;
-    bf16 *c;                       // STORE: (R, N); SWIGLU: h (R, I)
+    bf16 *c;                       // STORE: (R, N); SWIGLU: h (R, I); kWeightGrad: (E, M, N)
     bf16 *gate_up;                 // SWIGLU: written; SWIGLU_BACKWARD: read (R, 2I)
     bf16 *dgate_up;                // SWIGLU_BACKWARD: written (R, 2I)
 };
 
-// Where tile t is: its expert, first sorted row, the expert's row end, first output column.
+// Where tile t is: its expert, first output row (a sorted row, or a row of dW_e) and the end of the
+// rows it may store, first output column, first K element and K slices, its output matrix.
 struct tile_place {
     int expert;
-    int64_t row_begin, row_end, n0;
+    int64_t row_begin, row_end, n0, k_begin, slices;
+    bf16 *c;
 };
+
+// Tiles in the schedule: row-grouped kinds tile_offsets[E] row tiles x n_tiles (read on the
+// device); kWeightGrad E x m_tiles x n_tiles, t = (e m_tiles + m_tile) n_tiles + n_tile.
+template <int EPI> __device__ __forceinline__ int64_t tile_count(const params &p, int64_t n_tiles) {
+    if (EPI == kWeightGrad) return (int64_t)p.experts * ((p.m_size + kBM - 1) / kBM) * n_tiles;
+    return p.tile_offsets[p.experts] * n_tiles;
+}
 
 template <int EPI> __device__ __forceinline__ tile_place place_of(const params &p, int64_t t, int64_t n_tiles) {
     constexpr int64_t columns = EPI == EPILOGUE_SWIGLU ? kBN / 2 : kBN; // output columns a tile
     tile_place place;
-    int64_t row_tile = t / n_tiles;
-    place.expert = expert_of_tile(p.tile_offsets, p.experts, row_tile);
-    place.row_begin = p.expert_offsets[place.expert] + (row_tile - p.tile_offsets[place.expert]) * kBM;
-    place.row_end = p.expert_offsets[place.expert + 1];
     place.n0 = (t % n_tiles) * columns;
+    if (EPI == kWeightGrad) {
+        // K runs over the expert's rows in the padded order: columns [tile_offsets[e] kBM, + count)
+        // of A^T and B^T, zeros after them up to the next kBM boundary (so ceil(count / kBK) slices).
+        const int64_t m_tiles = (p.m_size + kBM - 1) / kBM, em = t / n_tiles;
+        place.expert = (int)(em / m_tiles);
+        place.row_begin = (em % m_tiles) * kBM;
+        place.row_end = p.m_size;
+        place.k_begin = p.tile_offsets[place.expert] * kBM;
+        place.slices = (p.expert_offsets[place.expert + 1] - p.expert_offsets[place.expert] + kBK - 1) / kBK;
+        place.c = p.c + (int64_t)place.expert * p.m_size * p.n_size;
+    } else {
+        const int64_t row_tile = t / n_tiles;
+        place.expert = expert_of_tile(p.tile_offsets, p.experts, row_tile);
+        place.row_begin = p.expert_offsets[place.expert] + (row_tile - p.tile_offsets[place.expert]) * kBM;
+        place.row_end = p.expert_offsets[place.expert + 1];
+        place.k_begin = 0;
+        place.slices = (p.k_size + kBK - 1) / kBK;
+        place.c = p.c;
+    }
     return place;
 }
 
 // The tensor maps (sm90_gemm.cu makes them; all bf16, 128-byte swizzle, box inner extent 64):
 //   a_map  2D (K, R), box (64, 128)
 //   b_map  STORE, SWIGLU_BACKWARD: 3D (K, N, E), box (64, 128, 1): expert e's B (N, K)
+//          kWeightGrad: a_map 2D (padded rows, M), b_map 2D (padded rows, N), box (64, 128) each
 //          SWIGLU: 4D (H, I, 2, E), box (64, 64, 1, 1): gate_up_proj[e] as its gate half (index 0)
 //          and up half (1), so a box of gate rows never runs into the up rows (zero-filled past I)
 template <int EPI>
@@ -117,8 +149,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     constexpr int64_t columns = EPI == EPILOGUE_SWIGLU ? kBN / 2 : kBN;
     const int64_t n_tiles = (p.n_size + columns - 1) / columns;
-    const int64_t tiles = p.tile_offsets[p.experts] * n_tiles;
-    const int64_t slices = (p.k_size + kBK - 1) / kBK;
+    const int64_t tiles = tile_count<EPI>(p, n_tiles);
 
     if (warpgroup == 0) {
         // ---- producer ----
@@ -127,13 +158,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         uint32_t phase = 0;
         for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
             tile_place place = place_of<EPI>(p, t, n_tiles);
-            for (int64_t kt = 0; kt < slices; kt++) {
+            for (int64_t kt = 0; kt < place.slices; kt++) {
                 barrier_wait(&empty[stage], phase ^ 1);
                 barrier_arrive_expect(&full[stage], kStageBytes);
                 uint32_t a_shared = ring + stage * kStageBytes, b_shared = a_shared + kOperandBytes;
-                int32_t k0 = (int32_t)(kt * kBK);
+                int32_t k0 = (int32_t)(place.k_begin + kt * kBK);
                 tma_load_2d(a_shared, &a_map, k0, (int32_t)place.row_begin, &full[stage]);
-                if (EPI == EPILOGUE_SWIGLU) {
+                if (EPI == kWeightGrad) {
+                    tma_load_2d(b_shared, &b_map, k0, (int32_t)place.n0, &full[stage]);
+                } else if (EPI == EPILOGUE_SWIGLU) {
                     // B rows [0, 64): gate rows n0..n0+63; rows [64, 128): up rows I+n0..I+n0+63.
                     tma_load_4d(b_shared, &b_map, k0, (int32_t)place.n0, 0, place.expert, &full[stage]);
                     tma_load_4d(b_shared + kOperandBytes / 2, &b_map, k0, (int32_t)place.n0, 1, place.expert, &full[stage]);
@@ -161,7 +194,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         tile_place place = place_of<EPI>(p, t, n_tiles);
         int previous = -1; // the stage whose wgmma group may still be in flight
-        for (int64_t kt = 0; kt < slices; kt++) {
+        if (place.slices == 0) // an expert without rows (kWeightGrad only): dW_e = 0
+#pragma unroll
+            for (int i = 0; i < 64; i++) acc[i] = 0.0f;
+        for (int64_t kt = 0; kt < place.slices; kt++) {
             barrier_wait(&full[stage], phase);
             __syncwarp(); // the .sync.aligned wgmma instructions want converged warps (after the spin, the epilogue)
             uint32_t a_shared = ring + stage * kStageBytes + w * (kOperandBytes / 2); // 64 rows x 128 B
@@ -189,12 +225,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int64_t position = place.row_begin + 64 * w + 16 * warp + lane / 4 + 8 * h;
-            if (position >= place.row_end) continue; // the next expert's rows (or past R)
-            if (EPI == EPILOGUE_STORE) {
+            if (position >= place.row_end) continue; // the next expert's rows (or past R, or past M)
+            if (EPI == EPILOGUE_STORE || EPI == kWeightGrad) {
 #pragma unroll
                 for (int j = 0; j < 16; j++) {
                     const int64_t column = place.n0 + 8 * j + 2 * (lane % 4);
-                    if (column < p.n_size) store_pair(p.c + position * p.n_size + column, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                    if (column < p.n_size)
+                        store_pair(place.c + position * p.n_size + column, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
                 }
             } else if (EPI == EPILOGUE_SWIGLU) {
                 const int64_t I = p.n_size;
@@ -252,6 +289,35 @@ __global__ void transpose_kernel(const bf16 *in, int64_t rows, int64_t cols, bf1
     for (int i = threadIdx.y; i < 32; i += 8) {
         int64_t c = c0 + i, r = r0 + threadIdx.x; // out row c, column r
         if (r < rows && c < cols) target[c * rows + r] = tile[threadIdx.x][i];
+    }
+}
+
+// The weight gradient's operands: out (m_size, padded) with out[m][q] = src[source(q)][m] for the
+// padded column q = tile_offsets[e] kBM + (p - expert_offsets[e]) of sorted row p (source(q) = p, or
+// gather[p] / divisor), and 0 in every expert's padding and past the last expert's tiles.
+// Block (32, 8) owns columns q in [32 x, 32 x + 32) x rows m in [32 y, 32 y + 32), through a
+// 32 x 33 bf16 tile of dynamic shared memory (kTransposeSharedBytes).
+constexpr int kTransposeSharedBytes = 32 * 33 * 2;
+__global__ void transpose_padded_kernel(const bf16 *src, const int64_t *gather, int64_t divisor, int64_t m_size,
+                                        int64_t padded, const int64_t *expert_offsets, const int64_t *tile_offsets,
+                                        int experts, bf16 *out) {
+    extern __shared__ __align__(16) unsigned char shared_raw[];
+    bf16(*tile)[33] = reinterpret_cast<bf16(*)[33]>(shared_raw);
+    const int64_t q0 = (int64_t)blockIdx.x * 32, m0 = (int64_t)blockIdx.y * 32;
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        const int64_t q = q0 + i, m = m0 + threadIdx.x, row_tile = q / kBM;
+        bf16 value = __float2bfloat16_rn(0.0f);
+        if (q < padded && m < m_size && row_tile < tile_offsets[experts]) {
+            const int e = expert_of_tile(tile_offsets, experts, row_tile);
+            const int64_t p = expert_offsets[e] + (q - tile_offsets[e] * kBM);
+            if (p < expert_offsets[e + 1]) value = src[(gather ? gather[p] / divisor : p) * m_size + m];
+        }
+        tile[i][threadIdx.x] = value;
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        const int64_t m = m0 + i, q = q0 + threadIdx.x;
+        if (m < m_size && q < padded) out[m * padded + q] = tile[threadIdx.x][i];
     }
 }
 

@@ -7,7 +7,7 @@
 // Rows are in the dispatch's sorted order (dispatch.h): expert e owns sorted rows
 // [expert_offsets[e], expert_offsets[e + 1]), its row tiles of kGroupTileRows = 128 rows are tiles
 // [tile_offsets[e], tile_offsets[e + 1]) (grouped_rows of grouped_gemm.h, the same struct).
-// Every GEMM is C (R x N) = A (R x K) B_e^T with A (R, K) and B_e (N, K) both K-major (row-major
+// Every row-grouped GEMM is C (R x N) = A (R x K) B_e^T with A (R, K) and B_e (N, K) both K-major (row-major
 // [rows][K]): wgmma reads both without a transpose. The backward's B operands that are stored the
 // other way (down_proj for dh = dy D_e, gate_up_proj for dx = dgate_up W_e) are transposed once per
 // call into scratch by sm90_transpose_experts.
@@ -53,6 +53,17 @@ parity_error *sm90_gemm_rows(const grouped_rows &g, const __nv_bfloat16 *a, cons
 parity_error *sm90_gemm_down_dgrad_swiglu(const grouped_rows &g, const __nv_bfloat16 *dy, const __nv_bfloat16 *down_t,
                                           int64_t hidden_size, int64_t intermediate, const __nv_bfloat16 *gate_up,
                                           __nv_bfloat16 *dgate_up, cudaStream_t stream);
+
+// The k-grouped weight gradient out (E, m, n) = bf16(sum over expert e's rows p of a[p]^T b'[p]),
+// a (R, m) sorted, b'[p] = b[p] (R, n) or b[gather[p] / gather_divisor] when gather is not NULL;
+// experts without rows get zeros (every element is written). Both operands are first transposed
+// into a_t (m, P) and b_t (n, P), P = sm90_padded_rows(g), expert e's rows at the padded columns
+// [tile_offsets[e] 128, + its count), zeros up to the next multiple of 128: then dW_e = a_t,e b_t,e^T
+// is the same K-major wgmma GEMM as the others, K running over the expert's padded columns.
+int64_t sm90_padded_rows(const grouped_rows &g);
+parity_error *sm90_gemm_weight_grad(const grouped_rows &g, const __nv_bfloat16 *a, const __nv_bfloat16 *b,
+                                    const int64_t *gather, int64_t gather_divisor, int64_t m_size, int64_t n_size,
+                                    __nv_bfloat16 *a_t, __nv_bfloat16 *b_t, __nv_bfloat16 *out, cudaStream_t stream);
 
 } // namespace parity_moe
 
