@@ -6,9 +6,9 @@
 //                Requirements (CUDA driver API, cuTensorMapEncodeTiled): global address 16-byte
 //                aligned, every global stride a multiple of 16 bytes (so K multiples of 8), box
 //                extents <= 256, box inner extent x 2 bytes <= 128 for the 128-byte swizzle.
-//   grid         persistent: min(SM count, the worst-case tile count (ceil(R / 128) + E) x n_tiles)
-//                CTAs of 384 threads; the real tile count tile_offsets[E] x n_tiles is read on the
-//                device, so nothing comes back to the host.
+//   grid         persistent: min(SM count, the worst-case tile count (ceil(R / 128) + E) x n_tiles;
+//                E x m_tiles x n_tiles for the weight gradient) CTAs of 384 threads; the real row
+//                tile count tile_offsets[E] is read on the device, so nothing comes back to the host.
 #include "ops/moe_experts/grouped/sm90_gemm.h"
 
 #include <mutex>

@@ -1,4 +1,4 @@
-// sm90_gemm.h: the launchers of fused_quack's row-grouped MoE GEMMs on SM90 (sm90_gemm.cu): TMA
+// sm90_gemm.h: the launchers of fused_quack's grouped MoE GEMMs on SM90 (sm90_gemm.cu): TMA
 // (cp.async.bulk.tensor, 128-byte swizzle) into a shared-memory ring guarded by mbarriers, wgmma
 // (m64n128k16, bf16 in, f32 accumulate), a persistent grid of one CTA per SM walking the tiles.
 // For .cu files only; the device code needs sm_90a (the Makefile builds sm90_gemm.cu alone for it).
