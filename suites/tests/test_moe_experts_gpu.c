@@ -3,6 +3,7 @@
 // (E 5, 7, 11; top-k 1, 2, 8; an idle expert and one every token chose; H and I off the tiles; f32
 // routing weights with bf16 activations), by flash-attention's rule, through the op engine's GPU mode
 // (op_check.h: CPU-built inputs mirrored to cuda:0), as test_attention_gpu.c does for attention:
+//   claims        (no GPU needed) each row's minimum compute capability, bf16, no expert parallelism;
 //   registered    each backend row is registered on cuda, available on cuda:0, claims bf16 and
 //                 determinism and its minimum compute capability (80, 90), and does not claim
 //                 expert parallelism (no all-to-all yet; fused_quack never: "no EP");
@@ -72,6 +73,28 @@ Test(moe_experts_gpu, every_backend_is_registered_and_available_on_cuda) {
         cr_log_info("moe_experts %-13s cuda: available, bf16, deterministic, SM%d+", backend->name,
                     backend->min_compute_capability);
     }
+}
+
+// Without a GPU too (the claims are the registration's): each backend row built into this binary
+// claims its minimum compute capability, bf16 only and no expert parallelism. A CUDA-off build
+// registers neither and skips.
+Test(moe_experts_gpu, grouped_backends_claim_their_compute_capability) {
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
+    int found = 0;
+    for (size_t b = 0; b < ROWS(moe_backends); b++) {
+        const parity_backend *backend = parity_registry_find(PARITY_OP_MOE_EXPERTS, moe_backends[b], PARITY_DEVICE_CUDA);
+        if (!backend) continue;
+        found++;
+        cr_expect_eq(backend->min_compute_capability, moe_backend_min_cc[b], "moe_experts %s claims SM%d, expected SM%d",
+                     backend->name, backend->min_compute_capability, moe_backend_min_cc[b]);
+        cr_expect_eq(backend->dtypes, PARITY_DTYPE_BIT(PARITY_BF16), "moe_experts %s claims dtypes other than bf16",
+                     backend->name);
+        cr_expect(!(backend->capabilities & PARITY_CAP_EXPERT_PARALLEL), "moe_experts %s claims expert parallelism",
+                  backend->name);
+    }
+    if (!found) cr_skip_test("no grouped moe_experts backend built (a CUDA-off build)");
+    cr_expect_eq(found, (int)ROWS(moe_backends), "%d of %zu grouped moe_experts backends are built", found,
+                 ROWS(moe_backends));
 }
 
 enum { MAX_COMPARED = 8, COMPARED = 5 }; // output, dhidden, dgate_up_proj, ddown_proj, drouting_weights
