@@ -57,6 +57,13 @@ ifeq ($(WITH_CUDA),1)
 else
   CU_SOURCES :=
 endif
+# wgmma exists only on the architecture-specific sm_90a target (no sm_90 or PTX form), so the files
+# that issue it (fused_quack's grouped GEMMs) are built for sm_90a alone, whatever CUDA_ARCH says;
+# their backends claim compute capability 9.0 and check it before launching.
+SM90A_CU_SOURCES := ops/moe_experts/grouped/sm90_gemm.cu
+ifeq ($(WITH_CUDA),1)
+$(SM90A_CU_SOURCES:%.cu=$(BUILD)/%.cu.o): NVCCFLAGS := $(filter-out $(NVCC_GENCODE),$(NVCCFLAGS)) -gencode=arch=compute_90a,code=sm_90a
+endif
 # Every backend built in: the registration lines of this build's sources (ops/builtin_backends.h),
 # listed in a generated table that is rewritten only when the list changes.
 BACKEND_TABLE := $(BUILD)/generated/backend_table.c

@@ -59,7 +59,8 @@ const op_case_list moe_experts_case_list = OP_CASE_LIST(moe_experts_cases);
 // ---- GPU rows (test_moe_experts_gpu.c): the grouped backends' awkward cases ----
 // E not a multiple of anything, K = 1, 2, 8, an expert no token chose and one every token chose (the
 // "hot" expert: in slot t % K of every token), H and I off the 128 x 128 x 32 tiles (multiples of 8,
-// as the grouped GEMMs need), experts with more rows than a tile, f32 routing weights.
+// as the grouped GEMMs need), experts with more rows than a tile, f32 routing weights; then rows on
+// fused_quack's 128 x 128 x 64 tiles.
 typedef struct moe_experts_gpu_params {
     int64_t tokens, hidden, experts, intermediate, top_k;
     int64_t unused_expert; // -1: none forced
@@ -114,6 +115,12 @@ static const op_check_case moe_experts_gpu_cases[] = {
     MOE_EXPERTS_GPU_ROW("gpu E=7 K=2 N=512 H=256 I=136", 512, 256, 7, 136, 2, -1, -1, false),
     MOE_EXPERTS_GPU_ROW("gpu E=5 K=2 N=130 H=72 I=40 expert 1 hot f32 weights", 130, 72, 5, 40, 2, -1, 1, true),
     MOE_EXPERTS_GPU_ROW("gpu E=4 K=2 N=1 H=16 I=8", 1, 16, 4, 8, 2, -1, -1, false),
+    // On fused_quack's 128 x 128 x 64 wgmma tiles (and off them by whole K slices): H 128 / 256 / 512,
+    // I 64 / 192 / 256, experts of several row tiles, and (the last) more tiles than the H200's 132 SMs.
+    MOE_EXPERTS_GPU_ROW("gpu E=9 K=8 N=64 H=128 I=192 expert 4 idle", 64, 128, 9, 192, 8, 4, -1, false),
+    MOE_EXPERTS_GPU_ROW("gpu E=5 K=1 N=200 H=256 I=64 all on expert 3", 200, 256, 5, 64, 1, -1, 3, false),
+    MOE_EXPERTS_GPU_ROW("gpu E=7 K=2 N=384 H=128 I=192 expert 6 idle f32 weights", 384, 128, 7, 192, 2, 6, -1, true),
+    MOE_EXPERTS_GPU_ROW("gpu E=7 K=2 N=4096 H=512 I=256 expert 3 idle", 4096, 512, 7, 256, 2, 3, -1, false),
 };
 const op_case_list moe_experts_gpu_case_list = OP_CASE_LIST(moe_experts_gpu_cases);
 

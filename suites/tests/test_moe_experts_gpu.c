@@ -1,10 +1,12 @@
-// test_moe_experts_gpu.c: the grouped CUDA MoE experts backends of issue 14 (fused_triton; fused_quack
-// becomes a row when it lands) on the awkward rows of cases_moe_experts.c's moe_experts_gpu_case_list
+// test_moe_experts_gpu.c: the grouped CUDA MoE experts backends of issue 14 (fused_triton: mma.sync,
+// SM80+; fused_quack: TMA + wgmma, SM90 only) on the awkward rows of cases_moe_experts.c's moe_experts_gpu_case_list
 // (E 5, 7, 11; top-k 1, 2, 8; an idle expert and one every token chose; H and I off the tiles; f32
 // routing weights with bf16 activations), by flash-attention's rule, through the op engine's GPU mode
 // (op_check.h: CPU-built inputs mirrored to cuda:0), as test_attention_gpu.c does for attention:
+//   claims        (no GPU needed) each row's minimum compute capability, bf16, no expert parallelism;
 //   registered    each backend row is registered on cuda, available on cuda:0, claims bf16 and
-//                 determinism, and does not claim expert parallelism (no all-to-all yet);
+//                 determinism and its minimum compute capability (80, 90), and does not claim
+//                 expert parallelism (no all-to-all yet; fused_quack never: "no EP");
 //   2x eager      for output, dhidden, dgate_up_proj, ddown_proj and drouting_weights, with the inputs
 //                 and cotangent rounded to bf16:
 //                   max|backend - ref| <= 2 * max|eager_bf16 - ref| + 1e-5 * max|ref over the row|
@@ -12,8 +14,9 @@
 //                 element is finite (outputs are poisoned with NaN first). Each (row, tensor) prints
 //                 its max diff and the % of its allowance it uses;
 //   unsupported   H or I not a multiple of 8 is UNSUPPORTED (a "not supported" outcome), not an error;
-//   determinism   bitwise equal output and gradients over 50 runs on two rows (the large row and the
-//                 top-8 row with a hot and an idle expert).
+//   determinism   bitwise equal output and gradients over 50 runs on three rows (the large row, the
+//                 top-8 row with a hot and an idle expert, and the row of more tiles than the H200's
+//                 132 SMs, so fused_quack's persistent CTAs walk several tiles each).
 // Without a GPU every test skips visibly (gpu_skip.h).
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -29,7 +32,8 @@
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
 
-static const char *const moe_backends[] = {"fused_triton"};
+static const char *const moe_backends[] = {"fused_triton", "fused_quack"};
+static const int moe_backend_min_cc[] = {80, 90}; // mma.sync + cp.async; TMA + wgmma (sm_90a)
 
 static op_check_run_options on_cuda(const char *backend, parity_dtype dtype, parity_dtype input_precision) {
     return (op_check_run_options){.backend = backend, .dtype = dtype, .input_precision = input_precision,
@@ -62,11 +66,35 @@ Test(moe_experts_gpu, every_backend_is_registered_and_available_on_cuda) {
         cr_expect(backend->dtypes & PARITY_DTYPE_BIT(PARITY_BF16), "moe_experts %s does not claim bf16", backend->name);
         cr_expect(backend->capabilities & PARITY_CAP_DETERMINISTIC, "moe_experts %s does not claim determinism",
                   backend->name);
+        cr_expect_eq(backend->min_compute_capability, moe_backend_min_cc[b], "moe_experts %s claims SM%d, expected SM%d",
+                     backend->name, backend->min_compute_capability, moe_backend_min_cc[b]);
         cr_expect(!(backend->capabilities & PARITY_CAP_EXPERT_PARALLEL),
                   "moe_experts %s claims expert parallelism, which has no all-to-all yet", backend->name);
         cr_log_info("moe_experts %-13s cuda: available, bf16, deterministic, SM%d+", backend->name,
                     backend->min_compute_capability);
     }
+}
+
+// Without a GPU too (the claims are the registration's): each backend row built into this binary
+// claims its minimum compute capability, bf16 only and no expert parallelism. A CUDA-off build
+// registers neither and skips.
+Test(moe_experts_gpu, grouped_backends_claim_their_compute_capability) {
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
+    int found = 0;
+    for (size_t b = 0; b < ROWS(moe_backends); b++) {
+        const parity_backend *backend = parity_registry_find(PARITY_OP_MOE_EXPERTS, moe_backends[b], PARITY_DEVICE_CUDA);
+        if (!backend) continue;
+        found++;
+        cr_expect_eq(backend->min_compute_capability, moe_backend_min_cc[b], "moe_experts %s claims SM%d, expected SM%d",
+                     backend->name, backend->min_compute_capability, moe_backend_min_cc[b]);
+        cr_expect_eq(backend->dtypes, PARITY_DTYPE_BIT(PARITY_BF16), "moe_experts %s claims dtypes other than bf16",
+                     backend->name);
+        cr_expect(!(backend->capabilities & PARITY_CAP_EXPERT_PARALLEL), "moe_experts %s claims expert parallelism",
+                  backend->name);
+    }
+    if (!found) cr_skip_test("no grouped moe_experts backend built (a CUDA-off build)");
+    cr_expect_eq(found, (int)ROWS(moe_backends), "%d of %zu grouped moe_experts backends are built", found,
+                 ROWS(moe_backends));
 }
 
 enum { MAX_COMPARED = 8, COMPARED = 5 }; // output, dhidden, dgate_up_proj, ddown_proj, drouting_weights
@@ -150,6 +178,7 @@ Test(moe_experts_gpu, sizes_off_multiples_of_8_are_not_supported) {
 static const char *const determinism_rows[] = {
     "gpu E=7 K=2 N=512 H=256 I=136",
     "gpu E=11 K=8 N=96 H=136 I=72 expert 0 hot expert 5 idle",
+    "gpu E=7 K=2 N=4096 H=512 I=256 expert 3 idle",
 };
 enum { DETERMINISM_RUNS = 50 };
 

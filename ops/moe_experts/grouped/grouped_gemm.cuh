@@ -6,6 +6,7 @@
 //              each warp 64 x 32 (the gated gate_up GEMM: 64 gate + 64 up columns, each warp 64 x 16
 //              of both halves, so one thread holds a gate element and its up element)
 //   smem rows  padded by 8 elements (80 or 272 bytes a row): 16-byte aligned, ldmatrix conflict free
+// The SwiGLU math, expert_of_tile and the pair stores are grouped_math.cuh's (shared with sm90_gemm.cuh).
 // This header adds what mma.cuh lacks: load_a_transposed, the A operand of a 16x16 tile stored
 // k-major ([k][m]), for the weight gradients dW = dY^T X whose A = dY^T is dY (rows, M) as stored.
 #ifndef PARITY_MOE_GROUPED_GEMM_CUH
@@ -15,6 +16,7 @@
 #include <stdint.h>
 
 #include "ops/attention/flash/mma.cuh"
+#include "ops/moe_experts/grouped/grouped_math.cuh"
 
 namespace parity_moe {
 
@@ -36,25 +38,6 @@ constexpr int kSharedBytes = kStages * kStageElements * (int)sizeof(bf16); // 61
 // and lanes 8i..8i+7 address its rows: k row (lane % 8) + 8 (lane / 16), m column 8 ((lane / 8) % 2).
 __device__ __forceinline__ void load_a_transposed(uint32_t (&a)[4], const bf16 *tile, int stride, int lane) {
     parity_flash::load_matrix_x4_transposed(a, tile + ((lane % 8) + (lane / 16) * 8) * stride + ((lane / 8) % 2) * 8);
-}
-
-// silu and torch's silu_backward (dy * s * (1 + x (1 - s)), s = sigmoid(x)) in f32.
-__device__ __forceinline__ float silu_f32(float x) { return x / (1.0f + expf(-x)); }
-__device__ __forceinline__ float silu_backward_f32(float dy, float x) {
-    float s = 1.0f / (1.0f + expf(-x));
-    return dy * s * (1.0f + x * (1.0f - s));
-}
-
-// The expert e whose tiles hold `tile`: tile_offsets (E + 1) nondecreasing, tile < tile_offsets[E];
-// the largest e with tile_offsets[e] <= tile (empty experts have no tile and are skipped).
-__device__ __forceinline__ int expert_of_tile(const int64_t *tile_offsets, int experts, int64_t tile) {
-    int low = 0, high = experts - 1;
-    while (low < high) {
-        int middle = (low + high + 1) / 2;
-        if (tile_offsets[middle] <= tile) low = middle;
-        else high = middle - 1;
-    }
-    return low;
 }
 
 // One BK slice of the warp's tile: acc[h][mi][ni] (h: B half, mi: 16-row tile, ni: 8-column tile)
@@ -90,13 +73,6 @@ __device__ __forceinline__ void mma_slice(float (&acc)[NB][4][NI][4], const bf16
     }
 }
 
-// Epilogue kinds of the row-grouped GEMM.
-enum epilogue_kind {
-    EPILOGUE_STORE = 0,          // C (R, N) = bf16(acc)
-    EPILOGUE_SWIGLU = 1,         // gated: gate_up (R, 2I) = bf16([gate, up]), h (R, I) = bf16(silu(gate) * up)
-    EPILOGUE_SWIGLU_BACKWARD = 2 // acc = dh: dgate_up (R, 2I) from the saved gate_up
-};
-
 struct row_grouped_params {
     const bf16 *a;              // (rows, k_size) in sorted order, or the gathered source (tokens, k_size)
     const int64_t *gather;      // NULL, or source row of sorted position p = gather[p] / gather_divisor
@@ -126,14 +102,6 @@ struct k_grouped_params {
 using parity_flash::copy_16;
 using parity_flash::copy_commit;
 using parity_flash::copy_wait;
-
-__device__ __forceinline__ void store_pair(bf16 *target, float low, float high) {
-    *reinterpret_cast<__nv_bfloat162 *>(target) = __floats2bfloat162_rn(low, high);
-}
-__device__ __forceinline__ float2 load_pair(const bf16 *source) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(source));
-}
-__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 
 // C tile of one row tile of one expert: see grouped_gemm.h for the three epilogues.
 template <int EPI, bool B_KMAJOR>
