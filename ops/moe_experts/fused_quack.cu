@@ -26,6 +26,7 @@
 #include "ops/core/cuda/eager_support.cuh"
 #include "ops/core/cuda/exec_stream.cuh"
 #include "ops/moe_experts/grouped/dispatch.h"
+#include "ops/moe_experts/grouped/fused_common.cuh"
 #include "ops/moe_experts/grouped/sm90_gemm.h"
 
 extern "C" {
@@ -40,32 +41,12 @@ using bf16 = __nv_bfloat16;
 
 namespace {
 
-enum saved_slot { SAVED_OFFSETS, SAVED_TILES, SAVED_PERMUTED, SAVED_POSITION, SAVED_GATE_UP, SAVED_H, SAVED_Y, SAVED_COUNT };
-
-bool aligned_16(const parity_tensor *tensor) { return !tensor || ((uintptr_t)tensor->data % 16) == 0; }
-
 // The contract's checks, then what this backend needs: every tensor on the call's CUDA device, bf16,
 // a device of compute capability 9.0 (sm_90a code only), H and I multiples of 8, 16-byte aligned
 // GEMM operands.
 parity_error *check_call(const parity_moe_experts_args *args, parity_moe_experts_sizes *sizes) {
-    PARITY_TRY(parity_moe_experts_check(args, sizes));
+    PARITY_TRY(fused_check_call("fused_quack", args, sizes));
     parity_device device = args->hidden->device;
-    if (device.type != PARITY_DEVICE_CUDA) return parity_cuda_check_tensor("moe_experts", "hidden", args->hidden, cuda_device(0));
-    const parity_tensor *tensors[] = {args->hidden, args->gate_up_proj, args->down_proj, args->expert_indices,
-                                      args->routing_weights, args->output};
-    const char *names[] = {"hidden", "gate_up_proj", "down_proj", "expert_indices", "routing_weights", "output"};
-    for (int i = 0; i < 6; i++) PARITY_TRY(parity_cuda_check_tensor("moe_experts", names[i], tensors[i], device));
-    PARITY_CHECK(args->hidden->dtype == PARITY_BF16, PARITY_ERROR_UNSUPPORTED,
-                 "moe_experts: fused_quack on cuda runs bf16 (tensor cores), got %s", parity_dtype_name(args->hidden->dtype));
-    PARITY_CHECK(sizes->hidden % 8 == 0 && sizes->intermediate % 8 == 0, PARITY_ERROR_UNSUPPORTED,
-                 "moe_experts: fused_quack on cuda needs hidden and intermediate sizes that are multiples of 8, got H = "
-                 "%lld, I = %lld",
-                 (long long)sizes->hidden, (long long)sizes->intermediate);
-    PARITY_CHECK(sizes->experts <= 6000, PARITY_ERROR_UNSUPPORTED, "moe_experts: fused_quack handles up to 6000 experts, got %lld",
-                 (long long)sizes->experts);
-    PARITY_CHECK(aligned_16(args->hidden) && aligned_16(args->gate_up_proj) && aligned_16(args->down_proj),
-                 PARITY_ERROR_UNSUPPORTED, "moe_experts: fused_quack on cuda needs 16-byte aligned hidden and weights");
-    PARITY_CUDA_TRY(cudaSetDevice(device.index));
     int major = 0, minor = 0;
     PARITY_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.index));
     PARITY_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device.index));
@@ -73,18 +54,6 @@ parity_error *check_call(const parity_moe_experts_args *args, parity_moe_experts
                  "moe_experts: fused_quack is built for sm_90a (wgmma, TMA) and runs on compute capability 9.0 only, got %d.%d",
                  major, minor);
     return NULL;
-}
-
-template <typename T> T *data_of(const parity_tensor *tensor) { return static_cast<T *>(tensor ? tensor->data : nullptr); }
-const bf16 *bf16_of(const parity_tensor *tensor) { return data_of<const bf16>(tensor); }
-
-grouped_rows rows_of(const parity_moe_experts_sizes &s, const parity_tensor *offsets, const parity_tensor *tiles) {
-    grouped_rows g;
-    g.rows = s.tokens * s.top_k;
-    g.experts = (int)s.experts;
-    g.expert_offsets = data_of<const int64_t>(offsets);
-    g.tile_offsets = data_of<const int64_t>(tiles);
-    return g;
 }
 
 parity_error *moe_experts_fused_quack_forward(const parity_exec *exec, const parity_moe_experts_args *args,
@@ -121,32 +90,14 @@ parity_error *moe_experts_fused_quack_forward(const parity_exec *exec, const par
                        args->routing_weights->dtype, N, K, H, data_of<bf16>(args->output), stream);
 }
 
-// The forward's saved tensors, each checked against the call.
-parity_error *saved_tensors(const parity_saved *saved, const parity_moe_experts_sizes &s, const parity_tensor **out) {
-    const int64_t R = s.tokens * s.top_k;
-    const int64_t numel[SAVED_COUNT] = {s.experts + 1, s.experts + 1, R, R, R * 2 * s.intermediate, R * s.intermediate,
-                                        R * s.hidden};
-    for (int i = 0; i < SAVED_COUNT; i++) {
-        PARITY_TRY(parity_saved_get(saved, i, &out[i]));
-        PARITY_CHECK(out[i]->numel == numel[i], PARITY_ERROR_INTERNAL,
-                     "moe_experts: fused_quack's saved tensor %d has %lld values, the call needs %lld", i,
-                     (long long)out[i]->numel, (long long)numel[i]);
-    }
-    return NULL;
-}
-
 parity_error *moe_experts_fused_quack_backward(const parity_exec *exec, const parity_moe_experts_args *args,
                                                const parity_saved *saved, const parity_moe_experts_grads *grads) {
     parity_moe_experts_sizes s;
     PARITY_TRY(check_call(args, &s));
-    PARITY_TRY(parity_moe_experts_check_grads(args, grads));
+    PARITY_TRY(fused_check_grads(args, grads));
     parity_device device = args->hidden->device;
-    const parity_tensor *tensors[] = {grads->doutput, grads->dhidden, grads->dgate_up_proj, grads->ddown_proj,
-                                      grads->drouting_weights};
-    const char *names[] = {"doutput", "dhidden", "dgate_up_proj", "ddown_proj", "drouting_weights"};
-    for (int i = 0; i < 5; i++) PARITY_TRY(parity_cuda_check_tensor("moe_experts", names[i], tensors[i], device));
     const parity_tensor *kept[SAVED_COUNT];
-    PARITY_TRY(saved_tensors(saved, s, kept));
+    PARITY_TRY(fused_saved_tensors("fused_quack", saved, s, kept));
     const int64_t N = s.tokens, H = s.hidden, E = s.experts, I = s.intermediate, K = s.top_k, R = N * K;
     cudaStream_t stream = parity_cuda_stream(exec);
     grouped_rows g = rows_of(s, kept[SAVED_OFFSETS], kept[SAVED_TILES]);

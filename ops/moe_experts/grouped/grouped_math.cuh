@@ -8,6 +8,8 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "ops/core/cuda/eager_support.cuh"
+
 namespace parity_moe {
 
 using bf16 = __nv_bfloat16;
@@ -22,13 +24,7 @@ __device__ __forceinline__ float silu_backward_f32(float dy, float x) {
 // The expert e whose tiles hold `tile`: tile_offsets (E + 1) nondecreasing, tile < tile_offsets[E];
 // the largest e with tile_offsets[e] <= tile (empty experts have no tile and are skipped).
 __device__ __forceinline__ int expert_of_tile(const int64_t *tile_offsets, int experts, int64_t tile) {
-    int low = 0, high = experts - 1;
-    while (low < high) {
-        int middle = (low + high + 1) / 2;
-        if (tile_offsets[middle] <= tile) low = middle;
-        else high = middle - 1;
-    }
-    return low;
+    return (int)parity_cuda::document_of(tile_offsets, experts, tile); // the same search over boundaries
 }
 
 // Epilogue kinds of the row-grouped GEMM.
