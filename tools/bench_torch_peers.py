@@ -25,8 +25,10 @@ Peers (bf16 unless --dtype):
   moe_experts    the routed experts on harness/bench/bench_ops.c's shapes (TOKENSxHIDDENxEXPERTSx
                  INTERMEDIATExTOP_K), transformers 5.x's fused layouts gate_up_proj (E, 2I, H) and down_proj
                  (E, H, I), routing as parity's (K distinct experts a token, uniform at random; weights a
-                 softmax over K logits uniform in [-2, 2)), in this order (the first is the one parity's rows
-                 are compared with):
+                 softmax over K logits uniform in [-2, 2)); per shape the gate_up GEMM first, then the layers
+                 in this order (the first layer is the one parity's rows are compared with; liger last, as its
+                 Triton autotuning takes the longest; a run stopped by SIGINT/SIGTERM still writes the rows
+                 measured so far, with "interrupted" set in the report):
                  "grouped_mm layer": transformers' grouped_mm experts (integrations/moe.py): stable sort
                    of the N K rows by expert, torch._grouped_mm gate_up on W^T (E, H, 2I) with int32
                    cumulative offsets, silu(gate) * up, grouped_mm down, weights, unsort, index_add_;
@@ -45,6 +47,7 @@ Needs PyTorch with CUDA (present on the GPU host). Usage:
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 
@@ -364,7 +367,7 @@ def moe_eager_loop(x, gate_up_proj, down_proj, indices, weights):
     return out
 
 
-def moe_experts_peers(timer, dtype, name, runs):
+def moe_experts_peers(timer, dtype, name, runs, out):
     try:
         try:
             from liger_kernel.ops import LigerFusedMoEFunction
@@ -377,43 +380,33 @@ def moe_experts_peers(timer, dtype, name, runs):
     def liger(x, gate_up_proj, down_proj, indices, weights):
         return LigerFusedMoEFunction.apply(x, gate_up_proj, down_proj, indices.to(torch.int32), weights)
 
-    layers = (("grouped_mm layer", moe_grouped_mm_layer, None), ("eager loop (HF experts)", moe_eager_loop, None),
-              ("liger LigerFusedMoEFunction", liger, liger_error))
-    out = []
-    for tokens, hidden, experts, inter, top_k in MOE_EXPERTS_SHAPES:
-        shape = f"{tokens}x{hidden}x{experts}x{inter}x{top_k}"
-        rows = tokens * top_k
-        forward_flops = 2 * rows * (hidden * 2 * inter + inter * hidden)  # parity's count: 6 R H I
-        x = torch.randn(tokens, hidden, device="cuda", dtype=dtype)
-        gate_up_proj = 0.02 * torch.randn(experts, 2 * inter, hidden, device="cuda", dtype=dtype)
-        down_proj = 0.02 * torch.randn(experts, hidden, inter, device="cuda", dtype=dtype)
-        indices, weights = moe_experts_routing(tokens, experts, top_k, dtype)
-        dy = torch.randn_like(x)
-        for peer, fn, error in layers:
-            if error is not None:
-                error = RuntimeError(f"not available in liger-kernel here ({type(error).__name__}: {error}); "
-                                     "liger-kernel 0.8.5 has LigerFusedMoEFunction: install its wheel")
-                out.append(failed_row("moe_experts", "fwd", shape, name, peer, error))
-                out.append(failed_row("moe_experts", "fwd+bwd", shape, name, peer, error))
-                continue
-            try:
-                with torch.no_grad():
-                    out.append(row("moe_experts", "fwd", shape, name, peer,
-                                   timer.measure(lambda: fn(x, gate_up_proj, down_proj, indices, weights), runs=runs),
-                                   flops=forward_flops))
-            except Exception as error:  # noqa: BLE001 -- the row carries it
-                out.append(failed_row("moe_experts", "fwd", shape, name, peer, error))
-            leaves = [t.clone().requires_grad_() for t in (x, gate_up_proj, down_proj, weights)]
-            xg, gug, dg, wg = leaves
-            step = lambda: fn(xg, gug, dg, indices, wg).backward(dy)
-            try:
-                out.append(row("moe_experts", "fwd+bwd", shape, name, peer,
-                               timer.measure(step, clear_grads(*leaves), runs=runs), extra_peak(step, clear_grads(*leaves)),
-                               flops=3 * forward_flops))
-            except Exception as error:  # noqa: BLE001
-                out.append(failed_row("moe_experts", "fwd+bwd", shape, name, peer, error))
-            del leaves, xg, gug, dg, wg
-            torch.cuda.empty_cache()
+    # two passes over the shapes: torch's peers for every shape first, then liger's (its Triton autotuning
+    # is the slow part, so a time cap that stops it still leaves every torch row)
+    torch_layers = (("grouped_mm layer", moe_grouped_mm_layer, None), ("eager loop (HF experts)", moe_eager_loop, None))
+    liger_layers = (("liger LigerFusedMoEFunction", liger, liger_error),)
+    for layers, with_gemm in ((torch_layers, True), (liger_layers, False)):
+        for shape in MOE_EXPERTS_SHAPES:
+            moe_experts_shape_peers(timer, dtype, name, runs, out, shape, layers, with_gemm)
+
+
+def moe_experts_inputs(shape_dims, dtype):
+    """One shape's random inputs: x (N, H), gate_up_proj (E, 2I, H), down_proj (E, H, I), routing."""
+    tokens, hidden, experts, inter, top_k = shape_dims
+    x = torch.randn(tokens, hidden, device="cuda", dtype=dtype)
+    gate_up_proj = 0.02 * torch.randn(experts, 2 * inter, hidden, device="cuda", dtype=dtype)
+    down_proj = 0.02 * torch.randn(experts, hidden, inter, device="cuda", dtype=dtype)
+    indices, weights = moe_experts_routing(tokens, experts, top_k, dtype)
+    return x, gate_up_proj, down_proj, indices, weights
+
+
+def moe_experts_shape_peers(timer, dtype, name, runs, out, shape_dims, layers, with_gemm):
+    """Appends one shape's rows to out: the gate_up GEMM alone (with_gemm), then each layer fwd and fwd+bwd."""
+    tokens, hidden, experts, inter, top_k = shape_dims
+    shape = "x".join(str(d) for d in shape_dims)
+    rows = tokens * top_k
+    forward_flops = 2 * rows * (hidden * 2 * inter + inter * hidden)  # parity's count: 6 R H I
+    x, gate_up_proj, down_proj, indices, weights = moe_experts_inputs(shape_dims, dtype)
+    if with_gemm:
         # the gate_up GEMM alone, on rows already sorted by expert (the layer's first grouped_mm)
         peer = "grouped_mm gate_up GEMM"
         try:
@@ -431,9 +424,38 @@ def moe_experts_peers(timer, dtype, name, runs):
             del states_g
         except Exception as error:  # noqa: BLE001
             out.append(failed_row("moe_experts", "fwd", shape, name, peer, error))
-        del x, gate_up_proj, down_proj, indices, weights, dy
+    dy = torch.randn_like(x)
+    for peer, fn, error in layers:
+        if error is not None:
+            error = RuntimeError(f"not available in liger-kernel here ({type(error).__name__}: {error}); "
+                                 "liger-kernel 0.8.5 has LigerFusedMoEFunction: install its wheel")
+            out.append(failed_row("moe_experts", "fwd", shape, name, peer, error))
+            out.append(failed_row("moe_experts", "fwd+bwd", shape, name, peer, error))
+            continue
+        try:
+            with torch.no_grad():
+                out.append(row("moe_experts", "fwd", shape, name, peer,
+                               timer.measure(lambda: fn(x, gate_up_proj, down_proj, indices, weights), runs=runs),
+                               flops=forward_flops))
+        except Exception as error:  # noqa: BLE001 -- the row carries it
+            out.append(failed_row("moe_experts", "fwd", shape, name, peer, error))
+        leaves = [t.clone().requires_grad_() for t in (x, gate_up_proj, down_proj, weights)]
+        xg, gug, dg, wg = leaves
+        step = lambda: fn(xg, gug, dg, indices, wg).backward(dy)
+        try:
+            out.append(row("moe_experts", "fwd+bwd", shape, name, peer,
+                           timer.measure(step, clear_grads(*leaves), runs=runs), extra_peak(step, clear_grads(*leaves)),
+                           flops=3 * forward_flops))
+        except Exception as error:  # noqa: BLE001
+            out.append(failed_row("moe_experts", "fwd+bwd", shape, name, peer, error))
+        del leaves, xg, gug, dg, wg
         torch.cuda.empty_cache()
-    return out
+    del x, gate_up_proj, down_proj, indices, weights, dy
+    torch.cuda.empty_cache()
+
+
+def stop_on_signal(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main():
@@ -452,30 +474,40 @@ def main():
     torch.manual_seed(0)
     timer = Timer(args.warmup, args.runs)
     peers = []
-    for op in args.ops.split(","):
-        if op == "rms_norm":
-            peers += rms_norm_peers(timer, dtype, args.dtype)
-        elif op == "swiglu":
-            peers += swiglu_peers(timer, dtype, args.dtype)
-        elif op == "rotary":
-            peers += rotary_peers(timer, dtype, args.dtype)
-        elif op == "cross_entropy":
-            peers += cross_entropy_peers(timer, dtype, args.dtype, args.flop_bound_runs)
-        elif op == "attention":
-            peers += attention_peers(timer, dtype, args.dtype, args.flop_bound_runs)
-        elif op == "moe_experts":
-            peers += moe_experts_peers(timer, dtype, args.dtype, args.flop_bound_runs)
-        else:
-            print(f"bench_torch_peers: unknown op '{op}'", file=sys.stderr)
-            return 2
-        torch.cuda.empty_cache()
+    # SIGTERM (timeout(1)) and SIGINT stop the measuring, not the report: the rows measured so far are
+    # written with "interrupted" set, so a device call with a time cap keeps them
+    signal.signal(signal.SIGTERM, stop_on_signal)
+    interrupted = None
+    try:
+        for op in args.ops.split(","):
+            if op == "rms_norm":
+                peers += rms_norm_peers(timer, dtype, args.dtype)
+            elif op == "swiglu":
+                peers += swiglu_peers(timer, dtype, args.dtype)
+            elif op == "rotary":
+                peers += rotary_peers(timer, dtype, args.dtype)
+            elif op == "cross_entropy":
+                peers += cross_entropy_peers(timer, dtype, args.dtype, args.flop_bound_runs)
+            elif op == "attention":
+                peers += attention_peers(timer, dtype, args.dtype, args.flop_bound_runs)
+            elif op == "moe_experts":
+                moe_experts_peers(timer, dtype, args.dtype, args.flop_bound_runs, peers)
+            else:
+                print(f"bench_torch_peers: unknown op '{op}'", file=sys.stderr)
+                return 2
+            torch.cuda.empty_cache()
+    except KeyboardInterrupt:
+        interrupted = "stopped by a signal: the rows measured before it are kept, later peers are absent"
+        print(f"bench_torch_peers: {interrupted}", file=sys.stderr)
     report = {"tool": "tools/bench_torch_peers.py", "torch": torch.__version__,
               "device": torch.cuda.get_device_name(0), "cuda": torch.version.cuda, "peers": peers}
+    if interrupted:
+        report["interrupted"] = interrupted
     temporary = f"{args.out}.tmp.{os.getpid()}"
     with open(temporary, "w") as stream:
         json.dump(report, stream, indent=2)
     os.replace(temporary, args.out)
-    return 0
+    return 130 if interrupted else 0
 
 
 if __name__ == "__main__":

@@ -149,16 +149,6 @@ const parity_moe_experts_kernels moe_experts_fused_quack_kernels = {moe_experts_
 
 } // namespace
 
-// Refuses until the GPU tests (suites/tests/test_moe_experts_gpu.c) have passed on a GPU: the kernels
-// were written and host-emulated on 2026-12-02 but no device run was made (issue 14). Delete this
-// probe in the commit that records the passing run.
-static bool fused_quack_unverified_probe(const parity_backend *backend, const parity_device_info *info, char *reason,
-                                     size_t reason_size) {
-    (void)backend, (void)info;
-    snprintf(reason, reason_size, "not verified on a GPU yet: its GPU tests have not run (issue 14)");
-    return false;
-}
-
 PARITY_BACKEND_REGISTRATION(moe_experts, fused_quack, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_MOE_EXPERTS;
@@ -170,7 +160,6 @@ PARITY_BACKEND_REGISTRATION(moe_experts, fused_quack, cuda) {
     // parallelism (the seed's table: "no EP"): PARITY_CAP_EXPERT_PARALLEL stays unset.
     backend.capabilities = PARITY_CAP_DETERMINISTIC;
     backend.kernels = &moe_experts_fused_quack_kernels;
-    backend.probe = fused_quack_unverified_probe;
     backend.description = "fused MoE experts on SM90, no EP: stable counting-sort dispatch, every grouped GEMM on TMA-fed "
                           "wgmma with a persistent tile scheduler (f32 accumulate): gate_up (SwiGLU fused), down, down "
                           "dgrad (SwiGLU backward fused), dx and both weight gradients; weighted combine; bf16, H and I "

@@ -114,16 +114,6 @@ const parity_moe_experts_kernels moe_experts_fused_triton_kernels = {moe_experts
 
 } // namespace
 
-// Refuses until the GPU tests (suites/tests/test_moe_experts_gpu.c) have passed on a GPU: the kernels
-// were written and host-emulated on 2026-12-02 but no device run was made (issue 14). Delete this
-// probe in the commit that records the passing run.
-static bool fused_triton_unverified_probe(const parity_backend *backend, const parity_device_info *info, char *reason,
-                                     size_t reason_size) {
-    (void)backend, (void)info;
-    snprintf(reason, reason_size, "not verified on a GPU yet: its GPU tests have not run (issue 14)");
-    return false;
-}
-
 PARITY_BACKEND_REGISTRATION(moe_experts, fused_triton, cuda) {
     parity_backend backend = {};
     backend.op = PARITY_OP_MOE_EXPERTS;
@@ -135,7 +125,6 @@ PARITY_BACKEND_REGISTRATION(moe_experts, fused_triton, cuda) {
     // PARITY_CAP_EXPERT_PARALLEL until the all-to-all between dispatch and combine exists.
     backend.capabilities = PARITY_CAP_DETERMINISTIC;
     backend.kernels = &moe_experts_fused_triton_kernels;
-    backend.probe = fused_triton_unverified_probe;
     backend.description = "fused MoE experts: stable counting-sort dispatch, grouped GEMMs on tensor cores (mma.sync, f32 "
                           "accumulate) with SwiGLU fused into the gate_up epilogue and its backward into the down dgrad, "
                           "weighted combine; bf16, H and I multiples of 8";
