@@ -454,6 +454,37 @@ def moe_experts_shape_peers(timer, dtype, name, runs, out, shape_dims, layers, w
     torch.cuda.empty_cache()
 
 
+def write_report(path, peers, interrupted=None):
+    report = {"tool": "tools/bench_torch_peers.py", "torch": torch.__version__,
+              "device": torch.cuda.get_device_name(0), "cuda": torch.version.cuda, "peers": list(peers)}
+    if interrupted:
+        report["interrupted"] = interrupted
+    temporary = f"{path}.tmp.{os.getpid()}"
+    with open(temporary, "w") as stream:
+        json.dump(report, stream, indent=2)
+    os.replace(temporary, path)
+
+
+class SavedRows(list):
+    """The peer rows, written to `path` after every append or extend."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
+
+    def append(self, item):
+        super().append(item)
+        write_report(self.path, self)
+
+    def extend(self, items):
+        super().extend(items)
+        write_report(self.path, self)
+
+    def __iadd__(self, items):
+        self.extend(items)
+        return self
+
+
 def stop_on_signal(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -473,9 +504,9 @@ def main():
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
     torch.manual_seed(0)
     timer = Timer(args.warmup, args.runs)
-    peers = []
-    # SIGTERM (timeout(1)) and SIGINT stop the measuring, not the report: the rows measured so far are
-    # written with "interrupted" set, so a device call with a time cap keeps them
+    # the report is rewritten (atomically) after every row, so a run killed outright still leaves the rows
+    # measured before; SIGTERM (timeout(1)) and SIGINT stop the measuring and write "interrupted"
+    peers = SavedRows(args.out)
     signal.signal(signal.SIGTERM, stop_on_signal)
     interrupted = None
     try:
@@ -499,14 +530,7 @@ def main():
     except KeyboardInterrupt:
         interrupted = "stopped by a signal: the rows measured before it are kept, later peers are absent"
         print(f"bench_torch_peers: {interrupted}", file=sys.stderr)
-    report = {"tool": "tools/bench_torch_peers.py", "torch": torch.__version__,
-              "device": torch.cuda.get_device_name(0), "cuda": torch.version.cuda, "peers": peers}
-    if interrupted:
-        report["interrupted"] = interrupted
-    temporary = f"{args.out}.tmp.{os.getpid()}"
-    with open(temporary, "w") as stream:
-        json.dump(report, stream, indent=2)
-    os.replace(temporary, args.out)
+    write_report(args.out, peers, interrupted)
     return 130 if interrupted else 0
 
 

@@ -342,6 +342,39 @@ static parity_error *moe_experts_setup(const parity_bench_shape *shape, parity_d
     return bench_slot(in, "output", y, dy);
 }
 
+// The gate_up grouped GEMM alone (moe_experts.h's part kernels): R = N K sorted rows of x times each
+// expert's gate_up_proj^T, 4 R H I flops (torch's "grouped_mm gate_up GEMM" peer counts the same);
+// at least x's rows read once, the weights once, gate_up (R, 2I) and h (R, I) written.
+static double moe_gate_up_flops(const int64_t *sizes) {
+    return 4.0 * (double)(sizes[0] * sizes[4]) * (double)sizes[1] * (double)sizes[3];
+}
+
+static double moe_gate_up_bytes(const int64_t *sizes, parity_dtype dtype) {
+    double rows = (double)(sizes[0] * sizes[4]), H = (double)sizes[1], E = (double)sizes[2], I = (double)sizes[3];
+    return (double)parity_dtype_size(dtype) * (rows * H + E * 2 * I * H + rows * 3 * I);
+}
+
+static parity_error *moe_gate_up_prepare(const parity_exec *exec, const void *kernels, parity_bench_inputs *inputs,
+                                         void **state) {
+    *state = NULL;
+    const parity_moe_experts_part_kernels *part = ((const parity_moe_experts_kernels *)kernels)->gate_up_part;
+    if (!part) return NULL;
+    parity_moe_experts_args args;
+    parity_op_build_args(inputs->op, inputs->attributes, inputs->tensors, false, &args);
+    return part->prepare(exec, &args, (parity_moe_experts_part **)state);
+}
+
+static parity_error *moe_gate_up_run(const parity_exec *exec, const void *kernels, void *state) {
+    return ((const parity_moe_experts_kernels *)kernels)->gate_up_part->run(exec, state);
+}
+
+static void moe_gate_up_release(const void *kernels, void *state) {
+    if (state) ((const parity_moe_experts_kernels *)kernels)->gate_up_part->release(state);
+}
+
+static const parity_bench_part moe_gate_up_part = {"gate_up GEMM",      moe_gate_up_flops, moe_gate_up_bytes,
+                                                   moe_gate_up_prepare, moe_gate_up_run,   moe_gate_up_release};
+
 // ---- the table ----
 
 static const char *const rms_norm_shapes[] = {"16384x4096", NULL};
@@ -364,14 +397,14 @@ static const char *const attention_shapes[] = {"4x16x16x4096x128x1", "8x16x16x20
 static const char *const moe_experts_shapes[] = {"16384x2048x64x768x8", "2048x2048x16x768x2", "2048x2048x8x1024x2", NULL};
 
 static const parity_bench_op bench_ops[] = {
-    {&parity_rms_norm_op, rms_norm_shapes, true, rms_norm_setup},
-    {&parity_swiglu_op, swiglu_shapes, true, swiglu_setup},
-    {&parity_rotary_op, rotary_shapes, true, rotary_setup},
-    {&parity_cross_entropy_op, cross_entropy_shapes, false, cross_entropy_setup},
-    {&parity_rms_norm_gated_op, rms_norm_gated_shapes, true, rms_norm_gated_setup},
-    {&parity_load_balancing_loss_op, load_balancing_shapes, true, load_balancing_setup},
-    {&parity_attention_op, attention_shapes, true, attention_setup},
-    {&parity_moe_experts_op, moe_experts_shapes, true, moe_experts_setup},
+    {&parity_rms_norm_op, rms_norm_shapes, true, rms_norm_setup, NULL},
+    {&parity_swiglu_op, swiglu_shapes, true, swiglu_setup, NULL},
+    {&parity_rotary_op, rotary_shapes, true, rotary_setup, NULL},
+    {&parity_cross_entropy_op, cross_entropy_shapes, false, cross_entropy_setup, NULL},
+    {&parity_rms_norm_gated_op, rms_norm_gated_shapes, true, rms_norm_gated_setup, NULL},
+    {&parity_load_balancing_loss_op, load_balancing_shapes, true, load_balancing_setup, NULL},
+    {&parity_attention_op, attention_shapes, true, attention_setup, NULL},
+    {&parity_moe_experts_op, moe_experts_shapes, true, moe_experts_setup, &moe_gate_up_part},
 };
 
 parity_error *parity_bench_setup(const parity_bench_op *op, const parity_bench_shape *shape, parity_dtype dtype,

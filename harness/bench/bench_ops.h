@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ops/core/exec.h"
 #include "ops/core/saved.h"
 #include "ops/core/tensor.h"
 #include "ops/op_descriptor.h"
@@ -30,6 +31,19 @@ typedef struct parity_bench_shape {
 // The device tensors of one op's call, made once for every backend (bench_ops.c).
 typedef struct parity_bench_inputs parity_bench_inputs;
 
+// A part of an op that a backend can time alone, beside a torch peer timing the same part ("part" in
+// its row): moe_experts' gate_up grouped GEMM. Its rows' pass is the part's name. A backend without
+// the part (prepare gives *state NULL and no error) has no row.
+typedef struct parity_bench_part {
+    const char *name;                         // "gate_up GEMM": the rows' pass, the torch peer's "part"
+    double (*flops)(const int64_t *sizes);    // the part's own count
+    double (*bytes)(const int64_t *sizes, parity_dtype dtype); // what it must move at the least
+    // untimed set-up for the backend's `kernels` on the inputs; *state NULL: the backend has no such part
+    parity_error *(*prepare)(const parity_exec *exec, const void *kernels, parity_bench_inputs *inputs, void **state);
+    parity_error *(*run)(const parity_exec *exec, const void *kernels, void *state); // the timed call
+    void (*release)(const void *kernels, void *state);                                // NULL state: no-op
+} parity_bench_part;
+
 typedef struct parity_bench_op {
     const parity_op_descriptor *descriptor; // name, kernel call, work model (never NULL here)
     const char *const *default_shapes;      // NULL-terminated
@@ -39,6 +53,7 @@ typedef struct parity_bench_op {
     // counts only what the op adds.
     parity_error *(*setup)(const parity_bench_shape *shape, parity_dtype dtype, parity_device device,
                            parity_bench_inputs *inputs);
+    const parity_bench_part *part; // NULL: none
 } parity_bench_op;
 
 // The ops `parity bench op` can time, in a fixed order; NULL when `name` is not one of them.

@@ -150,6 +150,11 @@ static parity_error *peer_row(const char *path, const cJSON *item, int index, pa
     if (work->flop_bound) {
         row->flops = work->flops(parsed.dims, backward);
         if (part) {
+            // a part's row is of its own pass (the part's name), where a parity row of the same part links
+            if (strlen(part) >= sizeof row->pass)
+                return PARITY_ERROR(PARITY_ERROR_DATA, "%s: peers[%d].part '%s' is longer than %zu characters", path, index,
+                                    part, sizeof row->pass - 1);
+            snprintf(row->pass, sizeof row->pass, "%s", part);
             row->is_part = true;
             row->flops = peer_flops;
         } else if (has_flops && fabs(peer_flops - row->flops) > 1e-9 * row->flops) {
@@ -192,13 +197,13 @@ parity_error *parity_bench_read_peers(const char *path, parity_bench_report *rep
     cJSON_Delete(root);
     if (error) return error;
     // every parity row: the first measured peer of the same op, pass, shape and dtype that times the
-    // whole op
+    // whole op, or for a part's row (its pass the part's name) the same part
     for (size_t i = 0; i < report->count; i++) {
         parity_bench_result *row = &report->results[i];
         if (row->is_peer) continue;
         for (size_t p = first_peer; p < report->count; p++) {
             const parity_bench_result *peer = &report->results[p];
-            if (!peer->is_peer || !peer->ok || peer->is_part || strcmp(peer->op, row->op) || strcmp(peer->pass, row->pass) ||
+            if (!peer->is_peer || !peer->ok || peer->is_part != row->is_part || strcmp(peer->op, row->op) || strcmp(peer->pass, row->pass) ||
                 strcmp(peer->shape, row->shape) || strcmp(peer->dtype, row->dtype))
                 continue;
             row->peer_median_ms = peer->timing.median_ms;

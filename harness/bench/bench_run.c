@@ -143,6 +143,52 @@ static void time_pass(const parity_bench_options *options, const parity_bench_co
     }
 }
 
+// ---- a part of the op alone (bench_ops.h: moe_experts' gate_up GEMM) ----
+
+typedef struct part_context {
+    const parity_exec *exec;
+    const parity_bench_part *part;
+    const void *kernels;
+    void *state;
+} part_context;
+
+static parity_error *part_step(void *raw) {
+    part_context *context = raw;
+    return context->part->run(context->exec, context->kernels, context->state);
+}
+
+// Times `backend`'s part of the op into *result; false (no row) when the backend has no such part.
+static bool time_part(const parity_bench_options *options, const parity_bench_context *context, const parity_exec *exec,
+                      parity_bench_timer *timer, const parity_bench_op *op, const parity_bench_shape *shape,
+                      parity_bench_inputs *inputs, const parity_backend *backend, parity_bench_result *result) {
+    const parity_bench_part *part = op->part;
+    part_context step = {.exec = exec, .part = part, .kernels = backend->kernels};
+    parity_error *error = part->prepare(exec, backend->kernels, inputs, &step.state);
+    if (!error && !step.state) return false;
+    result->is_part = true;
+    int warmup = options->warmup < 3 ? options->warmup : 3;
+    if (!error) error = parity_bench_timer_measure(timer, part_step, NULL, &step, warmup, options->flop_bound_runs, &result->timing);
+    part->release(backend->kernels, step.state);
+    if (error) {
+        parity_error_kind kind = parity_error_kind_of(error);
+        set_status(result, kind == PARITY_ERROR_UNSUPPORTED ? "not supported"
+                           : kind == PARITY_ERROR_MEMORY    ? "not supported: out of memory"
+                                                            : "error",
+                   error);
+        return true;
+    }
+    result->ok = true;
+    snprintf(result->status, sizeof result->status, "ok");
+    double seconds = result->timing.median_ms * 1e-3;
+    result->bytes = part->bytes(shape->dims, options->dtype);
+    result->gigabytes_per_second = result->bytes / seconds / 1e9;
+    result->copy_fraction = result->gigabytes_per_second / context->copy_gigabytes_per_second;
+    result->flops = part->flops(shape->dims);
+    result->teraflops = result->flops / seconds / 1e12;
+    result->gemm_fraction = result->teraflops / context->gemm_teraflops;
+    return true;
+}
+
 // The backends to time for `op`: the named ones, or every cuda backend of the op (test-only excluded).
 static size_t backends_for(const parity_bench_options *options, const char *op, const char **names, size_t capacity) {
     size_t count = 0;
@@ -168,18 +214,24 @@ static parity_error *bench_shape(const parity_bench_options *options, const pari
     parity_bench_inputs *inputs = NULL;
     parity_error *setup_error = parity_bench_setup(op, shape, options->dtype, options->device, &inputs);
     for (size_t b = 0; b < backend_count; b++) {
-        for (int pass = op->forward_pass ? 0 : 1; pass < 2; pass++) {
+        // passes: 0 fwd, 1 fwd+bwd, 2 the op's part alone (where it has one and the backend too)
+        for (int pass = op->forward_pass ? 0 : 1; pass < (op->part ? 3 : 2); pass++) {
             parity_bench_result result;
             memset(&result, 0, sizeof result);
             result.extra_peak_bytes = -1;
             snprintf(result.op, sizeof result.op, "%s", op_name);
-            snprintf(result.pass, sizeof result.pass, "%s", pass ? "fwd+bwd" : "fwd");
+            snprintf(result.pass, sizeof result.pass, "%s", pass == 2 ? op->part->name : pass ? "fwd+bwd" : "fwd");
             parity_bench_shape_string(shape, result.shape, sizeof result.shape);
             snprintf(result.dtype, sizeof result.dtype, "%s", parity_dtype_name(options->dtype));
             snprintf(result.backend, sizeof result.backend, "%s", names[b]);
             const parity_backend *backend = NULL;
             parity_error *error = setup_error ? NULL
                                               : parity_registry_resolve(op_name, names[b], options->device, &backend);
+            bool runnable = !setup_error && !error && (backend->dtypes & PARITY_DTYPE_BIT(options->dtype));
+            if (pass == 2 && !runnable) { // the fwd and fwd+bwd rows say why the backend did not run
+                parity_error_free(error);
+                continue;
+            }
             if (setup_error) {
                 char message[200];
                 snprintf(result.status, sizeof result.status, "error: setting up inputs: %s",
@@ -190,6 +242,8 @@ static parity_error *bench_shape(const parity_bench_options *options, const pari
                 snprintf(result.status, sizeof result.status, "not supported: no %s", parity_dtype_name(options->dtype));
             } else if ((error = parity_bench_prepare(op, inputs, backend))) {
                 set_status(&result, "error: preparing the call", error);
+            } else if (pass == 2) {
+                if (!time_part(options, context, exec, timer, op, shape, inputs, backend, &result)) continue;
             } else {
                 time_pass(options, context, exec, timer, op, shape, inputs, backend, pass == 1, &result);
             }

@@ -54,8 +54,10 @@ static parity_error *parse_target(char **fields, const char *path, int line, par
     const parity_bench_op *op = parity_bench_find_op(fields[0]);
     if (!op) return PARITY_ERROR(PARITY_ERROR_DATA, "%s:%d: op '%s' is not an op parity bench knows", path, line, fields[0]);
     PARITY_TRY(copy_field(target->op, sizeof target->op, fields[0], "op", path, line));
-    if (strcmp(fields[1], "fwd") != 0 && strcmp(fields[1], "fwd+bwd") != 0)
-        return PARITY_ERROR(PARITY_ERROR_DATA, "%s:%d: pass '%s' is neither fwd nor fwd+bwd", path, line, fields[1]);
+    bool part = op->part && strcmp(fields[1], op->part->name) == 0; // a part's rows: its name is their pass
+    if (strcmp(fields[1], "fwd") != 0 && strcmp(fields[1], "fwd+bwd") != 0 && !part)
+        return PARITY_ERROR(PARITY_ERROR_DATA, "%s:%d: pass '%s' is neither fwd nor fwd+bwd%s%s%s", path, line, fields[1],
+                            op->part ? " nor '" : "", op->part ? op->part->name : "", op->part ? "'" : "");
     PARITY_TRY(copy_field(target->pass, sizeof target->pass, fields[1], "pass", path, line));
     parity_bench_shape shape;
     parity_error *error = parity_bench_parse_shape(op, fields[2], &shape);

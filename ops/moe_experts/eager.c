@@ -289,7 +289,8 @@ static parity_error *moe_experts_eager_backward(const parity_exec *exec, const p
     return error;
 }
 
-static const parity_moe_experts_kernels moe_experts_eager_kernels = {moe_experts_eager_forward, moe_experts_eager_backward};
+static const parity_moe_experts_kernels moe_experts_eager_kernels = {moe_experts_eager_forward, moe_experts_eager_backward,
+                                                                   NULL};
 
 PARITY_BACKEND_REGISTRATION(moe_experts, eager, cpu) {
     // No PARITY_CAP_EXPERT_PARALLEL: VeOmni's eager experts have no expert-parallel support (and no CPU

@@ -309,7 +309,7 @@ parity_error *moe_experts_cuda_eager_backward(const parity_exec *exec, const par
 }
 
 const parity_moe_experts_kernels moe_experts_cuda_eager_kernels = {moe_experts_cuda_eager_forward,
-                                                                   moe_experts_cuda_eager_backward};
+                                                                   moe_experts_cuda_eager_backward, nullptr};
 
 } // namespace
 

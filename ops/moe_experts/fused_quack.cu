@@ -144,8 +144,40 @@ parity_error *moe_experts_fused_quack_backward(const parity_exec *exec, const pa
                                  stream);
 }
 
-const parity_moe_experts_kernels moe_experts_fused_quack_kernels = {moe_experts_fused_quack_forward,
-                                                                    moe_experts_fused_quack_backward};
+extern const parity_moe_experts_kernels moe_experts_fused_quack_kernels;
+
+// The gate_up part (moe_experts.h): prepare also gathers x into sorted order (the forward's step
+// before its GEMM; torch's grouped_mm peer is timed on rows already sorted too); run is the TMA +
+// wgmma GEMM with the SwiGLU epilogue.
+parity_error *fused_quack_part_prepare(const parity_exec *exec, const parity_moe_experts_args *args,
+                                       parity_moe_experts_part **out) {
+    PARITY_TRY(fused_part_prepare("fused_quack", exec, args, check_call, &moe_experts_fused_quack_kernels, out));
+    parity_moe_experts_part *part = *out;
+    const int64_t R = part->sizes.tokens * part->sizes.top_k, H = part->sizes.hidden;
+    parity_error *error = part->x_sorted.alloc_1d(PARITY_BF16, args->hidden->device, R * H);
+    if (!error)
+        error = sm90_gather_rows(bf16_of(args->hidden), data_of<const int64_t>(part->kept[SAVED_PERMUTED]), part->sizes.top_k,
+                                 R, H, part->x_sorted.data<bf16>(), parity_cuda_stream(exec));
+    if (error) {
+        fused_part_release(part);
+        *out = nullptr;
+    }
+    return error;
+}
+
+parity_error *fused_quack_part_run(const parity_exec *exec, parity_moe_experts_part *part) {
+    const parity_moe_experts_sizes &s = part->sizes;
+    grouped_rows g = rows_of(s, part->kept[SAVED_OFFSETS], part->kept[SAVED_TILES]);
+    return sm90_gemm_gate_up_swiglu(g, part->x_sorted.data<bf16>(), bf16_of(part->args.gate_up_proj), s.hidden,
+                                    s.intermediate, data_of<bf16>(part->kept[SAVED_GATE_UP]),
+                                    data_of<bf16>(part->kept[SAVED_H]), parity_cuda_stream(exec));
+}
+
+const parity_moe_experts_part_kernels fused_quack_gate_up_part = {fused_quack_part_prepare, fused_quack_part_run,
+                                                                  fused_part_release};
+
+const parity_moe_experts_kernels moe_experts_fused_quack_kernels = {
+    moe_experts_fused_quack_forward, moe_experts_fused_quack_backward, &fused_quack_gate_up_part};
 
 } // namespace
 

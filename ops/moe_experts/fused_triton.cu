@@ -109,8 +109,31 @@ parity_error *moe_experts_fused_triton_backward(const parity_exec *exec, const p
                                  stream);
 }
 
-const parity_moe_experts_kernels moe_experts_fused_triton_kernels = {moe_experts_fused_triton_forward,
-                                                                     moe_experts_fused_triton_backward};
+extern const parity_moe_experts_kernels moe_experts_fused_triton_kernels;
+
+// The gate_up part (moe_experts.h): x is gathered through the sort inside the GEMM, as in the forward.
+parity_error *fused_triton_part_prepare(const parity_exec *exec, const parity_moe_experts_args *args,
+                                        parity_moe_experts_part **part) {
+    auto check = [](const parity_moe_experts_args *call, parity_moe_experts_sizes *sizes) {
+        return fused_check_call("fused_triton", call, sizes);
+    };
+    return fused_part_prepare("fused_triton", exec, args, check, &moe_experts_fused_triton_kernels, part);
+}
+
+parity_error *fused_triton_part_run(const parity_exec *exec, parity_moe_experts_part *part) {
+    const parity_moe_experts_sizes &s = part->sizes;
+    grouped_rows g = rows_of(s, part->kept[SAVED_OFFSETS], part->kept[SAVED_TILES]);
+    return moe_gemm_gate_up_swiglu(g, bf16_of(part->args.hidden), data_of<const int64_t>(part->kept[SAVED_PERMUTED]),
+                                   s.top_k, bf16_of(part->args.gate_up_proj), s.hidden, s.intermediate,
+                                   data_of<bf16>(part->kept[SAVED_GATE_UP]), data_of<bf16>(part->kept[SAVED_H]),
+                                   parity_cuda_stream(exec));
+}
+
+const parity_moe_experts_part_kernels fused_triton_gate_up_part = {fused_triton_part_prepare, fused_triton_part_run,
+                                                                   fused_part_release};
+
+const parity_moe_experts_kernels moe_experts_fused_triton_kernels = {
+    moe_experts_fused_triton_forward, moe_experts_fused_triton_backward, &fused_triton_gate_up_part};
 
 } // namespace
 

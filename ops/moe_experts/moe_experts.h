@@ -45,10 +45,23 @@ typedef struct parity_moe_experts_grads {
     parity_tensor *drouting_weights; // (N, K), dtype of routing_weights, overwritten; may be NULL
 } parity_moe_experts_grads;
 
+// The gate_up stage of a grouped backend alone, for `parity bench op moe_experts`'s "gate_up GEMM" row
+// beside torch's grouped_mm of the same GEMM (a part of the op: its own flops, 4 R H I). prepare runs
+// the forward's set-up once, untimed (buffers, the dispatch, a sorted copy of x where the backend makes
+// one); run is the timed part: the gate_up grouped GEMM with its SwiGLU epilogue, exactly as the
+// forward launches it; release frees what prepare made (NULL is a no-op).
+typedef struct parity_moe_experts_part parity_moe_experts_part;
+typedef struct parity_moe_experts_part_kernels {
+    parity_error *(*prepare)(const parity_exec *exec, const parity_moe_experts_args *args, parity_moe_experts_part **part);
+    parity_error *(*run)(const parity_exec *exec, parity_moe_experts_part *part);
+    void (*release)(parity_moe_experts_part *part);
+} parity_moe_experts_part_kernels;
+
 typedef struct parity_moe_experts_kernels {
     parity_error *(*forward)(const parity_exec *exec, const parity_moe_experts_args *args, parity_saved *saved);
     parity_error *(*backward)(const parity_exec *exec, const parity_moe_experts_args *args, const parity_saved *saved,
                               const parity_moe_experts_grads *grads);
+    const parity_moe_experts_part_kernels *gate_up_part; // NULL: no such stage (eager's per-expert loop)
 } parity_moe_experts_kernels;
 
 // The op's descriptor (descriptor.c): slots, args builder, kernel call.

@@ -371,9 +371,9 @@ Test(bench, peers_that_failed_are_rows_with_their_reason) {
 
 // A flop-bound peer may give its flops: parity's count for the op, pass and shape (checked), or, for a
 // peer that times a part of the op ("part": moe_experts' gate_up GEMM alone), that part's own count; a
-// part is listed with its rate but never the peer a parity row's "vs torch" is linked to, whatever the
-// order of the file.
-Test(bench, peers_with_flops_are_checked_and_parts_never_linked) {
+// part's row has the part's name as its pass, and is linked to parity's row of the same part (a
+// backend's gate_up GEMM alone), never to a row of the whole op, whatever the order of the file.
+Test(bench, peers_with_flops_are_checked_and_parts_linked_only_to_parts) {
     static const char *const prefix = "{\"op\": \"moe_experts\", \"shape\": \"2048x2048x16x768x2\", \"dtype\": \"bf16\", ";
     double layer = 6.0 * 2048 * 2 * 2048 * 768, gemm = 4.0 * 2048 * 2 * 2048 * 768;
     char text[1024], path[64];
@@ -389,15 +389,22 @@ Test(bench, peers_with_flops_are_checked_and_parts_never_linked) {
     report.context.gemm_teraflops = 700;
     parity_bench_result ours = measured_row("moe_experts", "fwd", "2048x2048x16x768x2", "bf16", "eager", 1.0);
     cr_assert_null(parity_bench_report_add(&report, &ours));
+    // a backend's gate_up GEMM alone (bench_run.c's third pass): its pass is the part's name
+    parity_bench_result part = measured_row("moe_experts", "gate_up GEMM", "2048x2048x16x768x2", "bf16", "fused_quack", 0.08);
+    part.is_part = true;
+    cr_assert_null(parity_bench_report_add(&report, &part));
     parity_error *error = parity_bench_read_peers(path, &report);
     cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
-    cr_assert_eq(report.count, 4);
-    cr_expect(report.results[1].is_part && !report.results[2].is_part);
-    cr_expect_float_eq(report.results[1].teraflops, gemm / 0.1e-3 / 1e12, 1e-9, "the part's own flops");
-    cr_expect_float_eq(report.results[2].teraflops, layer / 0.5e-3 / 1e12, 1e-9);
-    cr_expect_float_eq(report.results[3].flops, 3 * layer, 1);
+    cr_assert_eq(report.count, 5);
+    cr_expect(report.results[2].is_part && !report.results[3].is_part);
+    cr_expect_str_eq(report.results[2].pass, "gate_up GEMM", "a part peer's pass is its part");
+    cr_expect_float_eq(report.results[2].teraflops, gemm / 0.1e-3 / 1e12, 1e-9, "the part's own flops");
+    cr_expect_float_eq(report.results[3].teraflops, layer / 0.5e-3 / 1e12, 1e-9);
+    cr_expect_float_eq(report.results[4].flops, 3 * layer, 1);
     cr_expect_str_eq(report.results[0].peer, "torch:grouped_mm layer", "linked to the layer, not the GEMM alone");
     cr_expect_float_eq(report.results[0].peer_median_ms, 0.5, 1e-12);
+    cr_expect_str_eq(report.results[1].peer, "torch:grouped_mm gate_up GEMM", "a part linked to the same part");
+    cr_expect_float_eq(report.results[1].peer_median_ms, 0.1, 1e-12);
     // the report parity writes keeps the part through a re-read (`parity bench render`)
     snprintf(report.context.device_name, sizeof report.context.device_name, "NVIDIA H200");
     report.context.copy_gigabytes_per_second = 4000;
@@ -408,9 +415,11 @@ Test(bench, peers_with_flops_are_checked_and_parts_never_linked) {
     memset(&again, 0, sizeof again);
     error = parity_bench_read_report(written, &again);
     cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
-    cr_assert_eq(again.count, 4);
-    cr_expect(again.results[1].is_part && !again.results[2].is_part && !again.results[0].is_part);
-    cr_expect_float_eq(again.results[1].flops, gemm, 1);
+    cr_assert_eq(again.count, 5);
+    cr_expect(again.results[1].is_part && again.results[2].is_part && !again.results[3].is_part && !again.results[0].is_part);
+    cr_expect_str_eq(again.results[1].pass, "gate_up GEMM");
+    cr_expect_str_eq(again.results[2].pass, "gate_up GEMM");
+    cr_expect_float_eq(again.results[2].flops, gemm, 1);
     parity_bench_report_release(&again);
     unlink(written);
     parity_bench_report_release(&report);
@@ -562,7 +571,7 @@ Test(bench, targets_file_reads_and_malformed_lines_are_named) {
     parity_bench_targets targets;
     parity_error *error = parity_bench_targets_read(PARITY_BENCH_TARGETS_REPOSITORY_PATH, &targets);
     cr_assert_null(error, "%s", error ? parity_error_message(error) : "");
-    cr_expect_eq(targets.count, 14);
+    cr_expect_eq(targets.count, 15);
     cr_expect_str_eq(targets.items[0].op, "rms_norm");
     cr_expect_str_eq(targets.items[0].backend, "", "'best' is the best backend");
     cr_expect_str_eq(targets.items[0].peer, "", "a bandwidth target names no peer");
@@ -597,6 +606,7 @@ Test(bench, targets_file_reads_and_malformed_lines_are_named) {
         {"fwd+bwd", "fused_quack", 1.25},
         {"fwd", "fused_triton", 1},
         {"fwd+bwd", "fused_triton", 1},
+        {"gate_up GEMM", "fused_quack", 1}, // the part alone, against torch's grouped_mm of the same GEMM
     };
     for (size_t i = 0; i < ROWS(moe) && 11 + i < targets.count; i++) {
         const parity_bench_target *target = &targets.items[11 + i];
@@ -604,7 +614,7 @@ Test(bench, targets_file_reads_and_malformed_lines_are_named) {
         cr_expect_str_eq(target->shape, "16384x2048x64x768x8");
         cr_expect_str_eq(target->pass, moe[i].pass);
         cr_expect_str_eq(target->backend, moe[i].backend);
-        cr_expect_str_eq(target->peer, "grouped_mm layer");
+        cr_expect_str_eq(target->peer, i == 3 ? "grouped_mm gate_up GEMM" : "grouped_mm layer");
         cr_expect_float_eq(target->minimum_speedup, moe[i].speedup, 1e-12);
     }
     parity_bench_targets_release(&targets);
@@ -629,6 +639,11 @@ Test(bench, targets_file_reads_and_malformed_lines_are_named) {
         {HEADER "rms_norm\tfwd\t16384x4096\tbest\t-\t-\t3800\t-\twhat\textra\n", "t.tsv:2: more than 9 tab-separated fields"},
         {"# c\n" HEADER "conv\tfwd\t8x8\tbest\t-\t-\t1\t-\tw\n", "t.tsv:3: op 'conv' is not an op parity bench knows"},
         {HEADER "rms_norm\tboth\t8x8\tbest\t-\t-\t1\t-\tw\n", "t.tsv:2: pass 'both' is neither fwd nor fwd+bwd"},
+        // a part's name is a pass of its own op only
+        {HEADER "moe_experts\tgate_up GEMM\t8x8x4x8x2\tfused_quack\tgrouped_mm gate_up GEMM\t-\t-\t-\tw\n", NULL},
+        {HEADER "moe_experts\tgate_up\t8x8x4x8x2\tfused_quack\tx\t-\t-\t-\tw\n",
+         "t.tsv:2: pass 'gate_up' is neither fwd nor fwd+bwd nor 'gate_up GEMM'"},
+        {HEADER "rms_norm\tgate_up GEMM\t8x8\tbest\t-\t-\t1\t-\tw\n", "t.tsv:2: pass 'gate_up GEMM' is neither fwd nor fwd+bwd"},
         {HEADER "rms_norm\tfwd\t8x8x8\tbest\t-\t-\t1\t-\tw\n", "t.tsv:2: shape:"},
         {HEADER "rms_norm\tfwd\t8x8\tbest\t-\t-\t3.8TB\t-\tw\n", "t.tsv:2: min_gb_per_s '3.8TB' is not a positive number or '-'"},
         {HEADER "rms_norm\tfwd\t8x8\tbest\t-\t-\t-1\t-\tw\n", "t.tsv:2: min_gb_per_s '-1' is not a positive number"},

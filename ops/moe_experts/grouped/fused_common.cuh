@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include <new>
+
 #include "ops/core/cuda/eager_support.cuh"
 #include "ops/moe_experts/grouped/grouped_gemm.h"
 
@@ -83,6 +85,45 @@ inline grouped_rows rows_of(const parity_moe_experts_sizes &s, const parity_tens
     g.expert_offsets = data_of<const int64_t>(offsets);
     g.tile_offsets = data_of<const int64_t>(tiles);
     return g;
+}
+
+} // namespace parity_moe
+
+// One backend's gate_up part (moe_experts.h): prepare runs the backend's own forward once (so the
+// sort, the saved gate_up and h buffers and their views are exactly the forward's), plus the sorted
+// copy of x where the backend's GEMM reads one; run launches the forward's gate_up GEMM again.
+struct parity_moe_experts_part {
+    parity_saved saved{};
+    const parity_tensor *kept[parity_moe::SAVED_COUNT]{};
+    parity_moe_experts_sizes sizes{};
+    parity_moe_experts_args args{};
+    parity_cuda::scoped_tensor x_sorted; // (R, H), fused_quack only
+    ~parity_moe_experts_part() { parity_saved_release(&saved); }
+};
+
+namespace parity_moe {
+
+inline void fused_part_release(parity_moe_experts_part *part) { delete part; }
+
+// prepare's shared half: `check` (the backend's checks of the call), then its `forward` into the part.
+template <typename Check>
+parity_error *fused_part_prepare(const char *backend, const parity_exec *exec, const parity_moe_experts_args *args,
+                                 Check check, const parity_moe_experts_kernels *kernels, parity_moe_experts_part **out) {
+    *out = nullptr;
+    parity_moe_experts_sizes s;
+    PARITY_TRY(check(args, &s));
+    parity_moe_experts_part *part = new (std::nothrow) parity_moe_experts_part();
+    if (!part) return PARITY_ERROR(PARITY_ERROR_MEMORY, "moe_experts: %s's gate_up part", backend);
+    part->sizes = s;
+    part->args = *args;
+    parity_error *error = kernels->forward(exec, args, &part->saved);
+    if (!error) error = fused_saved_tensors(backend, &part->saved, s, part->kept);
+    if (error) {
+        delete part;
+        return error;
+    }
+    *out = part;
+    return NULL;
 }
 
 } // namespace parity_moe
