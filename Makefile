@@ -31,7 +31,7 @@ endif
 CC := gcc
 WARNINGS := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -fno-fast-math -ffp-contract=off $(WARNINGS) -I. $(HDF5_CFLAGS) -MMD -MP
-LDLIBS := $(HDF5_LIBS) -lyaml -lcjson -lsqlite3 -lopenblas -lpthread -lm
+LDLIBS := $(HDF5_LIBS) -lyaml -lcjson -lsqlite3 -lopenblas $(MPI_LIBS) -lpthread -lm
 NVCCFLAGS := -std=c++17 -O2 -g -lineinfo -I. -Xcompiler -Wall,-Wno-unused-parameter -MMD -MP
 NVCC_GENCODE := $(if $(filter sm_90a,$(CUDA_ARCH)),-gencode=arch=compute_90a$(comma)code=sm_90a,-arch=$(CUDA_ARCH))
 comma := ,
@@ -82,6 +82,9 @@ BENCH_TARGETS := $(BUILD)/bench_targets.tsv
 
 all: print-config $(PROGRAM) $(BENCH_TARGETS)
 	@echo "parity: built $(PROGRAM)"
+
+# only the MPI transport includes mpi.h
+$(BUILD)/ops/core/comm_mpi.o: CFLAGS += $(MPI_CFLAGS)
 
 $(BUILD)/%.o: %.c | deps
 	@mkdir -p $(@D)

@@ -2,6 +2,10 @@
 # HDF5 on Debian lives under hdf5/serial; on Ubuntu hosts the same. pkg-config knows it as hdf5.
 HDF5_CFLAGS := $(shell pkg-config --cflags hdf5 2>/dev/null || echo -I/usr/include/hdf5/serial)
 HDF5_LIBS := $(shell pkg-config --libs hdf5 2>/dev/null || echo -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5)
+# Open MPI (the collectives of ops/core/comm_mpi.c); pkg-config knows it as ompi-c; Debian's paths
+# before the packages are installed (mk/deps.mk runs after this file is read).
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null || echo -I/usr/lib/x86_64-linux-gnu/openmpi/include -I/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi)
+MPI_LIBS := $(shell pkg-config --libs ompi-c 2>/dev/null || echo -L/usr/lib/x86_64-linux-gnu/openmpi/lib -lmpi)
 
 found = $(if $(1),found,missing)
 have_header = $(shell test -f $(1) && echo yes)

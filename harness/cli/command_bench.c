@@ -22,6 +22,7 @@ void parity_command_bench_usage(FILE *stream) {
             "usage: parity bench op OP|all --device cuda[:N] [--backends a,b,...] [--shape S]... [--dtype bf16|fp32|fp64]\n"
             "                      [--runs N] [--warmup N] [--peers FILE] [--json] [--output FILE] [--markdown FILE]\n"
             "       parity bench render REPORT.json [--json] [--markdown FILE] [--readme FILE]\n"
+            "       parity bench comm [--ranks N] ... (the collectives over MPI; below)\n"
             "\n"
             "Times the CUDA backends of an op side by side on the same random inputs: CUDA events around each\n"
             "call, warm-up calls first, the L2 flushed before every run, the median of the runs with its noise\n"
@@ -63,7 +64,9 @@ void parity_command_bench_usage(FILE *stream) {
             "writes it as Markdown or into a baseline README: no GPU needed.\n"
             "\n"
             "exit status: 0 ok; 1 a backend failed while timed; 2 usage error, unknown op or backend, no CUDA\n"
-            "             device; 3 unreadable peers file or device failure\n");
+            "             device; 3 unreadable peers file or device failure\n"
+            "\n");
+    parity_command_bench_comm_usage(stream);
 }
 
 typedef struct bench_arguments {
@@ -99,8 +102,8 @@ static int parse_arguments(int argc, char **argv, bench_arguments *arguments) {
     arguments->runs = 30;
     arguments->warmup = 5;
     if (argc < 3 || (strcmp(argv[1], "op") != 0 && strcmp(argv[1], "render") != 0)) {
-        fprintf(stderr, "parity bench: expected 'parity bench op OP|all ...' or 'parity bench render REPORT.json' (see "
-                        "parity bench --help)\n");
+        fprintf(stderr, "parity bench: expected 'parity bench op OP|all ...', 'parity bench render REPORT.json' or "
+                        "'parity bench comm ...' (see parity bench --help)\n");
         return PARITY_EXIT_CONFIG;
     }
     arguments->render = strcmp(argv[1], "render") == 0;
@@ -223,6 +226,7 @@ static int render(const bench_arguments *arguments) {
 }
 
 int parity_command_bench(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "comm") == 0) return parity_command_bench_comm(argc, argv);
     bench_arguments arguments;
     memset(&arguments, 0, sizeof arguments);
     int status = parse_arguments(argc, argv, &arguments);

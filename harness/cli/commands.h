@@ -43,5 +43,8 @@ void parity_command_golden_usage(FILE *stream);
 // parity bench op: CUDA backends of an op side by side, against the device's ceilings and PyTorch.
 int parity_command_bench(int argc, char **argv);
 void parity_command_bench_usage(FILE *stream);
+// parity bench comm: the collectives over MPI, nccl-tests style (command_bench_comm.c).
+int parity_command_bench_comm(int argc, char **argv);
+void parity_command_bench_comm_usage(FILE *stream);
 
 #endif

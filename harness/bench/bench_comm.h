@@ -1,0 +1,69 @@
+// bench_comm.h: `parity bench comm`, the collectives of ops/core/comm.h timed and checked the way
+// nccl-tests does it: one row per (collective, message size), the time a call takes (median over the
+// iterations of the slowest rank's time), the algorithm bandwidth (size / time) and the bus bandwidth
+// (algbw x the collective's factor: what each link moves, comparable across rank counts), and an exact
+// #wrong column (elements of the result that differ from the expected values, over every rank).
+// The sent values are small integers, exact in every dtype and in their sums over up to 16 ranks, so
+// a correct collective has #wrong = 0 and any other count is a bug.
+#ifndef PARITY_BENCH_COMM_H
+#define PARITY_BENCH_COMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ops/core/comm.h"
+#include "ops/core/dtype.h"
+#include "ops/core/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// One collective of the table: its size convention ("size" is the bytes of the larger buffer, as in
+// nccl-tests), bus factor, the values each rank sends and the result each rank expects.
+typedef struct parity_bench_collective {
+    const char *name;
+    bool test_only; // a deliberately wrong collective (--with-test-collectives): it must show #wrong > 0
+    // elements each rank sends and receives for a message of `count` elements (the size's count)
+    int64_t (*send_count)(int64_t count, int ranks);
+    int64_t (*recv_count)(int64_t count, int ranks);
+    double (*bus_factor)(int ranks);
+    // recv <- the collective of every rank's send (counts as above)
+    parity_error *(*run)(parity_comm *comm, const void *send, void *recv, int64_t count, parity_dtype dtype);
+    // the expected value of recv[i] on `rank` (each rank r sent parity_bench_comm_value(r, j) at j)
+    int64_t (*expected)(int64_t i, int64_t count, int rank, int ranks);
+} parity_bench_collective;
+
+size_t parity_bench_collective_count(void);
+const parity_bench_collective *parity_bench_collective_at(size_t index);
+const parity_bench_collective *parity_bench_collective_find(const char *name);
+
+// What rank `rank` sends at index j: an integer in [-8, 8].
+int64_t parity_bench_comm_value(int rank, int64_t j);
+
+typedef struct parity_bench_comm_options {
+    const parity_bench_collective *const *collectives; // NULL: every one not test_only
+    int collective_count;
+    parity_dtype dtype;            // fp32 (default), fp64 or bf16
+    int64_t min_bytes, max_bytes;  // message sizes: min, min * factor, ..., up to max
+    int factor;
+    int warmup, iterations;
+} parity_bench_comm_options;
+
+typedef struct parity_bench_comm_row {
+    const char *collective;
+    int64_t bytes, count;          // the message: bytes of the larger buffer, its element count
+    double median_us;              // median over the iterations of the slowest rank's time
+    double algorithm_gbps, bus_gbps;
+    int64_t wrong;                 // over every rank
+} parity_bench_comm_row;
+
+// Runs every (collective, size) over `comm`; on every rank the same rows (times and #wrong agreed by
+// collectives). *rows is malloc'ed; free it.
+parity_error *parity_bench_comm_run(parity_comm *comm, const parity_bench_comm_options *options,
+                                    parity_bench_comm_row **rows, int *row_count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,65 @@
+// comm.h: collectives behind one small interface (issue 16), for the multi-rank layouts (data parallel,
+// FSDP, Ulysses, expert parallel) and `parity bench comm`. A communicator is a group of ranks; every
+// call is collective (each rank of the group makes it with the same counts and dtype) and blocking.
+// Buffers are contiguous host arrays of `dtype` (the MPI transport, comm_mpi.c; the NCCL one for CUDA
+// tensors is later work of issue 16).
+//
+// Sums are in a fixed order, the same on every rank and every run: element i of a reduction is
+//   ((x_0[i] + x_1[i]) + x_2[i]) + ... + x_{n-1}[i]     (x_r: rank r's values, ranks in group order)
+// accumulated in f64 for fp64, f32 for fp32 and bf16 (bf16 rounded once at the end), so a layout is
+// reproducible and equal to a serial sum in rank order; MPI's own reductions promise no order, so
+// these gather the ranks' values and add them locally.
+//
+// Errors are PARITY_ERROR_DEVICE with the collective, the group and MPI's message; an MPI error never
+// aborts the process (the world's error handler returns).
+#ifndef PARITY_COMM_H
+#define PARITY_COMM_H
+
+#include <stdint.h>
+
+#include "ops/core/dtype.h"
+#include "ops/core/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct parity_comm parity_comm;
+
+// The group of every rank the process was launched with (mpirun / srun), MPI initialized on the first
+// call; a process started without a launcher (or by one, with one rank) is a world of one rank that
+// never initializes MPI. Owned by the library: do not free.
+parity_error *parity_comm_world(parity_comm **out);
+// Whether this process was started by an MPI launcher with more than one rank (from the launcher's
+// environment; no MPI call), so callers can decide before initializing anything.
+int parity_comm_launched_size(void);
+
+int parity_comm_rank(const parity_comm *comm);
+int parity_comm_size(const parity_comm *comm);
+const char *parity_comm_name(const parity_comm *comm); // "world", or the name given to a split
+
+// Sub-groups (dp, sp, ep): the ranks with the same `color` form a group, ordered by `key`; `name`
+// (copied) appears in errors. Collective over `comm`. Free with parity_comm_free.
+parity_error *parity_comm_split(parity_comm *comm, int color, int key, const char *name, parity_comm **out);
+void parity_comm_free(parity_comm *comm); // NULL and the world are no-ops
+
+// (count) -> (count) on every rank: the sum in rank order.
+parity_error *parity_comm_all_reduce(parity_comm *comm, const void *send, void *recv, int64_t count, parity_dtype dtype);
+// (count) -> (size * count): rank r's values at [r * count, (r + 1) * count).
+parity_error *parity_comm_all_gather(parity_comm *comm, const void *send, void *recv, int64_t count, parity_dtype dtype);
+// (size * count) -> (count): rank r gets the rank-order sum of everyone's block r.
+parity_error *parity_comm_reduce_scatter(parity_comm *comm, const void *send, void *recv, int64_t count,
+                                         parity_dtype dtype);
+// (size * count) -> (size * count): block s of rank r's send goes to block r of rank s's recv.
+parity_error *parity_comm_all_to_all(parity_comm *comm, const void *send, void *recv, int64_t count, parity_dtype dtype);
+// `count` elements from `root` to every rank, in place.
+parity_error *parity_comm_broadcast(parity_comm *comm, void *buffer, int64_t count, parity_dtype dtype, int root);
+parity_error *parity_comm_barrier(parity_comm *comm);
+
+// Ends MPI if the library started it (at exit of the CLI; later calls are errors).
+void parity_comm_finalize(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,306 @@
+// comm_mpi.c: comm.h over MPI (Open MPI 4.1 on Debian 12, the GPU host's OpenMPI): the transport is
+// bytes (MPI_BYTE), so every dtype travels exactly; sums are made here, in rank order (comm.h), after
+// an all-gather (all_reduce) or an all-to-all (reduce_scatter) of the ranks' values. MPI is
+// initialized on the first parity_comm_world (MPI_THREAD_FUNNELED: only the calling thread
+// communicates) with MPI_ERRORS_RETURN on the world, so a failed call is a parity error naming the
+// collective, never an abort. Counts travel as int: a call over 2^31 - 1 bytes a rank is split into
+// pieces of at most 1 GiB. A process not started by a launcher with more than one rank is a world of
+// one rank that never touches MPI (no MPI_Init: a single-device run pays nothing for it); its
+// collectives are copies through the same code (sums of one rank, rounded as above).
+#include "ops/core/comm.h"
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct parity_comm {
+    MPI_Comm handle; // unused for a one-rank world (self)
+    int rank, size;
+    char name[32];
+    bool world, self;
+};
+
+static parity_comm world_comm;
+static bool started_here; // MPI_Init was ours, so MPI_Finalize is too
+
+static parity_error *mpi_error(int code, const char *what, const parity_comm *comm) {
+    char message[MPI_MAX_ERROR_STRING] = "";
+    int length = 0;
+    MPI_Error_string(code, message, &length);
+    return PARITY_ERROR(PARITY_ERROR_DEVICE, "MPI %s over the %s group (rank %d of %d): %s", what,
+                        comm ? comm->name : "world", comm ? comm->rank : -1, comm ? comm->size : 0, message);
+}
+
+#define MPI_TRY(call, what, comm)                                                                                     \
+    do {                                                                                                              \
+        int mpi_code_ = (call);                                                                                       \
+        if (mpi_code_ != MPI_SUCCESS) return mpi_error(mpi_code_, (what), (comm));                                    \
+    } while (0)
+
+int parity_comm_launched_size(void) {
+    // Open MPI's mpirun, MPICH / Hydra (PMI), Slurm's srun
+    static const char *const variables[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
+    for (size_t i = 0; i < sizeof variables / sizeof variables[0]; i++) {
+        const char *value = getenv(variables[i]);
+        if (value && *value) {
+            long size = strtol(value, NULL, 10);
+            if (size > 0 && size < (1 << 24)) return (int)size;
+        }
+    }
+    return 1;
+}
+
+parity_error *parity_comm_world(parity_comm **out) {
+    *out = NULL;
+    if (!world_comm.world && parity_comm_launched_size() == 1) {
+        world_comm = (parity_comm){.rank = 0, .size = 1, .world = true, .self = true};
+        snprintf(world_comm.name, sizeof world_comm.name, "world");
+    }
+    if (world_comm.world) {
+        *out = &world_comm;
+        return NULL;
+    }
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (finalized) return PARITY_ERROR(PARITY_ERROR_USAGE, "MPI was finalized: no communicator after parity_comm_finalize");
+    if (!initialized) {
+        int provided = 0;
+        int code = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+        if (code != MPI_SUCCESS) return mpi_error(code, "initialization", NULL);
+        started_here = true;
+    }
+    MPI_TRY(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "error handler", NULL);
+    world_comm.handle = MPI_COMM_WORLD;
+    MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &world_comm.rank), "rank", NULL);
+    MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &world_comm.size), "size", NULL);
+    snprintf(world_comm.name, sizeof world_comm.name, "world");
+    world_comm.world = true;
+    *out = &world_comm;
+    return NULL;
+}
+
+int parity_comm_rank(const parity_comm *comm) { return comm->rank; }
+int parity_comm_size(const parity_comm *comm) { return comm->size; }
+const char *parity_comm_name(const parity_comm *comm) { return comm->name; }
+
+parity_error *parity_comm_split(parity_comm *comm, int color, int key, const char *name, parity_comm **out) {
+    *out = NULL;
+    PARITY_CHECK(color >= 0, PARITY_ERROR_USAGE, "MPI split of the %s group: color %d is negative", comm->name, color);
+    parity_comm *group = calloc(1, sizeof *group);
+    if (!group) return PARITY_ERROR(PARITY_ERROR_MEMORY, "MPI split of the %s group", comm->name);
+    snprintf(group->name, sizeof group->name, "%s", name ? name : "split");
+    if (comm->self) {
+        group->size = 1;
+        group->self = true;
+        *out = group;
+        return NULL;
+    }
+    int code = MPI_Comm_split(comm->handle, color, key, &group->handle);
+    if (code == MPI_SUCCESS) code = MPI_Comm_set_errhandler(group->handle, MPI_ERRORS_RETURN);
+    if (code == MPI_SUCCESS) code = MPI_Comm_rank(group->handle, &group->rank);
+    if (code == MPI_SUCCESS) code = MPI_Comm_size(group->handle, &group->size);
+    if (code != MPI_SUCCESS) {
+        parity_error *error = mpi_error(code, "split", comm);
+        if (group->handle != MPI_COMM_NULL && group->handle) MPI_Comm_free(&group->handle);
+        free(group);
+        return error;
+    }
+    *out = group;
+    return NULL;
+}
+
+void parity_comm_free(parity_comm *comm) {
+    if (!comm || comm->world) return;
+    if (comm->self) {
+        free(comm);
+        return;
+    }
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm->handle);
+    free(comm);
+}
+
+void parity_comm_finalize(void) {
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized && started_here) MPI_Finalize();
+}
+
+// ---- transport in bytes, in pieces whose per-rank size fits an int ----
+
+enum { PIECE_BYTES = 1 << 30 };
+
+static parity_error *byte_size(const parity_comm *comm, const char *what, int64_t count, parity_dtype dtype, int64_t *bytes) {
+    PARITY_CHECK(count >= 0, PARITY_ERROR_USAGE, "MPI %s over the %s group: count %lld is negative", what, comm->name,
+                 (long long)count);
+    PARITY_CHECK(dtype == PARITY_F64 || dtype == PARITY_F32 || dtype == PARITY_BF16 || dtype == PARITY_I64 ||
+                     dtype == PARITY_I32 || dtype == PARITY_U8,
+                 PARITY_ERROR_USAGE, "MPI %s: dtype %s is not one the collectives move", what, parity_dtype_name(dtype));
+    *bytes = count * (int64_t)parity_dtype_size(dtype);
+    return NULL;
+}
+
+// recv (size * bytes) <- every rank's send (bytes), block r from rank r.
+static parity_error *gather_bytes(parity_comm *comm, const char *what, const void *send, void *recv, int64_t bytes) {
+    const int n = comm->size;
+    if (comm->self) {
+        memcpy(recv, send, (size_t)bytes);
+        return NULL;
+    }
+    if (bytes <= PIECE_BYTES) {
+        MPI_TRY(MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, comm->handle), what, comm);
+        return NULL;
+    }
+    // pieces: each piece gathers bytes [offset, offset + piece) of every rank into a staging buffer
+    char *staging = malloc((size_t)PIECE_BYTES * (size_t)n);
+    if (!staging) return PARITY_ERROR(PARITY_ERROR_MEMORY, "MPI %s: staging %d x 1 GiB", what, n);
+    for (int64_t offset = 0; offset < bytes; offset += PIECE_BYTES) {
+        int piece = (int)(bytes - offset < PIECE_BYTES ? bytes - offset : PIECE_BYTES);
+        int code = MPI_Allgather((const char *)send + offset, piece, MPI_BYTE, staging, piece, MPI_BYTE, comm->handle);
+        if (code != MPI_SUCCESS) {
+            free(staging);
+            return mpi_error(code, what, comm);
+        }
+        for (int r = 0; r < n; r++) memcpy((char *)recv + (int64_t)r * bytes + offset, staging + (int64_t)r * piece, piece);
+    }
+    free(staging);
+    return NULL;
+}
+
+// block s of send (bytes each) -> block r of rank s's recv.
+static parity_error *exchange_bytes(parity_comm *comm, const char *what, const void *send, void *recv, int64_t bytes) {
+    if (comm->self) {
+        memcpy(recv, send, (size_t)bytes);
+        return NULL;
+    }
+    if (bytes <= PIECE_BYTES) {
+        MPI_TRY(MPI_Alltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, comm->handle), what, comm);
+        return NULL;
+    }
+    // pieces: datatype of one piece-sized block, strided by `bytes` between ranks
+    for (int64_t offset = 0; offset < bytes; offset += PIECE_BYTES) {
+        int piece = (int)(bytes - offset < PIECE_BYTES ? bytes - offset : PIECE_BYTES);
+        MPI_Datatype block, strided;
+        MPI_TRY(MPI_Type_contiguous(piece, MPI_BYTE, &block), what, comm);
+        int code = MPI_Type_create_resized(block, 0, (MPI_Aint)bytes, &strided);
+        MPI_Type_free(&block);
+        if (code == MPI_SUCCESS) code = MPI_Type_commit(&strided);
+        if (code == MPI_SUCCESS)
+            code = MPI_Alltoall((const char *)send + offset, 1, strided, (char *)recv + offset, 1, strided, comm->handle);
+        MPI_Type_free(&strided);
+        if (code != MPI_SUCCESS) return mpi_error(code, what, comm);
+    }
+    return NULL;
+}
+
+// out[i] = sum over r in order of blocks[r * count + i].
+static void sum_in_rank_order(const void *blocks, int ranks, int64_t count, parity_dtype dtype, void *out) {
+    for (int64_t i = 0; i < count; i++) {
+        switch (dtype) {
+        case PARITY_F64: {
+            const double *x = blocks;
+            double sum = x[i];
+            for (int r = 1; r < ranks; r++) sum += x[(int64_t)r * count + i];
+            ((double *)out)[i] = sum;
+            break;
+        }
+        case PARITY_F32: {
+            const float *x = blocks;
+            float sum = x[i];
+            for (int r = 1; r < ranks; r++) sum += x[(int64_t)r * count + i];
+            ((float *)out)[i] = sum;
+            break;
+        }
+        case PARITY_BF16: {
+            const uint16_t *x = blocks;
+            float sum = parity_bf16_to_f32(x[i]);
+            for (int r = 1; r < ranks; r++) sum += parity_bf16_to_f32(x[(int64_t)r * count + i]);
+            ((uint16_t *)out)[i] = parity_f32_to_bf16(sum);
+            break;
+        }
+        case PARITY_I64: {
+            const int64_t *x = blocks;
+            int64_t sum = x[i];
+            for (int r = 1; r < ranks; r++) sum += x[(int64_t)r * count + i];
+            ((int64_t *)out)[i] = sum;
+            break;
+        }
+        case PARITY_I32: {
+            const int32_t *x = blocks;
+            int64_t sum = x[i];
+            for (int r = 1; r < ranks; r++) sum += x[(int64_t)r * count + i];
+            ((int32_t *)out)[i] = (int32_t)sum;
+            break;
+        }
+        default: { // PARITY_U8 (byte_size admits nothing else)
+            const uint8_t *x = blocks;
+            unsigned sum = x[i];
+            for (int r = 1; r < ranks; r++) sum += x[(int64_t)r * count + i];
+            ((uint8_t *)out)[i] = (uint8_t)sum;
+            break;
+        }
+        }
+    }
+}
+
+parity_error *parity_comm_all_reduce(parity_comm *comm, const void *send, void *recv, int64_t count, parity_dtype dtype) {
+    int64_t bytes = 0;
+    PARITY_TRY(byte_size(comm, "all_reduce", count, dtype, &bytes));
+    if (count == 0) return NULL;
+    void *gathered = malloc((size_t)(bytes * comm->size));
+    if (!gathered) return PARITY_ERROR(PARITY_ERROR_MEMORY, "MPI all_reduce: %d x %lld bytes", comm->size, (long long)bytes);
+    parity_error *error = gather_bytes(comm, "all_reduce", send, gathered, bytes);
+    if (!error) sum_in_rank_order(gathered, comm->size, count, dtype, recv);
+    free(gathered);
+    return error;
+}
+
+parity_error *parity_comm_all_gather(parity_comm *comm, const void *send, void *recv, int64_t count, parity_dtype dtype) {
+    int64_t bytes = 0;
+    PARITY_TRY(byte_size(comm, "all_gather", count, dtype, &bytes));
+    return count == 0 ? NULL : gather_bytes(comm, "all_gather", send, recv, bytes);
+}
+
+parity_error *parity_comm_reduce_scatter(parity_comm *comm, const void *send, void *recv, int64_t count,
+                                         parity_dtype dtype) {
+    int64_t bytes = 0;
+    PARITY_TRY(byte_size(comm, "reduce_scatter", count, dtype, &bytes));
+    if (count == 0) return NULL;
+    void *exchanged = malloc((size_t)(bytes * comm->size));
+    if (!exchanged)
+        return PARITY_ERROR(PARITY_ERROR_MEMORY, "MPI reduce_scatter: %d x %lld bytes", comm->size, (long long)bytes);
+    parity_error *error = exchange_bytes(comm, "reduce_scatter", send, exchanged, bytes);
+    if (!error) sum_in_rank_order(exchanged, comm->size, count, dtype, recv);
+    free(exchanged);
+    return error;
+}
+
+parity_error *parity_comm_all_to_all(parity_comm *comm, const void *send, void *recv, int64_t count, parity_dtype dtype) {
+    int64_t bytes = 0;
+    PARITY_TRY(byte_size(comm, "all_to_all", count, dtype, &bytes));
+    return count == 0 ? NULL : exchange_bytes(comm, "all_to_all", send, recv, bytes);
+}
+
+parity_error *parity_comm_broadcast(parity_comm *comm, void *buffer, int64_t count, parity_dtype dtype, int root) {
+    int64_t bytes = 0;
+    PARITY_TRY(byte_size(comm, "broadcast", count, dtype, &bytes));
+    PARITY_CHECK(root >= 0 && root < comm->size, PARITY_ERROR_USAGE, "MPI broadcast over the %s group: root %d of %d ranks",
+                 comm->name, root, comm->size);
+    if (comm->self) return NULL;
+    for (int64_t offset = 0; offset < bytes; offset += PIECE_BYTES) {
+        int piece = (int)(bytes - offset < PIECE_BYTES ? bytes - offset : PIECE_BYTES);
+        MPI_TRY(MPI_Bcast((char *)buffer + offset, piece, MPI_BYTE, root, comm->handle), "broadcast", comm);
+    }
+    return NULL;
+}
+
+parity_error *parity_comm_barrier(parity_comm *comm) {
+    if (comm->self) return NULL;
+    MPI_TRY(MPI_Barrier(comm->handle), "barrier", comm);
+    return NULL;
+}
