@@ -86,6 +86,16 @@ static void set_status(parity_bench_result *result, const char *prefix, parity_e
     parity_error_free(error);
 }
 
+// A backend that failed while timed: out of device memory (eager's T x T scores at long T) and an
+// unsupported case are limits of the backend ("not supported"), anything else an error.
+static void set_timing_failure(parity_bench_result *result, parity_error *error) {
+    parity_error_kind kind = parity_error_kind_of(error);
+    set_status(result, kind == PARITY_ERROR_UNSUPPORTED ? "not supported"
+                       : kind == PARITY_ERROR_MEMORY    ? "not supported: out of memory"
+                                                        : "error",
+               error);
+}
+
 static void time_pass(const parity_bench_options *options, const parity_bench_context *context, const parity_exec *exec,
                       parity_bench_timer *timer,
                       const parity_bench_op *op, const parity_bench_shape *shape, parity_bench_inputs *inputs,
@@ -114,12 +124,7 @@ static void time_pass(const parity_bench_options *options, const parity_bench_co
         error = parity_bench_timer_measure(timer, pass_step, pass_after, &pass, warmup, runs, &result->timing);
     pass_after(&pass);
     if (error) {
-        // out of device memory (eager's T x T scores at long T) is a limit of the backend, not a failure
-        parity_error_kind kind = parity_error_kind_of(error);
-        set_status(result, kind == PARITY_ERROR_UNSUPPORTED ? "not supported"
-                           : kind == PARITY_ERROR_MEMORY    ? "not supported: out of memory"
-                                                            : "error",
-                   error);
+        set_timing_failure(result, error);
         return;
     }
     result->ok = true;
@@ -170,11 +175,7 @@ static bool time_part(const parity_bench_options *options, const parity_bench_co
     if (!error) error = parity_bench_timer_measure(timer, part_step, NULL, &step, warmup, options->flop_bound_runs, &result->timing);
     part->release(backend->kernels, step.state);
     if (error) {
-        parity_error_kind kind = parity_error_kind_of(error);
-        set_status(result, kind == PARITY_ERROR_UNSUPPORTED ? "not supported"
-                           : kind == PARITY_ERROR_MEMORY    ? "not supported: out of memory"
-                                                            : "error",
-                   error);
+        set_timing_failure(result, error);
         return true;
     }
     result->ok = true;
