@@ -244,6 +244,14 @@ int parity_command_bench_comm(int argc, char **argv) {
     if (!error && arguments.ranks > 1 && parity_comm_size(world) != arguments.ranks)
         error = PARITY_ERROR(PARITY_ERROR_USAGE, "--ranks %d, but the launcher started %d ranks", arguments.ranks,
                              parity_comm_size(world));
+    // every rank must run the same sweep: its options (and the collectives' names) agreed first
+    char work[1024];
+    int used = snprintf(work, sizeof work, "%s %lld %lld %d %d %d", parity_dtype_name(arguments.options.dtype),
+                        (long long)arguments.options.min_bytes, (long long)arguments.options.max_bytes,
+                        arguments.options.factor, arguments.options.iterations, arguments.options.warmup);
+    for (int c = 0; c < arguments.collective_count && used > 0 && (size_t)used < sizeof work; c++)
+        used += snprintf(work + used, sizeof work - (size_t)used, " %s", arguments.collectives[c]->name);
+    if (!error) error = parity_comm_check_agreement(world, "bench comm options", work, strlen(work));
     parity_bench_comm_row *rows = NULL;
     int count = 0;
     if (!error) error = parity_bench_comm_run(world, &arguments.options, &rows, &count);

@@ -56,6 +56,12 @@ parity_error *parity_comm_all_to_all(parity_comm *comm, const void *send, void *
 parity_error *parity_comm_broadcast(parity_comm *comm, void *buffer, int64_t count, parity_dtype dtype, int root);
 parity_error *parity_comm_barrier(parity_comm *comm);
 
+// Before any collective of a piece of work: whether every rank was asked for the same work. `data`
+// (`bytes` of it) describes what this rank is about to do (its options, suite, config, batch); a
+// 64-bit fingerprint of it is gathered from every rank, and a rank whose fingerprint differs from
+// rank 0's is a USAGE error on every rank: "rank R was given other WHAT than rank 0".
+parity_error *parity_comm_check_agreement(parity_comm *comm, const char *what, const void *data, size_t bytes);
+
 // Ends MPI if the library started it (at exit of the CLI; later calls are errors).
 void parity_comm_finalize(void);
 

@@ -304,3 +304,26 @@ parity_error *parity_comm_barrier(parity_comm *comm) {
     MPI_TRY(MPI_Barrier(comm->handle), "barrier", comm);
     return NULL;
 }
+
+// FNV-1a, 64 bits: enough to tell two ranks' work apart (nothing here defends against an adversary).
+static uint64_t fingerprint(const void *data, size_t bytes) {
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < bytes; i++) hash = (hash ^ ((const unsigned char *)data)[i]) * 0x100000001b3ull;
+    return hash ^ (uint64_t)bytes;
+}
+
+parity_error *parity_comm_check_agreement(parity_comm *comm, const char *what, const void *data, size_t bytes) {
+    if (comm->size == 1) return NULL;
+    int64_t mine = (int64_t)fingerprint(data, bytes);
+    int64_t *all = malloc((size_t)comm->size * sizeof *all);
+    if (!all) return PARITY_ERROR(PARITY_ERROR_MEMORY, "checking the ranks agree on the %s", what);
+    parity_error *error = parity_comm_all_gather(comm, &mine, all, 1, PARITY_I64);
+    for (int r = 1; !error && r < comm->size; r++)
+        if (all[r] != all[0])
+            error = PARITY_ERROR(PARITY_ERROR_USAGE,
+                                 "rank %d was given other %s than rank 0 (over the %s group of %d ranks): every rank "
+                                 "must be given the same work",
+                                 r, what, comm->name, comm->size);
+    free(all);
+    return error;
+}

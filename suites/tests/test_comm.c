@@ -5,6 +5,8 @@
 //                and 4 ranks in fp32, fp64 and bf16: every row's #wrong is 0 and the exit status 0;
 //   the checker  the test-only all_reduce_wrong_group (a reduction over the wrong group) shows
 //                #wrong > 0 on every row and exits 1, so a correct-looking table is not a blind one;
+//   agreement    ranks given different work (mpirun's MPMD form, two option sets) stop before any
+//                collective with exit 2, naming the rank that differs;
 //   usage        the documented exit 2 with a message naming the argument.
 // Without mpirun on the PATH the many-rank rows skip visibly.
 #include <criterion/criterion.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_runner.h"
 #include "ops/core/comm.h"
@@ -212,4 +215,22 @@ Test(comm, bench_usage_errors_exit_2_naming_the_argument) {
     cr_expect_eq(help.exit_code, 0);
     cr_expect(strstr(help.output, "usage: parity bench comm") && strstr(help.output, "#wrong"), "%s", help.output);
     free(help.output);
+}
+
+Test(comm, ranks_given_different_work_stop_before_any_collective, .timeout = 120) {
+    if (!have_mpirun()) cr_skip_test("mpirun is not on the PATH (openmpi-bin)");
+    char parity[4096], command[16384];
+    parity_binary_path(parity, sizeof parity);
+    const char *root = geteuid() == 0 ? " --allow-run-as-root" : "";
+    snprintf(command, sizeof command,
+             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0\" "
+             "OMPI_MCA_mca_base_component_disable_dlclose=1 mpirun --oversubscribe%s "
+             "-np 1 '%s' bench comm --max-bytes 1K --iters 1 : -np 1 '%s' bench comm --max-bytes 2K --iters 1",
+             root, parity, parity);
+    command_result result = run_shell(command);
+    cr_expect_eq(result.exit_code, 2, "exit %d\n%s", result.exit_code, result.output);
+    cr_expect(strstr(result.output, "rank 1 was given other bench comm options than rank 0 (over the world group of 2 ranks)"),
+              "%s", result.output);
+    cr_expect(strstr(result.output, "#wrong") == NULL, "no table after a mismatch\n%s", result.output);
+    free(result.output);
 }
