@@ -122,6 +122,45 @@ static parity_error *names_from_settings(const parity_evaluation_options *option
     return error;
 }
 
+// Data parallel: this rank's rows of `batch` (on the CPU), their loss divided by the whole batch's
+// target count, and the group their sums go over (the world; the test-only wrong group is a split
+// made here, freed by the caller). The ranks are first checked to have been given the same work.
+static parity_error *data_parallel_shard(const parity_evaluation_options *options, const parity_batch *batch,
+                                         parity_batch *shard, parity_comm **group, parity_comm **split) {
+    const int ranks = options->data_parallel;
+    parity_comm *world;
+    PARITY_TRY(parity_comm_world(&world));
+    PARITY_CHECK(parity_comm_size(world) == ranks, PARITY_ERROR_USAGE,
+                 "data parallel over %d ranks, but this run has %d (launch it with mpirun -np %d)", ranks,
+                 parity_comm_size(world), ranks);
+    PARITY_CHECK(batch->input_ids.device.type == PARITY_DEVICE_CPU, PARITY_ERROR_UNSUPPORTED,
+                 "data parallel on the GPU needs the NCCL transport, not built yet (issue 16)");
+    PARITY_CHECK(batch->rows % ranks == 0, PARITY_ERROR_UNSUPPORTED,
+                 "data parallel over %d ranks: the batch's %lld rows do not split evenly (a packed row is one sample)",
+                 ranks, (long long)batch->rows);
+    // what every rank must agree on: the weights' source, dtype, device, the selection's names and the tokens
+    char work[2048];
+    int used = snprintf(work, sizeof work, "%s|%s|%llu|%s|%d|%d", options->checkpoint ? options->checkpoint : "",
+                        options->config_path ? options->config_path : "", (unsigned long long)options->seed,
+                        parity_dtype_name(options->dtype), (int)options->device.type, options->data_parallel_wrong_group);
+    for (size_t i = 0; options->settings && i < options->settings->count && used > 0 && (size_t)used < sizeof work; i++)
+        used += snprintf(work + used, sizeof work - (size_t)used, "|%s=%s", options->settings->items[i].key,
+                         options->settings->items[i].value);
+    PARITY_TRY(parity_comm_check_agreement(world, "evaluation (weights, dtype, device or kernel selection)", work, strlen(work)));
+    PARITY_TRY(parity_comm_check_agreement(world, "batch", batch->input_ids.data,
+                                           (size_t)batch->token_count * sizeof(int64_t)));
+    const int rank = parity_comm_rank(world);
+    const int64_t rows = batch->rows / ranks;
+    PARITY_TRY(parity_batch_rows(batch, rank * rows, rows, shard));
+    shard->num_items_in_batch = batch->num_items_in_batch > 0 ? batch->num_items_in_batch : batch->valid_target_count;
+    *group = world;
+    if (options->data_parallel_wrong_group) {
+        PARITY_TRY(parity_comm_split(world, rank == ranks - 1 ? 1 : 0, rank, "all but the last rank (test-only)", split));
+        *group = *split;
+    }
+    return NULL;
+}
+
 parity_error *parity_evaluate(const parity_evaluation_options *options, parity_evaluation *out) {
     memset(out, 0, sizeof *out);
     double phase_started = parity_monotonic_seconds();
@@ -175,10 +214,18 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         error = parity_batch_to_device(batch, options->device, &on_device);
         batch = &on_device;
     }
+    const parity_batch *whole = batch; // the counts reported are the whole batch's
+    parity_batch shard = {0};
+    parity_comm *group = NULL, *split = NULL;
+    if (!error && options->data_parallel > 1) {
+        error = data_parallel_shard(options, batch, &shard, &group, &split);
+        batch = &shard;
+    }
     parity_model *model = NULL;
     parity_bindings bindings;
     if (!error) error = parity_model_bind(requirements, &names, options->device, options->dtype, &bindings);
     if (!error) error = parity_model_create(model_config, &parameters, options->device, options->dtype, &bindings, &model);
+    if (!error) model->data_parallel = group;
     // Made here when the caller brings none, after the build (which reports an absent device).
     parity_exec *own_exec = NULL;
     const parity_exec *exec = options->exec;
@@ -193,9 +240,9 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
     }
     if (!error && options->jitter_seed) error = jitter_embedding(model, exec, options->jitter_seed);
     if (!error) {
-        out->token_count = batch->token_count;
-        out->valid_target_count = batch->valid_target_count;
-        out->document_count = batch->document_count;
+        out->token_count = whole->token_count;
+        out->valid_target_count = whole->valid_target_count;
+        out->document_count = whole->document_count;
         parity_memory_reset_peak(options->device);
         double now = parity_monotonic_seconds();
         out->setup_seconds = now - phase_started, phase_started = now;
@@ -223,5 +270,7 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
     parity_parameters_release(&parameters);
     parity_batch_release(&loaded);
     parity_batch_release(&on_device);
+    parity_batch_release(&shard);
+    parity_comm_free(split);
     return error;
 }

@@ -52,6 +52,15 @@ typedef struct parity_evaluation_options {
     // absolute deviation / median) is above noise_target, until max_steps samples in all or until
     // the timed samples add up to time_cap_ms. noise_target 0: off (exactly timed_steps samples).
     parity_adaptive_timing adaptive;
+    // Data parallel over this many ranks (0 or 1: none): the process must be one of exactly that many
+    // MPI ranks (ops/core/comm.h); rank r steps on its share of the batch's rows (rows r B / D to
+    // (r + 1) B / D, each shard's loss divided by the whole batch's target count) and the gradients,
+    // loss and norms are summed over the ranks, so every rank's result is the whole batch's. The
+    // ranks must be given the same model, dtype, selection and batch (checked before the step).
+    int data_parallel;
+    // Test-only (--parallel dp=N,test_wrong_group): the gradients summed over the wrong group (every
+    // rank but the last; the last alone), VeOmni's HSDP grad_norm bug, which a comparison must catch.
+    bool data_parallel_wrong_group;
 } parity_evaluation_options;
 
 

@@ -33,6 +33,7 @@ parity_error *parity_batch_to_device(const parity_batch *batch, parity_device de
     out->token_count = batch->token_count;
     out->document_count = batch->document_count;
     out->valid_target_count = batch->valid_target_count;
+    out->num_items_in_batch = batch->num_items_in_batch;
     return NULL;
 }
 
@@ -125,4 +126,40 @@ parity_error *parity_batch_read(const char *path, int64_t vocab_size, parity_bat
     parity_tensor_release(&positions);
     parity_safetensors_close(&file);
     return error;
+}
+
+parity_error *parity_batch_rows(const parity_batch *batch, int64_t first, int64_t count, parity_batch *out) {
+    memset(out, 0, sizeof *out);
+    PARITY_CHECK(batch->input_ids.device.type == PARITY_DEVICE_CPU, PARITY_ERROR_USAGE,
+                 "batch rows: the batch must be on the CPU");
+    PARITY_CHECK(first >= 0 && count > 0 && first + count <= batch->rows, PARITY_ERROR_USAGE,
+                 "batch rows [%lld, %lld) of a batch of %lld rows", (long long)first, (long long)(first + count),
+                 (long long)batch->rows);
+    const int64_t T = batch->row_length, tokens = count * T, offset = first * T;
+    parity_error *error = parity_tensor_alloc(&out->input_ids, PARITY_I64, PARITY_CPU, PARITY_SHAPE(tokens));
+    if (!error) error = parity_tensor_alloc(&out->positions, PARITY_I64, PARITY_CPU, PARITY_SHAPE(tokens));
+    if (!error) error = parity_tensor_alloc(&out->targets, PARITY_I64, PARITY_CPU, PARITY_SHAPE(tokens));
+    if (!error) error = parity_tensor_alloc(&out->cu_seqlens, PARITY_I64, PARITY_CPU, PARITY_SHAPE(tokens + 1));
+    if (error) {
+        parity_batch_release(out);
+        return error;
+    }
+    const int64_t *ids = batch->input_ids.data, *positions = batch->positions.data, *targets = batch->targets.data;
+    int64_t *bounds = out->cu_seqlens.data, documents = 0;
+    memcpy(out->input_ids.data, ids + offset, (size_t)tokens * sizeof *ids);
+    memcpy(out->positions.data, positions + offset, (size_t)tokens * sizeof *positions);
+    memcpy(out->targets.data, targets + offset, (size_t)tokens * sizeof *targets);
+    for (int64_t i = 0; i < tokens; i++) {
+        if (i % T == 0 || positions[offset + i] == 0) bounds[documents++] = i;
+        out->valid_target_count += targets[offset + i] != PARITY_IGNORE_INDEX;
+    }
+    bounds[documents] = tokens;
+    out->cu_seqlens.shape[0] = documents + 1;
+    out->cu_seqlens.numel = documents + 1;
+    out->rows = count;
+    out->row_length = T;
+    out->token_count = tokens;
+    out->document_count = documents;
+    out->num_items_in_batch = batch->num_items_in_batch;
+    return NULL;
 }

@@ -21,6 +21,10 @@ typedef struct parity_batch {
     parity_tensor cu_seqlens;     // (documents + 1) int64
     int64_t document_count;
     int64_t valid_target_count;   // targets != -100
+    // > 0: the loss is this batch's sum over valid targets divided by it (a data-parallel shard of a
+    // larger batch divides by the whole batch's valid_target_count, so the shards' losses and
+    // gradients add up to the whole batch's); 0: the mean over this batch's valid targets.
+    int64_t num_items_in_batch;
 } parity_batch;
 
 #define PARITY_IGNORE_INDEX (-100)
@@ -33,6 +37,9 @@ parity_error *parity_batch_from_arrays(const int64_t *input_ids, const int64_t *
 // `out` = `batch` with input_ids, positions, targets and cu_seqlens copied to `device` (contiguous int64
 // tensors there); the counts are copied as they are. On error `out` holds nothing.
 parity_error *parity_batch_to_device(const parity_batch *batch, parity_device device, parity_batch *out);
+// `out` = rows [first, first + count) of a CPU `batch`, with their own documents (a row's targets are
+// already shifted inside the row, so no target crosses the cut); num_items_in_batch is copied.
+parity_error *parity_batch_rows(const parity_batch *batch, int64_t first, int64_t count, parity_batch *out);
 void parity_batch_release(parity_batch *batch);
 
 #endif

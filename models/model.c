@@ -277,11 +277,26 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
             result->logits_sum = sum;
         }
     }
+    parity_comm *shards = model->data_parallel && parity_comm_size(model->data_parallel) > 1 ? model->data_parallel : NULL;
+    if (!error && shards && outputs.aux_loss)
+        error = PARITY_ERROR(PARITY_ERROR_UNSUPPORTED,
+                             "%s under data parallel: its load-balancing aux loss needs the whole batch's expert statistics, "
+                             "which the shards do not gather yet (issue 16)",
+                             model->config.model_type);
+    if (!error && shards && model->device.type != PARITY_DEVICE_CPU)
+        error = PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "data parallel on %s needs the NCCL transport, not built yet (issue 16)",
+                             parity_device_format(model->device, a, sizeof a));
     if (!error) error = parity_tape_backward(&tape, outputs.loss);
     if (!error) {
         result->loss = scalar_of(outputs.loss);
         result->has_aux_loss = outputs.aux_loss != NULL;
         if (outputs.aux_loss) result->aux_loss = scalar_of(outputs.aux_loss);
+    }
+    if (!error && shards) { // the shards' losses add up to the whole batch's (each divides by its target count)
+        double local[2] = {result->loss, isnan(result->logits_sum) ? 0 : result->logits_sum}, whole[2];
+        error = parity_comm_all_reduce(shards, local, whole, 2, PARITY_F64);
+        if (!error) result->loss = whole[0];
+        if (!error && !isnan(result->logits_sum)) result->logits_sum = whole[1];
     }
     // Collect each parameter's gradient (the tape's borrowed variables carry them).
     if (!error) {
@@ -307,6 +322,9 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
         parameter->gradient = variable->gradient;           // hand the gradient over to the parameter
         memset(&variable->gradient, 0, sizeof variable->gradient);
         variable->has_gradient = false;
+        if (shards) // the whole batch's gradient: the shards' sum, in rank order, in place
+            error = parity_comm_all_reduce(shards, parameter->gradient.data, parameter->gradient.data,
+                                           parameter->gradient.numel, parameter->gradient.dtype);
         double norm = NAN;
         double *sketch = result->parameter_grad_sketches + reported * PARITY_SKETCH_K;
         if (model->measure_gradients) {
@@ -331,7 +349,15 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
         result->has_loss_input = true;
         result->loss_input_numel = gradient->numel;
         error = norm_of(exec, gradient, &result->loss_input_grad_norm);
-        if (!error) error = parity_tensor_sketch(exec, gradient, PARITY_STEP_LOSS_INPUT, result->loss_input_grad_sketch);
+        if (!error && shards) { // each shard holds its tokens' rows: the whole norm from the squared ones
+            double squared = result->loss_input_grad_norm * result->loss_input_grad_norm, whole = 0;
+            error = parity_comm_all_reduce(shards, &squared, &whole, 1, PARITY_F64);
+            result->loss_input_grad_norm = sqrt(whole);
+            result->loss_input_numel *= parity_comm_size(shards);
+        }
+        // its sketch is of this shard's rows only: left NaN under data parallel (not yet gathered)
+        if (!error && !shards)
+            error = parity_tensor_sketch(exec, gradient, PARITY_STEP_LOSS_INPUT, result->loss_input_grad_sketch);
         if (!error && !isfinite(result->loss_input_grad_norm) && !result->first_non_finite[0])
             snprintf(result->first_non_finite, sizeof result->first_non_finite, "gradient of the loss's input (%s)",
                      outputs.loss_input->name);

@@ -14,6 +14,7 @@
 #include "models/checkpoint/model_config.h"
 #include "models/parameters.h"
 #include "models/step_result.h"
+#include "ops/core/comm.h"
 #include "ops/registry.h"
 
 // The variant of an op a model needs; a backend lacking the capability is "not supported" for it.
@@ -93,6 +94,13 @@ struct parity_model {
     // a measured one turn it off, so they time the forward + backward a training step runs and not
     // the harness's metrics (their results are discarded); their norms and sketches are NaN.
     bool measure_gradients;
+    // NULL, or the data-parallel group this model's step is one shard of (its batch a shard whose
+    // num_items_in_batch is the whole batch's target count): after the backward every gradient, the
+    // loss, the logits' sum and the loss input's squared norm are summed over the group in rank order
+    // (ops/core/comm.h), so every rank's step result is the whole batch's. CPU only for now (MPI moves
+    // host buffers); a model with an aux loss is not supported under it (the load-balancing loss needs
+    // the whole batch's expert statistics).
+    parity_comm *data_parallel;
 };
 
 // The family that builds `config` (its traits row's), or NULL for a config not read by parity_model_config_parse.

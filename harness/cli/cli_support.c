@@ -1,6 +1,9 @@
-// cli_support.c: exit codes, option values and the color decision shared by the subcommands.
+// cli_support.c: exit codes, option values, the color decision and the relaunch under mpirun shared by
+// the subcommands.
 #include "harness/cli/cli_support.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,4 +62,41 @@ bool parity_cli_use_color(FILE *stream) {
     if (no_color && no_color[0]) return false;
     if (term && strcmp(term, "dumb") == 0) return false;
     return isatty(fileno(stream)) == 1;
+}
+
+int parity_cli_relaunch_ranks(const char *command, int ranks, int argc, char **argv, const char *drop_option) {
+    char count[16], self[4096];
+    snprintf(count, sizeof count, "%d", ranks);
+    ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (length <= 0) {
+        fprintf(stderr, "parity %s: %d ranks: cannot find this program (/proc/self/exe: %s)\n", command, ranks,
+                strerror(errno));
+        return PARITY_EXIT_IO;
+    }
+    self[length] = '\0';
+    char **child = calloc((size_t)argc + 8, sizeof *child);
+    if (!child) return PARITY_EXIT_IO;
+    int n = 0;
+    child[n++] = "mpirun";
+    child[n++] = "-np";
+    child[n++] = count;
+    child[n++] = "--oversubscribe";
+    if (geteuid() == 0) child[n++] = "--allow-run-as-root";
+    child[n++] = self;
+    size_t drop = drop_option ? strlen(drop_option) : 0;
+    for (int i = 0; i < argc; i++) {
+        if (drop && strcmp(argv[i], drop_option) == 0 && i + 1 < argc) {
+            i++;
+            continue;
+        }
+        if (drop && strncmp(argv[i], drop_option, drop) == 0 && argv[i][drop] == '=') continue;
+        child[n++] = argv[i];
+    }
+    child[n] = NULL;
+    fflush(NULL);
+    execvp("mpirun", child);
+    fprintf(stderr, "parity %s: %d ranks: cannot start mpirun: %s (install openmpi-bin, or launch with mpirun)\n", command,
+            ranks, strerror(errno));
+    free(child);
+    return PARITY_EXIT_IO;
 }

@@ -36,6 +36,12 @@ typedef enum parity_cli_option_match {
 parity_cli_option_match parity_cli_option_value(int argc, char **argv, int *index, const char *name,
                                                 const char **value);
 
+// Re-executes this command (`argv`: the command's, argv[0] its name) under `mpirun -np RANKS
+// --oversubscribe` (and --allow-run-as-root as root), leaving out `drop_option` and its value (NULL:
+// none), for a command that needs more ranks than it was started with. Returns only on failure (3,
+// with a message naming `command`).
+int parity_cli_relaunch_ranks(const char *command, int ranks, int argc, char **argv, const char *drop_option);
+
 // True when `stream` is a terminal and NO_COLOR is unset (and TERM is not "dumb").
 bool parity_cli_use_color(FILE *stream);
 

@@ -171,43 +171,6 @@ static int parse_arguments(int argc, char **argv, comm_arguments *arguments) {
     return PARITY_EXIT_OK;
 }
 
-// Re-executes this command under `mpirun -np N` (without --ranks), as root with --allow-run-as-root.
-static int launch_ranks(int argc, char **argv, int ranks) {
-    char count[16], self[4096];
-    snprintf(count, sizeof count, "%d", ranks);
-    ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (length <= 0) {
-        fprintf(stderr, "parity bench comm: --ranks: cannot find this program (/proc/self/exe: %s)\n", strerror(errno));
-        return PARITY_EXIT_IO;
-    }
-    self[length] = '\0';
-    char **child = calloc((size_t)argc + 8, sizeof *child);
-    if (!child) return PARITY_EXIT_IO;
-    int n = 0;
-    child[n++] = "mpirun";
-    child[n++] = "-np";
-    child[n++] = count;
-    child[n++] = "--oversubscribe";
-    if (geteuid() == 0) child[n++] = "--allow-run-as-root";
-    child[n++] = self;
-    child[n++] = "bench";
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
-            i++;
-            continue;
-        }
-        if (strncmp(argv[i], "--ranks=", 8) == 0) continue;
-        child[n++] = argv[i];
-    }
-    child[n] = NULL;
-    fflush(NULL);
-    execvp("mpirun", child);
-    fprintf(stderr, "parity bench comm: --ranks %d: cannot start mpirun: %s (install openmpi-bin, or launch with mpirun)\n",
-            ranks, strerror(errno));
-    free(child);
-    return PARITY_EXIT_IO;
-}
-
 static void print_rows(const parity_bench_comm_row *rows, int count, int ranks, const parity_bench_comm_options *options,
                        bool json) {
     const char *dtype = parity_dtype_name(options->dtype);
@@ -238,7 +201,8 @@ int parity_command_bench_comm(int argc, char **argv) {
     memset(&arguments, 0, sizeof arguments);
     int status = parse_arguments(argc, argv, &arguments);
     if (status != PARITY_EXIT_OK) return status;
-    if (arguments.ranks > 1 && parity_comm_launched_size() == 1) return launch_ranks(argc, argv, arguments.ranks);
+    if (arguments.ranks > 1 && parity_comm_launched_size() == 1)
+        return parity_cli_relaunch_ranks("bench comm", arguments.ranks, argc, argv, "--ranks");
     parity_comm *world = NULL;
     parity_error *error = parity_comm_world(&world);
     if (!error && arguments.ranks > 1 && parity_comm_size(world) != arguments.ranks)

@@ -15,12 +15,14 @@
 #include "harness/config/yaml_ops.h"
 #include "harness/evaluate.h"
 #include "models/checkpoint/safetensors.h"
+#include "ops/core/comm.h"
 
 void parity_command_eval_usage(FILE *stream) {
     fprintf(stream,
             "usage: parity eval (--checkpoint DIR | --config config.json --seed N) --batch FILE.safetensors\n"
             "                   [--dtype fp64|fp32|bf16] [--device cpu|cuda] [--ops field=value,...]\n"
             "                   [--ops-file VEOMNI.yaml] [--logits] [--save-grads FILE] [--profile-ops] [--json]\n"
+            "                   [--parallel dp=N]\n"
             "\n"
             "Runs one forward + backward and reports loss, aux_loss (null for models without one), grad_norm\n"
             "(L2 over every gradient), the gradient norm of every parameter (HF names, fused experts) and the\n"
@@ -42,6 +44,11 @@ void parity_command_eval_usage(FILE *stream) {
             "                       forward and backward ms per (op, backend), largest first (to stderr\n"
             "                       with --json); for finding the slow op, not for timings\n"
             "  --json               print one JSON object\n"
+            "  --parallel dp=N      data parallel over N ranks (CPU; MPI): each rank steps on its B / N rows, the\n"
+            "                       gradients, loss and norms summed over the ranks in rank order, so the result\n"
+            "                       is the whole batch's; started by mpirun -np N, or it starts itself under\n"
+            "                       mpirun when launched alone. Rank 0 prints. (sp, ep and fsdp: not built yet;\n"
+            "                       dp=N,test_wrong_group sums over the wrong group, a test-only fault)\n"
             "\n"
             "exit status: 0 ok; 1 NaN/Inf in the loss or a gradient; 2 usage or config error (unknown or\n"
             "             unavailable backend, a malformed --ops-file); 3 unreadable or malformed checkpoint,\n"
@@ -56,6 +63,39 @@ typedef struct eval_arguments {
     const char *save_gradients;
     bool json;
 } eval_arguments;
+
+// "dp=N" or "dp=N,test_wrong_group"; the other layouts of issue 16 are named as not built yet.
+static int parse_parallel(const char *text, parity_evaluation_options *options) {
+    char copy[128];
+    snprintf(copy, sizeof copy, "%s", text);
+    char *saveptr = NULL;
+    for (char *item = strtok_r(copy, ",", &saveptr); item; item = strtok_r(NULL, ",", &saveptr)) {
+        char *end;
+        if (strncmp(item, "dp=", 3) == 0) {
+            long ranks = strtol(item + 3, &end, 10);
+            if (end == item + 3 || *end || ranks < 1 || ranks > 1024) {
+                fprintf(stderr, "parity eval: --parallel: '%s' is not dp=N with N in [1, 1024]\n", item);
+                return PARITY_EXIT_CONFIG;
+            }
+            options->data_parallel = (int)ranks;
+        } else if (strcmp(item, "test_wrong_group") == 0) {
+            options->data_parallel_wrong_group = true;
+        } else if (strncmp(item, "sp=", 3) == 0 || strncmp(item, "ep=", 3) == 0 || strncmp(item, "fsdp", 4) == 0) {
+            fprintf(stderr, "parity eval: --parallel: '%s': sequence, expert and fully sharded parallelism are not built "
+                            "yet (issue 16); dp=N is\n",
+                    item);
+            return PARITY_EXIT_CONFIG;
+        } else {
+            fprintf(stderr, "parity eval: --parallel: '%s' is not a layout (dp=N)\n", item);
+            return PARITY_EXIT_CONFIG;
+        }
+    }
+    if (options->data_parallel_wrong_group && options->data_parallel < 2) {
+        fprintf(stderr, "parity eval: --parallel: test_wrong_group needs dp=N with N >= 2\n");
+        return PARITY_EXIT_CONFIG;
+    }
+    return PARITY_EXIT_OK;
+}
 
 static int parse_arguments(int argc, char **argv, eval_arguments *arguments) {
     parity_evaluation_options *options = &arguments->options;
@@ -92,6 +132,8 @@ static int parse_arguments(int argc, char **argv, eval_arguments *arguments) {
                 fprintf(stderr, "parity eval: --device '%s' (use cpu or cuda)\n", value);
                 return PARITY_EXIT_CONFIG;
             }
+        } else if (OPTION("--parallel")) {
+            if (value && parse_parallel(value, options) != PARITY_EXIT_OK) return PARITY_EXIT_CONFIG;
         } else if (OPTION("--ops")) {
             if (value && arguments->ops_count < 16) arguments->ops[arguments->ops_count++] = value;
         } else if (strcmp(argv[i], "--json") == 0) arguments->json = true;
@@ -179,22 +221,43 @@ static parity_error *save_gradients(const char *path, const parity_parameters *g
     return error;
 }
 
+static int eval_on_this_rank(eval_arguments *arguments);
+
 int parity_command_eval(int argc, char **argv) {
     eval_arguments arguments;
     memset(&arguments, 0, sizeof arguments);
     int status = parse_arguments(argc, argv, &arguments);
     if (status != PARITY_EXIT_OK) return status;
+    const int ranks = arguments.options.data_parallel;
+    if (ranks > 1 && parity_comm_launched_size() == 1) return parity_cli_relaunch_ranks("eval", ranks, argc, argv, NULL);
+    status = eval_on_this_rank(&arguments);
+    parity_comm_finalize();
+    return status;
+}
+
+static int eval_on_this_rank(eval_arguments *arguments_in) {
+    eval_arguments arguments = *arguments_in;
+    int status;
+    int rank = 0;
+    if (arguments.options.data_parallel > 1) {
+        parity_comm *world;
+        parity_error *world_error = parity_comm_world(&world);
+        if (world_error) return parity_cli_report_error("eval", world_error);
+        rank = parity_comm_rank(world);
+    }
+    char command[32];
+    snprintf(command, sizeof command, rank ? "eval (rank %d)" : "eval", rank);
     parity_ops_settings settings = {0};
     parity_error *error = NULL;
     if (arguments.ops_file) error = parity_yaml_ops_read_file(arguments.ops_file, &settings);
     if (error) {
         parity_ops_settings_free(&settings);
-        return parity_cli_report_ops_file_error("eval", error);
+        return parity_cli_report_ops_file_error(command, error);
     }
     for (int i = 0; !error && i < arguments.ops_count; i++) error = parity_ops_override_parse(arguments.ops[i], &settings);
     if (error) {
         parity_ops_settings_free(&settings);
-        return parity_cli_report_error("eval", error);
+        return parity_cli_report_error(command, error);
     }
     arguments.options.settings = &settings;
     parity_evaluation evaluation;
@@ -202,13 +265,18 @@ int parity_command_eval(int argc, char **argv) {
     parity_ops_settings_free(&settings);
     if (error) {
         parity_evaluation_release(&evaluation);
-        return parity_cli_report_error("eval", error);
+        return parity_cli_report_error(command, error);
+    }
+    if (rank != 0) { // the result is the same on every rank: rank 0 reports it
+        status = evaluation.step.first_non_finite[0] ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
+        parity_evaluation_release(&evaluation);
+        return status;
     }
     if (arguments.save_gradients) {
         error = save_gradients(arguments.save_gradients, &evaluation.gradients);
         if (error) {
             parity_evaluation_release(&evaluation);
-            return parity_cli_report_error("eval", error);
+            return parity_cli_report_error(command, error);
         }
     }
     if (arguments.json) print_json(&arguments, &evaluation);

@@ -69,7 +69,8 @@ parity_error *decoder_forward(parity_model *model, parity_tape *tape, const pari
     const parity_backend *loss;
     PARITY_TRY(family_backend(&context, PARITY_OP_ID_CROSS_ENTROPY, &loss));
     PARITY_TRY(parity_node_cross_entropy(tape, loss, "loss", hidden, lm_head,
-                                         &batch->targets, 0, &cross_entropy, outputs->want_logits ? &outputs->logits : NULL));
+                                         &batch->targets, batch->num_items_in_batch, &cross_entropy,
+                                         outputs->want_logits ? &outputs->logits : NULL));
     outputs->loss = cross_entropy;
     outputs->loss_input = hidden;
     if (decoder_has_aux_loss(config) && router_count > 0) {

@@ -30,6 +30,23 @@ void parity_binary_path(char *path, size_t size) {
 
 command_result run_parity(const char *arguments) { return run_parity_from(NULL, NULL, arguments); }
 
+command_result run_parity_mpi(const char *arguments) {
+    char parity[4096], command[8192];
+    parity_binary_path(parity, sizeof parity);
+    snprintf(command, sizeof command,
+             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0\" "
+             "OMPI_MCA_mca_base_component_disable_dlclose=1 NO_COLOR=1 '%s' %s",
+             parity, arguments);
+    return run_shell(command);
+}
+
+bool have_mpirun(void) {
+    command_result which = run_shell("command -v mpirun");
+    bool found = which.exit_code == 0;
+    free(which.output);
+    return found;
+}
+
 command_result run_parity_from(const char *directory, const char *parity, const char *arguments) {
     char path[4200], command[8192];
     if (parity) snprintf(path, sizeof path, "%s", parity);

@@ -21,6 +21,12 @@ command_result run_parity_from(const char *directory, const char *parity, const 
 command_result run_shell(const char *shell_command);
 // The parity binary beside the test binary.
 void parity_binary_path(char *path, size_t size);
+// `parity ARGUMENTS` for runs over MPI ranks (mpirun, or parity relaunching itself under it): under
+// SAN=1 with exact stacks (ASan's fast unwinder cannot walk Open MPI's frames) and Open MPI's
+// components kept loaded, so their frames have names and mk/lsan.supp matches them by library.
+command_result run_parity_mpi(const char *arguments);
+// `mpirun` is on the PATH (openmpi-bin).
+bool have_mpirun(void);
 
 // A `parity ARGUMENTS` running in the background, for tests that signal it while it works: started
 // through /bin/sh (`exec env ... parity ...`, NO_COLOR=1, MODELING_BACKEND unset, TMPDIR=`tmpdir`

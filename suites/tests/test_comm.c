@@ -104,26 +104,6 @@ Test(comm, bad_arguments_are_named_usage_errors) {
     }
 }
 
-// `parity ARGUMENTS` for the MPI runs: under SAN=1 with exact stacks (ASan's fast unwinder cannot walk
-// Open MPI's frames, and its components stay loaded so that their frames have names: mk/lsan.supp
-// matches them by library).
-static command_result run_parity_mpi(const char *arguments) {
-    char parity[4096], command[8192];
-    parity_binary_path(parity, sizeof parity);
-    snprintf(command, sizeof command,
-             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0\" "
-             "OMPI_MCA_mca_base_component_disable_dlclose=1 NO_COLOR=1 '%s' %s",
-             parity, arguments);
-    return run_shell(command);
-}
-
-static bool have_mpirun(void) {
-    command_result which = run_shell("command -v mpirun");
-    bool found = which.exit_code == 0;
-    free(which.output);
-    return found;
-}
-
 // The table's data rows (lines not starting with '#' that have 8 columns): how many, and how many have
 // a non-zero #wrong.
 static void count_rows(const char *output, const char *collective, int *rows, int *wrong_rows) {
