@@ -355,9 +355,16 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
             result->loss_input_grad_norm = sqrt(whole);
             result->loss_input_numel *= parity_comm_size(shards);
         }
-        // its sketch is of this shard's rows only: left NaN under data parallel (not yet gathered)
-        if (!error && !shards)
-            error = parity_tensor_sketch(exec, gradient, PARITY_STEP_LOSS_INPUT, result->loss_input_grad_sketch);
+        // this shard's rows are elements [rank n, (rank + 1) n) of the whole loss input: the shards'
+        // sketches add up to the whole's
+        const int64_t first = shards ? (int64_t)parity_comm_rank(shards) * gradient->numel : 0;
+        if (!error)
+            error = parity_tensor_sketch_at(exec, gradient, PARITY_STEP_LOSS_INPUT, first, result->loss_input_grad_sketch);
+        if (!error && shards) {
+            double whole[PARITY_SKETCH_K];
+            error = parity_comm_all_reduce(shards, result->loss_input_grad_sketch, whole, PARITY_SKETCH_K, PARITY_F64);
+            memcpy(result->loss_input_grad_sketch, whole, sizeof whole);
+        }
         if (!error && !isfinite(result->loss_input_grad_norm) && !result->first_non_finite[0])
             snprintf(result->first_non_finite, sizeof result->first_non_finite, "gradient of the loss's input (%s)",
                      outputs.loss_input->name);

@@ -376,6 +376,11 @@ parity_error *parity_tensor_sum_of_squares(const parity_exec *exec, const parity
 
 parity_error *parity_tensor_sketch(const parity_exec *exec, const parity_tensor *tensor, const char *name,
                                    double out[PARITY_SKETCH_K]) {
+    return parity_tensor_sketch_at(exec, tensor, name, 0, out);
+}
+
+parity_error *parity_tensor_sketch_at(const parity_exec *exec, const parity_tensor *tensor, const char *name, int64_t first,
+                                      double out[PARITY_SKETCH_K]) {
     for (int j = 0; j < PARITY_SKETCH_K; j++) out[j] = 0;
     char a[200];
     if (!parity_dtype_is_float(tensor->dtype))
@@ -386,12 +391,23 @@ parity_error *parity_tensor_sketch(const parity_exec *exec, const parity_tensor 
         if (!parity_tensor_is_contiguous(tensor))
             return PARITY_ERROR(PARITY_ERROR_SHAPE, "sketch of %s (%s): a CUDA tensor must be contiguous", name,
                                 parity_tensor_describe(tensor, a, sizeof a));
+        if (first != 0)
+            return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "sketch of %s (%s) from element %lld: CUDA tensors from 0 only", name,
+                                parity_tensor_describe(tensor, a, sizeof a), (long long)first);
         return parity_cuda_sketch(exec, tensor, name_hash, out);
     }
     if (tensor->device.type != PARITY_DEVICE_CPU)
         return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "sketch of %s (%s): needs an Ascend NPU build", name,
                             parity_tensor_describe(tensor, a, sizeof a));
     double sums[PARITY_SKETCH_K] = {0};
+    if (first < 0)
+        return PARITY_ERROR(PARITY_ERROR_USAGE, "sketch of %s from element %lld", name, (long long)first);
+    if (first != 0) { // a part of a larger tensor: the signs of its elements' places in the whole
+        for (int64_t i = 0; i < tensor->numel; i++)
+            parity_sketch_add(sums, parity_sketch_signs(name_hash, (uint64_t)(first + i)), parity_tensor_get(tensor, i));
+        for (int j = 0; j < PARITY_SKETCH_K; j++) out[j] = sums[j];
+        return NULL;
+    }
     for (int64_t base = 0; base < tensor->numel; base += 4) { // four elements per Philox block
         parity_philox_block words = parity_sketch_sign_block(name_hash, (uint64_t)base >> 2);
         int64_t end = tensor->numel - base < 4 ? tensor->numel : base + 4;

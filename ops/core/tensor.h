@@ -90,6 +90,11 @@ parity_error *parity_tensor_sum_of_squares(const parity_exec *exec, const parity
 // scratch, like the sum of squares: the same signs, the sum in another order.
 parity_error *parity_tensor_sketch(const parity_exec *exec, const parity_tensor *tensor, const char *name,
                                    double out[PARITY_SKETCH_K]);
+// The same for a tensor that is the part of a larger one starting at element `first` (a data-parallel
+// shard of the loss input): element i is element first + i of the whole, so the shards' sketches add
+// up to the whole's. CPU tensors; a CUDA tensor only with first = 0.
+parity_error *parity_tensor_sketch_at(const parity_exec *exec, const parity_tensor *tensor, const char *name, int64_t first,
+                                      double out[PARITY_SKETCH_K]);
 
 // CPU element access by logical flat index (row-major over the shape, honoring strides), as f64.
 double parity_tensor_get(const parity_tensor *tensor, int64_t flat_index);

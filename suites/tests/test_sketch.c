@@ -130,6 +130,43 @@ Test(sketch, follows_the_logical_index_of_a_strided_view) {
     parity_tensor_release(&x);
 }
 
+// A data-parallel shard's sketch (parity_tensor_sketch_at): the parts of a tensor, each sketched at
+// its place in the whole (odd places too, off the four-element Philox blocks), add up to the whole's
+// sketch; a part sketched at 0 does not.
+Test(sketch, the_parts_of_a_tensor_sketched_at_their_places_add_up_to_the_whole) {
+    parity_tensor x;
+    random_vector(&x, 30, 7);
+    double whole[PARITY_SKETCH_K];
+    sketch_of(&x, "loss_input", whole);
+    static const int64_t cuts[][3] = {{0, 15, 30}, {0, 7, 30}, {0, 1, 30}};
+    for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+        double sum[PARITY_SKETCH_K] = {0}, at_zero[PARITY_SKETCH_K];
+        for (int part = 0; part < 2; part++) {
+            parity_tensor piece; // elements [cut, next cut) of x
+            const int64_t length = cuts[c][part + 1] - cuts[c][part];
+            assert_ok(parity_tensor_alloc(&piece, PARITY_F64, PARITY_CPU, PARITY_SHAPE(length)), "piece");
+            memcpy(piece.data, (const double *)x.data + cuts[c][part], (size_t)length * sizeof(double));
+            double s[PARITY_SKETCH_K];
+            assert_ok(parity_tensor_sketch_at(parity_test_exec(PARITY_CPU), &piece, "loss_input", cuts[c][part], s), "sketch");
+            for (int j = 0; j < PARITY_SKETCH_K; j++) sum[j] += s[j];
+            if (part == 1)
+                assert_ok(parity_tensor_sketch_at(parity_test_exec(PARITY_CPU), &piece, "loss_input", 0, at_zero), "at 0");
+            parity_tensor_release(&piece);
+        }
+        for (int j = 0; j < PARITY_SKETCH_K; j++)
+            cr_expect(fabs(sum[j] - whole[j]) <= 1e-12 * (1 + fabs(whole[j])), "cut %zu s_%d: parts %.17g, whole %.17g", c, j,
+                      sum[j], whole[j]);
+        double placed[PARITY_SKETCH_K];
+        for (int j = 0; j < PARITY_SKETCH_K; j++) placed[j] = sum[j];
+        cr_expect(memcmp(at_zero, placed, sizeof placed) != 0, "a part sketched at 0 is not the part at its place");
+    }
+    double out[PARITY_SKETCH_K];
+    parity_error *error = parity_tensor_sketch_at(parity_test_exec(PARITY_CPU), &x, "loss_input", -1, out);
+    cr_expect(error && strstr(parity_error_message(error), "sketch of loss_input from element -1"));
+    parity_error_free(error);
+    parity_tensor_release(&x);
+}
+
 Test(sketch, rejects_integer_tensors_naming_the_tensor) {
     parity_tensor ids;
     assert_ok(parity_tensor_zeros(&ids, PARITY_I64, PARITY_CPU, PARITY_SHAPE(3)), "alloc");
