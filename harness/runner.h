@@ -34,6 +34,11 @@ typedef struct parity_run_options {
     char **argv;
     const volatile sig_atomic_t *stop; // nonzero (the number of the signal that asked): stop before the
                                        // next combo, keeping those that finished (NULL: never asked)
+    // --parallel dp=N: every combo, baseline and jittered run under data parallel over the N MPI ranks
+    // of this run (each rank runs the same plan in the same order; combo ids end in "/dpN"; a stop
+    // asked on any rank stops every rank before the same combo). 0 or 1: one rank.
+    int data_parallel;
+    bool data_parallel_wrong_group;    // test-only: the wrong group's sums (harness/evaluate.h)
 } parity_run_options;
 
 typedef struct parity_run_plan {

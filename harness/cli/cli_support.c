@@ -100,3 +100,35 @@ int parity_cli_relaunch_ranks(const char *command, int ranks, int argc, char **a
     free(child);
     return PARITY_EXIT_IO;
 }
+
+int parity_cli_parse_parallel(const char *command, const char *text, int *data_parallel, bool *wrong_group) {
+    char copy[128];
+    snprintf(copy, sizeof copy, "%s", text);
+    char *saveptr = NULL;
+    for (char *item = strtok_r(copy, ",", &saveptr); item; item = strtok_r(NULL, ",", &saveptr)) {
+        char *end;
+        if (strncmp(item, "dp=", 3) == 0) {
+            long ranks = strtol(item + 3, &end, 10);
+            if (end == item + 3 || *end || ranks < 1 || ranks > 1024) {
+                fprintf(stderr, "parity %s: --parallel: '%s' is not dp=N with N in [1, 1024]\n", command, item);
+                return PARITY_EXIT_CONFIG;
+            }
+            *data_parallel = (int)ranks;
+        } else if (strcmp(item, "test_wrong_group") == 0) {
+            *wrong_group = true;
+        } else if (strncmp(item, "sp=", 3) == 0 || strncmp(item, "ep=", 3) == 0 || strncmp(item, "fsdp", 4) == 0) {
+            fprintf(stderr, "parity %s: --parallel: '%s': sequence, expert and fully sharded parallelism are not built "
+                            "yet (issue 16); dp=N is\n",
+                    command, item);
+            return PARITY_EXIT_CONFIG;
+        } else {
+            fprintf(stderr, "parity %s: --parallel: '%s' is not a layout (dp=N)\n", command, item);
+            return PARITY_EXIT_CONFIG;
+        }
+    }
+    if (*wrong_group && *data_parallel < 2) {
+        fprintf(stderr, "parity %s: --parallel: test_wrong_group needs dp=N with N >= 2\n", command);
+        return PARITY_EXIT_CONFIG;
+    }
+    return PARITY_EXIT_OK;
+}

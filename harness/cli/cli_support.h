@@ -36,6 +36,10 @@ typedef enum parity_cli_option_match {
 parity_cli_option_match parity_cli_option_value(int argc, char **argv, int *index, const char *name,
                                                 const char **value);
 
+// --parallel TEXT: "dp=N" or "dp=N,test_wrong_group" (the layouts built so far; sp, ep and fsdp are
+// named as not built yet). Prints the problem as `parity COMMAND: ...` and returns 2, else 0.
+int parity_cli_parse_parallel(const char *command, const char *text, int *data_parallel, bool *wrong_group);
+
 // Re-executes this command (`argv`: the command's, argv[0] its name) under `mpirun -np RANKS
 // --oversubscribe` (and --allow-run-as-root as root), leaving out `drop_option` and its value (NULL:
 // none), for a command that needs more ranks than it was started with. Returns only on failure (3,

@@ -64,39 +64,6 @@ typedef struct eval_arguments {
     bool json;
 } eval_arguments;
 
-// "dp=N" or "dp=N,test_wrong_group"; the other layouts of issue 16 are named as not built yet.
-static int parse_parallel(const char *text, parity_evaluation_options *options) {
-    char copy[128];
-    snprintf(copy, sizeof copy, "%s", text);
-    char *saveptr = NULL;
-    for (char *item = strtok_r(copy, ",", &saveptr); item; item = strtok_r(NULL, ",", &saveptr)) {
-        char *end;
-        if (strncmp(item, "dp=", 3) == 0) {
-            long ranks = strtol(item + 3, &end, 10);
-            if (end == item + 3 || *end || ranks < 1 || ranks > 1024) {
-                fprintf(stderr, "parity eval: --parallel: '%s' is not dp=N with N in [1, 1024]\n", item);
-                return PARITY_EXIT_CONFIG;
-            }
-            options->data_parallel = (int)ranks;
-        } else if (strcmp(item, "test_wrong_group") == 0) {
-            options->data_parallel_wrong_group = true;
-        } else if (strncmp(item, "sp=", 3) == 0 || strncmp(item, "ep=", 3) == 0 || strncmp(item, "fsdp", 4) == 0) {
-            fprintf(stderr, "parity eval: --parallel: '%s': sequence, expert and fully sharded parallelism are not built "
-                            "yet (issue 16); dp=N is\n",
-                    item);
-            return PARITY_EXIT_CONFIG;
-        } else {
-            fprintf(stderr, "parity eval: --parallel: '%s' is not a layout (dp=N)\n", item);
-            return PARITY_EXIT_CONFIG;
-        }
-    }
-    if (options->data_parallel_wrong_group && options->data_parallel < 2) {
-        fprintf(stderr, "parity eval: --parallel: test_wrong_group needs dp=N with N >= 2\n");
-        return PARITY_EXIT_CONFIG;
-    }
-    return PARITY_EXIT_OK;
-}
-
 static int parse_arguments(int argc, char **argv, eval_arguments *arguments) {
     parity_evaluation_options *options = &arguments->options;
     options->dtype = PARITY_F64;
@@ -133,7 +100,9 @@ static int parse_arguments(int argc, char **argv, eval_arguments *arguments) {
                 return PARITY_EXIT_CONFIG;
             }
         } else if (OPTION("--parallel")) {
-            if (value && parse_parallel(value, options) != PARITY_EXIT_OK) return PARITY_EXIT_CONFIG;
+            if (value && parity_cli_parse_parallel("eval", value, &options->data_parallel,
+                                                   &options->data_parallel_wrong_group) != PARITY_EXIT_OK)
+                return PARITY_EXIT_CONFIG;
         } else if (OPTION("--ops")) {
             if (value && arguments->ops_count < 16) arguments->ops[arguments->ops_count++] = value;
         } else if (strcmp(argv[i], "--json") == 0) arguments->json = true;

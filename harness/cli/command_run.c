@@ -15,6 +15,7 @@
 #include "harness/provenance.h"
 #include "harness/runner.h"
 #include "harness/text.h"
+#include "ops/core/comm.h"
 #include "ops/core/file.h"
 #include "ops/core/temporaries.h"
 #include "ops/testing/test_backends.h"
@@ -25,7 +26,7 @@ void parity_command_run_usage(FILE *stream) {
     fprintf(stream,
             "usage: parity run --suite S [--model M] [--device cpu|cuda|best] [--dtype fp64|fp32|bf16]\n"
             "                  [--filter GLOB] [--ops field=value,...] [--list] [--out DIR]\n"
-            "                  [--golden-dir DIR] [--with-test-backends]\n"
+            "                  [--golden-dir DIR] [--with-test-backends] [--parallel dp=N]\n"
             "\n"
             "Runs every combination of kernel backends a suite allows (the product of the available values of\n"
             "every swept field the model calls, or the suite's modes) as one forward + backward, compares loss,\n"
@@ -42,8 +43,12 @@ void parity_command_run_usage(FILE *stream) {
             "  --out DIR             report folder, new or empty (default: a new reports/out/<UTC time>-<suite>-<device>/)\n"
             "  --golden-dir DIR      where golden/<suite>/<model>/<case>.h5 are (default golden)\n"
             "  --with-test-backends  add the deliberately wrong test-only backends (they must fail)\n"
+            "  --parallel dp=N       every combo (baseline and jittered runs too) data parallel over N MPI ranks\n"
+            "                        (CPU; mpirun -np N, or it relaunches itself under mpirun), against the same\n"
+            "                        single-device goldens; ids end in /dpN; rank 0 writes the reports.\n"
+            "                        dp=N,test_wrong_group sums the gradients over the wrong group (must fail)\n"
             "\n"
-            "Combo ids: <model>/<batch>/<field alias>=<value>,.../<dtype>/<device>.\n"
+            "Combo ids: <model>/<batch>/<field alias>=<value>,.../<dtype>/<device>[/dpN].\n"
             "Tolerance (suite `tolerance: parity`): |x - golden| <= max(k * |eager - golden|, c * u(dtype) * |golden|),\n"
             "k = 2 loss-like, 3 gradients; see README.\n"
             "\n"
@@ -81,6 +86,10 @@ static int parse_arguments(int argc, char **argv, run_arguments *arguments) {
         else if (OPTION("--golden-dir")) options->golden_dir = value;
         else if (OPTION("--ops")) {
             if (value && arguments->ops_count < 16) arguments->ops[arguments->ops_count++] = value;
+        } else if (OPTION("--parallel")) {
+            if (value && parity_cli_parse_parallel("run", value, &options->data_parallel,
+                                                   &options->data_parallel_wrong_group) != PARITY_EXIT_OK)
+                return PARITY_EXIT_CONFIG;
         } else if (strcmp(argv[i], "--list") == 0) arguments->list = true;
         else if (strcmp(argv[i], "--with-test-backends") == 0) options->with_test_backends = true;
         else {
@@ -184,12 +193,69 @@ static parity_error *prepare_out(const char *requested, const char *suite, const
     return NULL;
 }
 
+// A rank other than 0 under --parallel: the plan and every combo, silently (its collectives pair with
+// rank 0's), no report folder; its exit status is what rank 0's will be (the results are the same).
+static int run_as_follower(run_arguments *arguments) {
+    parity_run_options *options = &arguments->options;
+    options->progress = NULL;
+    parity_ops_settings fixed = {0};
+    parity_suite *suite = NULL;
+    parity_run_plan plan;
+    memset(&plan, 0, sizeof plan);
+    parity_results results;
+    memset(&results, 0, sizeof results);
+    char path[1024];
+    parity_error *error = parity_suite_locate(arguments->suite, "suites", path, sizeof path);
+    if (!error) error = parity_suite_load(path, &suite);
+    for (int i = 0; !error && i < arguments->ops_count; i++) error = parity_ops_override_parse(arguments->ops[i], &fixed);
+    options->fixed = &fixed;
+    if (!error && options->with_test_backends) error = parity_test_backends_register();
+    if (!error) error = parity_run_plan_build(suite, options, &plan);
+    if (!error) {
+        parity_cli_interrupts_install("this rank stops with the others after the current combo");
+        options->stop = parity_cli_interrupt_flag();
+        error = parity_run_execute(suite, &plan, options, &results);
+    }
+    int status = PARITY_EXIT_OK;
+    if (error) {
+        char command[32];
+        parity_comm *world = NULL;
+        snprintf(command, sizeof command, "run (rank %d)", parity_comm_world(&world) ? -1 : parity_comm_rank(world));
+        status = parity_cli_report_error(command, error);
+    } else {
+        size_t counts[5] = {0};
+        parity_results_counts(&results, counts);
+        status = counts[PARITY_COMBO_FAIL] || counts[PARITY_COMBO_ERROR] ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
+        if (results.context.interrupted[0]) status = parity_cli_interrupt_exit_code(parity_cli_interrupt_signal());
+    }
+    parity_results_release(&results);
+    parity_run_plan_release(&plan);
+    parity_suite_free(suite);
+    parity_ops_settings_free(&fixed);
+    return status;
+}
+
 int parity_command_run(int argc, char **argv) {
     run_arguments arguments;
     memset(&arguments, 0, sizeof arguments);
     int status = parse_arguments(argc, argv, &arguments);
     if (status != PARITY_EXIT_OK) return status;
     parity_run_options *options = &arguments.options;
+    const int ranks = options->data_parallel;
+    if (ranks > 1 && !arguments.list && parity_comm_launched_size() == 1)
+        return parity_cli_relaunch_ranks("run", ranks, argc, argv, NULL);
+    int rank = 0;
+    if (ranks > 1 && !arguments.list) {
+        parity_comm *world;
+        parity_error *world_error = parity_comm_world(&world);
+        if (world_error) return parity_cli_report_error("run", world_error);
+        rank = parity_comm_rank(world);
+    }
+    if (rank != 0) { // the same plan, in step with rank 0, which reports
+        status = run_as_follower(&arguments);
+        parity_comm_finalize();
+        return status;
+    }
     options->listing = arguments.list;
     options->progress = stderr;
     options->terminal = isatty(fileno(stderr)) == 1;
@@ -242,5 +308,6 @@ int parity_command_run(int argc, char **argv) {
     parity_suite_free(suite);
     parity_ops_settings_free(&fixed);
     free(command_line);
+    if (ranks > 1 && !arguments.list) parity_comm_finalize();
     return status;
 }

@@ -13,6 +13,7 @@
 #include "harness/run/run_internal.h"
 #include "harness/text.h"
 #include "ops/core/clock.h"
+#include "ops/core/comm.h"
 #include "reports/timing_stats.h"
 
 static void fill_record(const parity_suite *suite, const parity_combo_plan *plan, parity_combo_result *record) {
@@ -71,7 +72,13 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
         group->baseline_ran = true;
         group->baseline_ok = !run_error && !value->first_non_finite[0];
         parity_text_format(group->baseline_id, sizeof group->baseline_id, "%s", plan->id);
-        if (run_error) parity_error_format(run_error, group->baseline_problem, sizeof group->baseline_problem);
+        if (run_error) {
+            parity_error_format(run_error, group->baseline_problem, sizeof group->baseline_problem);
+            // under a layout a case may not allow (data parallel over a single packed row, an aux loss),
+            // the baseline's refusal is the group's; on one rank a baseline that cannot run stays an error
+            parity_error_kind kind = parity_error_kind_of(run_error);
+            group->baseline_unsupported = c->data_parallel > 1 && (kind == PARITY_ERROR_UNSUPPORTED || kind == PARITY_ERROR_UNAVAILABLE);
+        }
         else if (value->first_non_finite[0])
             parity_text_format(group->baseline_problem, sizeof group->baseline_problem, "NaN/Inf first appeared in %s",
                                value->first_non_finite);
@@ -244,8 +251,20 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
     parity_run_group group;
     memset(&group, 0, sizeof group);
     int stopped_by = 0;
+    parity_comm *ranks = NULL; // data parallel: the ranks agree before each combo whether to stop
+    if (!error && options->data_parallel > 1) error = parity_comm_world(&ranks);
     for (size_t i = 0; i < plan->combos.count && !error; i++) {
-        if (options->stop && (stopped_by = *options->stop) != 0) break;
+        if (ranks) {
+            int64_t asked = options->stop ? *options->stop : 0, any = 0;
+            error = parity_comm_all_reduce(ranks, &asked, &any, 1, PARITY_I64); // a sum of signal numbers: > 0 stops
+            if (error) break;
+            if (any) {
+                stopped_by = asked ? (int)asked : SIGTERM;
+                break;
+            }
+        } else if (options->stop && (stopped_by = *options->stop) != 0) {
+            break;
+        }
         const parity_combo_plan *combo = &plan->combos.items[i];
         if (combo->is_baseline) {
             parity_step_result_release(&group.eager);
@@ -267,11 +286,17 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
         if (!runnable) continue; // not_supported / excluded: recorded with their reason
         if (!combo->is_baseline && !group.baseline_ok) {
             parity_progress_begin(&progress, combo->model->name, combo->id);
-            record->status = PARITY_COMBO_ERROR;
-            parity_text_format(record->reason, sizeof record->reason, "no tolerance: the eager baseline %s %s: %s",
-                               group.baseline_id[0] ? group.baseline_id : "(none)",
-                               group.baseline_ran ? "failed" : "did not run", group.baseline_problem);
-            parity_progress_end(&progress, combo->id, "error", record->reason);
+            // a baseline that cannot run here (a layout the case does not allow) takes its group along as
+            // "not supported" with the same reason; one that failed leaves the group without a tolerance
+            record->status = group.baseline_unsupported ? PARITY_COMBO_NOT_SUPPORTED : PARITY_COMBO_ERROR;
+            if (group.baseline_unsupported)
+                parity_text_format(record->reason, sizeof record->reason, "the eager baseline %s is not supported: %s",
+                                   group.baseline_id, group.baseline_problem);
+            else
+                parity_text_format(record->reason, sizeof record->reason, "no tolerance: the eager baseline %s %s: %s",
+                                   group.baseline_id[0] ? group.baseline_id : "(none)",
+                                   group.baseline_ran ? "failed" : "did not run", group.baseline_problem);
+            parity_progress_end(&progress, combo->id, parity_combo_status_name(record->status), record->reason);
             continue;
         }
         parity_progress_begin(&progress, combo->model->name, combo->id);

@@ -40,6 +40,7 @@ void parity_run_judge(parity_combo_result *result, const parity_step_result *val
 
 typedef struct parity_run_group {
     bool baseline_ran, baseline_ok;
+    bool baseline_unsupported;         // refused by the layout (UNSUPPORTED / UNAVAILABLE under --parallel): so is the group
     char baseline_id[320];
     char baseline_problem[1024];
     parity_step_result eager;          // the baseline's values (eager_same_dtype)

@@ -125,6 +125,8 @@ parity_error *parity_run_plan_build(const parity_suite *suite, const parity_run_
             parity_case *c = &out->cases[out->case_count];
             error = parity_case_prepare(suite, model, &batches[b], c);
             if (error) break;
+            c->data_parallel = options->data_parallel > 1 ? options->data_parallel : 0;
+            c->data_parallel_wrong_group = options->data_parallel_wrong_group;
             out->case_count++;
             for (size_t d = 0; d < dtype_count && !error; d++)
                 for (size_t v = 0; v < out->device_count && !error; v++) {
@@ -142,6 +144,14 @@ parity_error *parity_run_plan_build(const parity_suite *suite, const parity_run_
         }
     }
     out->case_index = case_of;
+    // the layout is the ids' last segment, so a filter, a report and a history tell layouts apart
+    for (size_t i = 0; !error && options->data_parallel > 1 && i < out->combos.count; i++) {
+        parity_combo_plan *combo = &out->combos.items[i];
+        if (strlen(combo->id) + 12 >= sizeof combo->id)
+            error = PARITY_ERROR(PARITY_ERROR_INTERNAL, "combo id %s has no room for its layout", combo->id);
+        else
+            parity_text_extend(combo->id, sizeof combo->id, "/dp%d", options->data_parallel);
+    }
     out->selected = calloc(out->combos.count ? out->combos.count : 1, sizeof *out->selected);
     if (!error && !out->selected) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "planning the run");
     for (size_t i = 0; !error && i < out->combos.count; i++) {

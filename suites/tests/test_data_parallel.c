@@ -8,7 +8,10 @@
 //   refused      what dp cannot do yet is a "not supported" (exit 2) naming why: an aux loss (the
 //                MoE models), a batch of one packed row over two ranks; sp / ep / fsdp are not built;
 //   agreement    ranks given different work (mpirun's MPMD form, two dtypes) stop with exit 2 naming
-//                the rank, before the step.
+//                the rank, before the step;
+//   parity run   --parallel dp=2 over the smoke suite's llama3_tiny: the plain batch's combos pass
+//                against the one-device goldens, the packed one is not supported with the reason, ids
+//                end in /dp2; the wrong group fails the run.
 // eval starts itself under mpirun (`--parallel dp=2` alone); without mpirun the rows skip visibly.
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
@@ -140,5 +143,60 @@ Test(data_parallel, ranks_given_different_work_stop_before_the_step, .timeout = 
                                     "rank 0"),
               "%s", result.output);
     cr_expect(strstr(result.output, "\"loss\"") == NULL, "no result after a mismatch\n%s", result.output);
+    free(result.output);
+}
+
+// `parity run --parallel dp=2`: every combo, its baseline and jittered runs data parallel, against the
+// smoke suite's single-device goldens: llama3_tiny's plain batch passes under dp2, its packed batch (one
+// row) is not supported with the reason, the ids end in /dp2; the wrong group fails the run.
+static command_result run_dp(const char *parallel, const char *extra, char *folder, size_t size) {
+    snprintf(folder, size, "/tmp/parity-dp-XXXXXX");
+    cr_assert_not_null(mkdtemp(folder), "mkdtemp");
+    char arguments[1024];
+    snprintf(arguments, sizeof arguments, "run --suite smoke --model llama3_tiny --parallel %s --out %s %s", parallel,
+             folder, extra);
+    return run_parity_mpi(arguments);
+}
+
+static void remove_folder(const char *folder) {
+    char command[600];
+    snprintf(command, sizeof command, "rm -rf '%s'", folder);
+    command_result removed = run_shell(command);
+    free(removed.output);
+}
+
+Test(data_parallel, a_suite_runs_every_combo_under_dp2_against_the_one_device_goldens, .timeout = 300) {
+    if (!have_mpirun()) cr_skip_test("mpirun is not on the PATH (openmpi-bin)");
+    char folder[64];
+    command_result result = run_dp("dp=2", "", folder, sizeof folder);
+    cr_expect_eq(result.exit_code, 0, "exit %d\n%s", result.exit_code, result.output);
+    cr_expect(strstr(result.output, "8 pass, 0 fail, 0 error"), "%s", result.output);
+    cr_expect(strstr(result.output, "llama3_tiny/plain/attn=eager,ce=eager,rms_norm=eager,swiglu=eager,rope=eager/fp32/cpu/dp2"),
+              "%s", result.output);
+    cr_expect(strstr(result.output, "the batch's 1 rows do not split evenly"), "packed: not supported with its reason\n%s",
+              result.output);
+    char path[128];
+    snprintf(path, sizeof path, "%s/results.json", folder);
+    cr_expect_eq(access(path, R_OK), 0, "rank 0 wrote %s", path);
+    free(result.output);
+    remove_folder(folder);
+}
+
+Test(data_parallel, a_suite_run_with_the_wrong_group_fails, .timeout = 300) {
+    if (!have_mpirun()) cr_skip_test("mpirun is not on the PATH (openmpi-bin)");
+    char folder[64];
+    command_result result = run_dp("dp=2,test_wrong_group", "--filter '*/plain/*'", folder, sizeof folder);
+    cr_expect_eq(result.exit_code, 1, "exit %d\n%s", result.exit_code, result.output);
+    cr_expect(strstr(result.output, " 0 fail,") == NULL, "no combo failed under the wrong group\n%s", result.output);
+    free(result.output);
+    remove_folder(folder);
+}
+
+Test(data_parallel, listing_shows_the_layout_without_launching) {
+    command_result result = run_parity("run --suite smoke --model llama3_tiny --parallel dp=2 --list");
+    cr_expect_eq(result.exit_code, 0, "exit %d\n%s", result.exit_code, result.output);
+    cr_expect(strstr(result.output, "llama3_tiny/plain/attn=eager,ce=eager,rms_norm=eager,swiglu=eager,rope=eager/fp32/cpu/dp2"
+                                    "  (eager baseline)"),
+              "%s", result.output);
     free(result.output);
 }
