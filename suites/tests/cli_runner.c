@@ -34,8 +34,7 @@ command_result run_parity_mpi(const char *arguments) {
     char parity[4096], command[8192];
     parity_binary_path(parity, sizeof parity);
     snprintf(command, sizeof command,
-             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0\" "
-             "OMPI_MCA_mca_base_component_disable_dlclose=1 NO_COLOR=1 '%s' %s",
+             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" NO_COLOR=1 '%s' %s",
              parity, arguments);
     return run_shell(command);
 }

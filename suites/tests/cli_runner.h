@@ -22,8 +22,10 @@ command_result run_shell(const char *shell_command);
 // The parity binary beside the test binary.
 void parity_binary_path(char *path, size_t size);
 // `parity ARGUMENTS` for runs over MPI ranks (mpirun, or parity relaunching itself under it): under
-// SAN=1 with exact stacks (ASan's fast unwinder cannot walk Open MPI's frames) and Open MPI's
-// components kept loaded, so their frames have names and mk/lsan.supp matches them by library.
+// SAN=1 without LeakSanitizer (AddressSanitizer and UBSan still check every access): what Open MPI
+// holds for a process's lifetime is allocated in components it unloads, whose frames ASan's fast
+// unwinder cannot name, and exact stacks make a suite run hundreds of times slower. So parity's own
+// allocations on the multi-rank paths are not leak-checked (the one-rank paths are).
 command_result run_parity_mpi(const char *arguments);
 // `mpirun` is on the PATH (openmpi-bin).
 bool have_mpirun(void);

@@ -203,8 +203,7 @@ Test(comm, ranks_given_different_work_stop_before_any_collective, .timeout = 120
     parity_binary_path(parity, sizeof parity);
     const char *root = geteuid() == 0 ? " --allow-run-as-root" : "";
     snprintf(command, sizeof command,
-             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0\" "
-             "OMPI_MCA_mca_base_component_disable_dlclose=1 mpirun --oversubscribe%s "
+             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" mpirun --oversubscribe%s "
              "-np 1 '%s' bench comm --max-bytes 1K --iters 1 : -np 1 '%s' bench comm --max-bytes 2K --iters 1",
              root, parity, parity);
     command_result result = run_shell(command);

@@ -133,8 +133,7 @@ Test(data_parallel, ranks_given_different_work_stop_before_the_step, .timeout = 
     const char *eval = "eval --checkpoint golden/upstream/llama3_tiny --batch golden/upstream/llama3_tiny/batch.safetensors "
                        "--parallel dp=2";
     snprintf(command, sizeof command,
-             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0\" "
-             "OMPI_MCA_mca_base_component_disable_dlclose=1 mpirun --oversubscribe%s "
+             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" mpirun --oversubscribe%s "
              "-np 1 '%s' %s --dtype fp64 : -np 1 '%s' %s --dtype fp32",
              geteuid() == 0 ? " --allow-run-as-root" : "", parity, eval, parity, eval);
     command_result result = run_shell(command);
