@@ -193,6 +193,19 @@ static parity_error *prepare_out(const char *requested, const char *suite, const
     return NULL;
 }
 
+// The suite, the --ops pins (kept in *fixed, which the options point at) and the plan.
+static parity_error *plan_run(run_arguments *arguments, parity_suite **suite, parity_ops_settings *fixed,
+                              parity_run_plan *plan) {
+    parity_run_options *options = &arguments->options;
+    char path[1024];
+    PARITY_TRY(parity_suite_locate(arguments->suite, "suites", path, sizeof path));
+    PARITY_TRY(parity_suite_load(path, suite));
+    for (int i = 0; i < arguments->ops_count; i++) PARITY_TRY(parity_ops_override_parse(arguments->ops[i], fixed));
+    options->fixed = fixed;
+    if (options->with_test_backends) PARITY_TRY(parity_test_backends_register());
+    return parity_run_plan_build(*suite, options, plan);
+}
+
 // A rank other than 0 under --parallel: the plan and every combo, silently (its collectives pair with
 // rank 0's), no report folder; its exit status is what rank 0's will be (the results are the same).
 static int run_as_follower(run_arguments *arguments) {
@@ -204,13 +217,7 @@ static int run_as_follower(run_arguments *arguments) {
     memset(&plan, 0, sizeof plan);
     parity_results results;
     memset(&results, 0, sizeof results);
-    char path[1024];
-    parity_error *error = parity_suite_locate(arguments->suite, "suites", path, sizeof path);
-    if (!error) error = parity_suite_load(path, &suite);
-    for (int i = 0; !error && i < arguments->ops_count; i++) error = parity_ops_override_parse(arguments->ops[i], &fixed);
-    options->fixed = &fixed;
-    if (!error && options->with_test_backends) error = parity_test_backends_register();
-    if (!error) error = parity_run_plan_build(suite, options, &plan);
+    parity_error *error = plan_run(arguments, &suite, &fixed, &plan);
     if (!error) {
         parity_cli_interrupts_install("this rank stops with the others after the current combo");
         options->stop = parity_cli_interrupt_flag();
@@ -273,14 +280,9 @@ int parity_command_run(int argc, char **argv) {
     memset(&plan, 0, sizeof plan);
     parity_results results;
     memset(&results, 0, sizeof results);
-    char path[1024], out[1024] = "";
+    char out[1024] = "";
     bool out_created = false;
-    parity_error *error = parity_suite_locate(arguments.suite, "suites", path, sizeof path);
-    if (!error) error = parity_suite_load(path, &suite);
-    for (int i = 0; !error && i < arguments.ops_count; i++) error = parity_ops_override_parse(arguments.ops[i], &fixed);
-    options->fixed = &fixed;
-    if (!error && options->with_test_backends) error = parity_test_backends_register();
-    if (!error) error = parity_run_plan_build(suite, options, &plan);
+    parity_error *error = plan_run(&arguments, &suite, &fixed, &plan);
     if (!error && arguments.list) {
         print_list(&plan);
     } else if (!error) {
