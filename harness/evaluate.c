@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "models/checkpoint/checkpoint.h"
 #include "ops/core/clock.h"
@@ -46,7 +47,16 @@ static parity_error *timed_steps(const parity_evaluation_options *options, parit
     out->step_ms = calloc((size_t)most, sizeof *out->step_ms);
     if (!out->step_ms) return PARITY_ERROR(PARITY_ERROR_MEMORY, "timing samples");
     parity_error *error = NULL;
-    for (int i = 0; !error && (i < options->warmup_steps + options->timed_steps || wants_another_sample(options, out, most)); i++) {
+    // Under data parallel every step is collective: the ranks must take the same number of them, so
+    // rank 0's samples decide whether another is wanted, for every rank (its times are the ones reported).
+    parity_comm *world = NULL;
+    if (options->data_parallel > 1) PARITY_TRY(parity_comm_world(&world));
+    for (int i = 0; !error; i++) {
+        if (i >= options->warmup_steps + options->timed_steps) {
+            int64_t another = wants_another_sample(options, out, most);
+            if (world) error = parity_comm_broadcast(world, &another, 1, PARITY_I64, 0);
+            if (error || !another) break;
+        }
         bool timed = i >= options->warmup_steps;
         parity_step_result step;
         if (timed) error = options->timer->begin(options->timer);
@@ -138,6 +148,8 @@ static parity_error *data_parallel_shard(const parity_evaluation_options *option
     PARITY_CHECK(batch->rows % ranks == 0, PARITY_ERROR_UNSUPPORTED,
                  "data parallel over %d ranks: the batch's %lld rows do not split evenly (a packed row is one sample)",
                  ranks, (long long)batch->rows);
+    if (options->data_parallel_stall_rank == parity_comm_rank(world) + 1) // test-only: a hung rank
+        for (;;) pause();
     // what every rank must agree on: the weights' source, dtype, device, the selection's names and the tokens
     char work[2048];
     int used = snprintf(work, sizeof work, "%s|%s|%llu|%s|%d|%d", options->checkpoint ? options->checkpoint : "",

@@ -61,6 +61,9 @@ typedef struct parity_evaluation_options {
     // Test-only (--parallel dp=N,test_wrong_group): the gradients summed over the wrong group (every
     // rank but the last; the last alone), VeOmni's HSDP grad_norm bug, which a comparison must catch.
     bool data_parallel_wrong_group;
+    // Test-only (--parallel dp=N,test_stall_rank=R): rank data_parallel_stall_rank - 1 stalls before its
+    // first collective (0: none), a hung rank, which the others must give up on (ops/core/comm.h).
+    int data_parallel_stall_rank;
 } parity_evaluation_options;
 
 

@@ -29,6 +29,7 @@ typedef struct parity_case {
     // this many MPI ranks (0 or 1: none), and the test-only wrong group (harness/evaluate.h).
     int data_parallel;
     bool data_parallel_wrong_group;
+    int data_parallel_stall_rank;
 } parity_case;
 
 // Reads the model's config (and its requirements) and builds the batch.

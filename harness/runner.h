@@ -39,6 +39,7 @@ typedef struct parity_run_options {
     // asked on any rank stops every rank before the same combo). 0 or 1: one rank.
     int data_parallel;
     bool data_parallel_wrong_group;    // test-only: the wrong group's sums (harness/evaluate.h)
+    int data_parallel_stall_rank;      // test-only: that rank + 1 hangs (harness/evaluate.h); 0: none
 } parity_run_options;
 
 typedef struct parity_run_plan {

@@ -101,7 +101,9 @@ int parity_cli_relaunch_ranks(const char *command, int ranks, int argc, char **a
     return PARITY_EXIT_IO;
 }
 
-int parity_cli_parse_parallel(const char *command, const char *text, int *data_parallel, bool *wrong_group) {
+int parity_cli_parse_parallel(const char *command, const char *text, parity_cli_parallel *out) {
+    int *data_parallel = &out->data_parallel;
+    bool *wrong_group = &out->wrong_group;
     char copy[128];
     snprintf(copy, sizeof copy, "%s", text);
     char *saveptr = NULL;
@@ -116,6 +118,13 @@ int parity_cli_parse_parallel(const char *command, const char *text, int *data_p
             *data_parallel = (int)ranks;
         } else if (strcmp(item, "test_wrong_group") == 0) {
             *wrong_group = true;
+        } else if (strncmp(item, "test_stall_rank=", 16) == 0) {
+            long rank = strtol(item + 16, &end, 10);
+            if (end == item + 16 || *end || rank < 0 || rank > 1023) {
+                fprintf(stderr, "parity %s: --parallel: '%s' is not test_stall_rank=R with R a rank\n", command, item);
+                return PARITY_EXIT_CONFIG;
+            }
+            out->stall_rank = (int)rank;
         } else if (strncmp(item, "sp=", 3) == 0 || strncmp(item, "ep=", 3) == 0 || strncmp(item, "fsdp", 4) == 0) {
             fprintf(stderr, "parity %s: --parallel: '%s': sequence, expert and fully sharded parallelism are not built "
                             "yet (issue 16); dp=N is\n",
@@ -126,8 +135,13 @@ int parity_cli_parse_parallel(const char *command, const char *text, int *data_p
             return PARITY_EXIT_CONFIG;
         }
     }
-    if (*wrong_group && *data_parallel < 2) {
-        fprintf(stderr, "parity %s: --parallel: test_wrong_group needs dp=N with N >= 2\n", command);
+    if ((*wrong_group || out->stall_rank >= 0) && *data_parallel < 2) {
+        fprintf(stderr, "parity %s: --parallel: the test faults need dp=N with N >= 2\n", command);
+        return PARITY_EXIT_CONFIG;
+    }
+    if (out->stall_rank >= *data_parallel) {
+        fprintf(stderr, "parity %s: --parallel: test_stall_rank=%d is not one of the %d ranks\n", command, out->stall_rank,
+                *data_parallel);
         return PARITY_EXIT_CONFIG;
     }
     return PARITY_EXIT_OK;

@@ -36,9 +36,16 @@ typedef enum parity_cli_option_match {
 parity_cli_option_match parity_cli_option_value(int argc, char **argv, int *index, const char *name,
                                                 const char **value);
 
-// --parallel TEXT: "dp=N" or "dp=N,test_wrong_group" (the layouts built so far; sp, ep and fsdp are
-// named as not built yet). Prints the problem as `parity COMMAND: ...` and returns 2, else 0.
-int parity_cli_parse_parallel(const char *command, const char *text, int *data_parallel, bool *wrong_group);
+// --parallel TEXT: "dp=N", with the test-only faults ",test_wrong_group" (sums over the wrong group)
+// and ",test_stall_rank=R" (rank R stalls before its first collective) (the layouts built so far; sp,
+// ep and fsdp are named as not built yet). Prints the problem as `parity COMMAND: ...` and returns 2,
+// else 0.
+typedef struct parity_cli_parallel {
+    int data_parallel;
+    bool wrong_group;
+    int stall_rank; // -1: none
+} parity_cli_parallel;
+int parity_cli_parse_parallel(const char *command, const char *text, parity_cli_parallel *out);
 
 // Re-executes this command (`argv`: the command's, argv[0] its name) under `mpirun -np RANKS
 // --oversubscribe` (and --allow-run-as-root as root), leaving out `drop_option` and its value (NULL:

@@ -223,6 +223,7 @@ int parity_command_bench_comm(int argc, char **argv) {
         char prefix[64];
         snprintf(prefix, sizeof prefix, "bench comm (rank %d)", world ? parity_comm_rank(world) : 0);
         status = parity_cli_report_error(prefix, error);
+        if (status == PARITY_EXIT_IO) parity_comm_abort(status); // the other ranks may wait for this one
         parity_comm_finalize();
         return status;
     }

@@ -100,9 +100,11 @@ static int parse_arguments(int argc, char **argv, eval_arguments *arguments) {
                 return PARITY_EXIT_CONFIG;
             }
         } else if (OPTION("--parallel")) {
-            if (value && parity_cli_parse_parallel("eval", value, &options->data_parallel,
-                                                   &options->data_parallel_wrong_group) != PARITY_EXIT_OK)
-                return PARITY_EXIT_CONFIG;
+            parity_cli_parallel parallel = {.stall_rank = -1};
+            if (value && parity_cli_parse_parallel("eval", value, &parallel) != PARITY_EXIT_OK) return PARITY_EXIT_CONFIG;
+            options->data_parallel = parallel.data_parallel;
+            options->data_parallel_wrong_group = parallel.wrong_group;
+            options->data_parallel_stall_rank = parallel.stall_rank + 1;
         } else if (OPTION("--ops")) {
             if (value && arguments->ops_count < 16) arguments->ops[arguments->ops_count++] = value;
         } else if (strcmp(argv[i], "--json") == 0) arguments->json = true;
@@ -200,6 +202,7 @@ int parity_command_eval(int argc, char **argv) {
     const int ranks = arguments.options.data_parallel;
     if (ranks > 1 && parity_comm_launched_size() == 1) return parity_cli_relaunch_ranks("eval", ranks, argc, argv, NULL);
     status = eval_on_this_rank(&arguments);
+    if (ranks > 1 && status == PARITY_EXIT_IO) parity_comm_abort(status); // the others may wait for this rank
     parity_comm_finalize();
     return status;
 }

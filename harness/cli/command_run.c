@@ -87,9 +87,11 @@ static int parse_arguments(int argc, char **argv, run_arguments *arguments) {
         else if (OPTION("--ops")) {
             if (value && arguments->ops_count < 16) arguments->ops[arguments->ops_count++] = value;
         } else if (OPTION("--parallel")) {
-            if (value && parity_cli_parse_parallel("run", value, &options->data_parallel,
-                                                   &options->data_parallel_wrong_group) != PARITY_EXIT_OK)
-                return PARITY_EXIT_CONFIG;
+            parity_cli_parallel parallel = {.stall_rank = -1};
+            if (value && parity_cli_parse_parallel("run", value, &parallel) != PARITY_EXIT_OK) return PARITY_EXIT_CONFIG;
+            options->data_parallel = parallel.data_parallel;
+            options->data_parallel_wrong_group = parallel.wrong_group;
+            options->data_parallel_stall_rank = parallel.stall_rank + 1;
         } else if (strcmp(argv[i], "--list") == 0) arguments->list = true;
         else if (strcmp(argv[i], "--with-test-backends") == 0) options->with_test_backends = true;
         else {
@@ -260,6 +262,7 @@ int parity_command_run(int argc, char **argv) {
     }
     if (rank != 0) { // the same plan, in step with rank 0, which reports
         status = run_as_follower(&arguments);
+        if (status == PARITY_EXIT_IO) parity_comm_abort(status); // rank 0 may wait for this rank
         parity_comm_finalize();
         return status;
     }
@@ -310,6 +313,7 @@ int parity_command_run(int argc, char **argv) {
     parity_suite_free(suite);
     parity_ops_settings_free(&fixed);
     free(command_line);
+    if (ranks > 1 && !arguments.list && status == PARITY_EXIT_IO) parity_comm_abort(status); // others may wait
     if (ranks > 1 && !arguments.list) parity_comm_finalize();
     return status;
 }

@@ -127,6 +127,7 @@ parity_error *parity_run_plan_build(const parity_suite *suite, const parity_run_
             if (error) break;
             c->data_parallel = options->data_parallel > 1 ? options->data_parallel : 0;
             c->data_parallel_wrong_group = options->data_parallel_wrong_group;
+            c->data_parallel_stall_rank = options->data_parallel_stall_rank;
             out->case_count++;
             for (size_t d = 0; d < dtype_count && !error; d++)
                 for (size_t v = 0; v < out->device_count && !error; v++) {

@@ -64,6 +64,10 @@ parity_error *parity_comm_check_agreement(parity_comm *comm, const char *what, c
 
 // Ends MPI if the library started it (at exit of the CLI; later calls are errors).
 void parity_comm_finalize(void);
+// For a rank that failed while others may still wait for it (MPI_Finalize would wait for them too):
+// ends every rank of the run at once with `exit_code` (MPI_Abort). Without MPI started, or in a
+// one-rank world, it returns and the caller exits as usual.
+void parity_comm_abort(int exit_code);
 
 #ifdef __cplusplus
 }

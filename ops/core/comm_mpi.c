@@ -7,6 +7,10 @@
 // pieces of at most 1 GiB. A process not started by a launcher with more than one rank is a world of
 // one rank that never touches MPI (no MPI_Init: a single-device run pays nothing for it); its
 // collectives are copies through the same code (sums of one rank, rounded as above).
+// No collective waits forever: each is started non-blocking and polled, and a rank that has waited
+// PARITY_COMM_TIMEOUT_S seconds (default 60) for the others returns a DEVICE error naming the
+// collective, the group and itself, so a rank that died or hangs ends the run (the CLI exits 3 and
+// the launcher stops the other ranks) instead of leaving every rank blocked.
 #include "ops/core/comm.h"
 
 #include <mpi.h>
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct parity_comm {
     MPI_Comm handle; // unused for a one-rank world (self)
@@ -124,11 +129,60 @@ void parity_comm_free(parity_comm *comm) {
     free(comm);
 }
 
+void parity_comm_abort(int exit_code) {
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized || world_comm.self || world_comm.size <= 1) return;
+    fflush(NULL);
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
+
 void parity_comm_finalize(void) {
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
     if (initialized && !finalized && started_here) MPI_Finalize();
+}
+
+// ---- every collective started non-blocking and waited for with a deadline ----
+
+static double timeout_seconds(void) {
+    const char *text = getenv("PARITY_COMM_TIMEOUT_S");
+    if (text && *text) {
+        char *end;
+        double value = strtod(text, &end);
+        if (end != text && !*end && value > 0) return value;
+    }
+    return 60;
+}
+
+static double now_seconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+}
+
+// `code` is the start of a non-blocking collective on *request; waits for it up to the deadline.
+static parity_error *finish(int code, MPI_Request *request, const char *what, const parity_comm *comm) {
+    if (code != MPI_SUCCESS) return mpi_error(code, what, comm);
+    const double limit = timeout_seconds(), started = now_seconds();
+    for (long polls = 0;; polls++) {
+        int done = 0;
+        code = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+        if (code != MPI_SUCCESS) return mpi_error(code, what, comm);
+        if (done) return NULL;
+        if (polls > 1000) { // past the first microseconds, poll gently
+            struct timespec pause = {0, 50000};
+            nanosleep(&pause, NULL);
+        }
+        const double waited = now_seconds() - started;
+        if (waited > limit)
+            return PARITY_ERROR(PARITY_ERROR_DEVICE,
+                                "MPI %s over the %s group: rank %d of %d waited %.0f s for the others (a rank died, "
+                                "hangs or took another path; PARITY_COMM_TIMEOUT_S sets the limit)",
+                                what, comm->name, comm->rank, comm->size, waited);
+    }
 }
 
 // ---- transport in bytes, in pieces whose per-rank size fits an int ----
@@ -153,18 +207,22 @@ static parity_error *gather_bytes(parity_comm *comm, const char *what, const voi
         return NULL;
     }
     if (bytes <= PIECE_BYTES) {
-        MPI_TRY(MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, comm->handle), what, comm);
-        return NULL;
+        MPI_Request request;
+        return finish(MPI_Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, comm->handle, &request), &request,
+                      what, comm);
     }
     // pieces: each piece gathers bytes [offset, offset + piece) of every rank into a staging buffer
     char *staging = malloc((size_t)PIECE_BYTES * (size_t)n);
     if (!staging) return PARITY_ERROR(PARITY_ERROR_MEMORY, "MPI %s: staging %d x 1 GiB", what, n);
     for (int64_t offset = 0; offset < bytes; offset += PIECE_BYTES) {
         int piece = (int)(bytes - offset < PIECE_BYTES ? bytes - offset : PIECE_BYTES);
-        int code = MPI_Allgather((const char *)send + offset, piece, MPI_BYTE, staging, piece, MPI_BYTE, comm->handle);
-        if (code != MPI_SUCCESS) {
+        MPI_Request request;
+        parity_error *error = finish(MPI_Iallgather((const char *)send + offset, piece, MPI_BYTE, staging, piece, MPI_BYTE,
+                                                    comm->handle, &request),
+                                     &request, what, comm);
+        if (error) {
             free(staging);
-            return mpi_error(code, what, comm);
+            return error;
         }
         for (int r = 0; r < n; r++) memcpy((char *)recv + (int64_t)r * bytes + offset, staging + (int64_t)r * piece, piece);
     }
@@ -179,8 +237,9 @@ static parity_error *exchange_bytes(parity_comm *comm, const char *what, const v
         return NULL;
     }
     if (bytes <= PIECE_BYTES) {
-        MPI_TRY(MPI_Alltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, comm->handle), what, comm);
-        return NULL;
+        MPI_Request request;
+        return finish(MPI_Ialltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, comm->handle, &request), &request,
+                      what, comm);
     }
     // pieces: datatype of one piece-sized block, strided by `bytes` between ranks
     for (int64_t offset = 0; offset < bytes; offset += PIECE_BYTES) {
@@ -190,10 +249,16 @@ static parity_error *exchange_bytes(parity_comm *comm, const char *what, const v
         int code = MPI_Type_create_resized(block, 0, (MPI_Aint)bytes, &strided);
         MPI_Type_free(&block);
         if (code == MPI_SUCCESS) code = MPI_Type_commit(&strided);
-        if (code == MPI_SUCCESS)
-            code = MPI_Alltoall((const char *)send + offset, 1, strided, (char *)recv + offset, 1, strided, comm->handle);
+        if (code != MPI_SUCCESS) {
+            MPI_Type_free(&strided);
+            return mpi_error(code, what, comm);
+        }
+        MPI_Request request;
+        parity_error *error = finish(MPI_Ialltoall((const char *)send + offset, 1, strided, (char *)recv + offset, 1, strided,
+                                                   comm->handle, &request),
+                                     &request, what, comm);
         MPI_Type_free(&strided);
-        if (code != MPI_SUCCESS) return mpi_error(code, what, comm);
+        if (error) return error;
     }
     return NULL;
 }
@@ -294,15 +359,17 @@ parity_error *parity_comm_broadcast(parity_comm *comm, void *buffer, int64_t cou
     if (comm->self) return NULL;
     for (int64_t offset = 0; offset < bytes; offset += PIECE_BYTES) {
         int piece = (int)(bytes - offset < PIECE_BYTES ? bytes - offset : PIECE_BYTES);
-        MPI_TRY(MPI_Bcast((char *)buffer + offset, piece, MPI_BYTE, root, comm->handle), "broadcast", comm);
+        MPI_Request request;
+        PARITY_TRY(finish(MPI_Ibcast((char *)buffer + offset, piece, MPI_BYTE, root, comm->handle, &request), &request,
+                          "broadcast", comm));
     }
     return NULL;
 }
 
 parity_error *parity_comm_barrier(parity_comm *comm) {
     if (comm->self) return NULL;
-    MPI_TRY(MPI_Barrier(comm->handle), "barrier", comm);
-    return NULL;
+    MPI_Request request;
+    return finish(MPI_Ibarrier(comm->handle, &request), &request, "barrier", comm);
 }
 
 // FNV-1a, 64 bits: enough to tell two ranks' work apart (nothing here defends against an adversary).

@@ -11,7 +11,9 @@
 //                the rank, before the step;
 //   parity run   --parallel dp=2 over the smoke suite's llama3_tiny: the plain batch's combos pass
 //                against the one-device goldens, the packed one is not supported with the reason, ids
-//                end in /dp2; the wrong group fails the run.
+//                end in /dp2; the wrong group fails the run;
+//   a hung rank  (test-only test_stall_rank) ends the run with exit 3 and a named error after
+//                PARITY_COMM_TIMEOUT_S (2 s in the test).
 // eval starts itself under mpirun (`--parallel dp=2` alone); without mpirun the rows skip visibly.
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli_runner.h"
@@ -115,7 +118,7 @@ Test(data_parallel, what_it_cannot_do_is_refused_with_its_reason, .timeout = 120
          "--parallel: 'dp=two' is not dp=N"},
         {"eval --checkpoint golden/upstream/llama3_tiny --batch golden/upstream/llama3_tiny/batch.safetensors "
          "--parallel dp=1,test_wrong_group",
-         "test_wrong_group needs dp=N with N >= 2"},
+         "the test faults need dp=N with N >= 2"},
     };
     for (size_t i = 0; i < ROWS(rows); i++) {
         command_result result = run_parity_mpi(rows[i].arguments);
@@ -198,4 +201,28 @@ Test(data_parallel, listing_shows_the_layout_without_launching) {
                                     "  (eager baseline)"),
               "%s", result.output);
     free(result.output);
+}
+
+// A hung rank (the test-only test_stall_rank=1 never reaches its first collective) does not leave the
+// others waiting: rank 0 gives up after PARITY_COMM_TIMEOUT_S (2 s here) with an error naming the
+// collective and itself, and the run ends with exit 3 well within the 60 s.
+Test(data_parallel, a_hung_rank_ends_the_run_with_exit_3_within_the_timeout, .timeout = 120) {
+    if (!have_mpirun()) cr_skip_test("mpirun is not on the PATH (openmpi-bin)");
+    setenv("PARITY_COMM_TIMEOUT_S", "2", 1); // for the ranks (this test's own process only)
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    command_result result = run_parity_mpi("eval --checkpoint golden/upstream/llama3_tiny --batch "
+                                           "golden/upstream/llama3_tiny/batch.safetensors --parallel dp=2,test_stall_rank=1");
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    double seconds = (double)(end.tv_sec - start.tv_sec) + 1e-9 * (double)(end.tv_nsec - start.tv_nsec);
+    cr_expect_eq(result.exit_code, 3, "exit %d\n%s", result.exit_code, result.output);
+    cr_expect(strstr(result.output, "MPI all_gather over the world group: rank 0 of 2 waited 2 s for the others"), "%s",
+              result.output);
+    cr_expect_lt(seconds, 30, "the run took %.1f s", seconds);
+    free(result.output);
+    command_result bad = run_parity("eval --checkpoint golden/upstream/llama3_tiny --batch "
+                                    "golden/upstream/llama3_tiny/batch.safetensors --parallel dp=2,test_stall_rank=2");
+    cr_expect_eq(bad.exit_code, 2);
+    cr_expect(strstr(bad.output, "test_stall_rank=2 is not one of the 2 ranks"), "%s", bad.output);
+    free(bad.output);
 }
