@@ -131,6 +131,14 @@ static void print_list(const parity_run_plan *plan) {
     printf("%zu combos (%zu to run, %zu excluded or not supported)\n", shown, runnable, shown - runnable);
 }
 
+// 1 when a combo failed or could not run, 128 + the signal when interrupted, else 0.
+static int exit_status(const parity_results *results) {
+    if (results->context.interrupted[0]) return parity_cli_interrupt_exit_code(parity_cli_interrupt_signal());
+    size_t counts[5] = {0};
+    parity_results_counts(results, counts);
+    return counts[PARITY_COMBO_FAIL] || counts[PARITY_COMBO_ERROR] ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
+}
+
 static int finish(const parity_results *results, const char *out) {
     size_t counts[5] = {0};
     parity_results_counts(results, counts);
@@ -138,12 +146,10 @@ static int finish(const parity_results *results, const char *out) {
            counts[PARITY_COMBO_FAIL], counts[PARITY_COMBO_ERROR], counts[PARITY_COMBO_NOT_SUPPORTED],
            counts[PARITY_COMBO_EXCLUDED]);
     printf("report: %s/report.html (results.json, junit.xml, summary.md beside it)\n", out);
-    if (results->context.interrupted[0]) {
+    if (results->context.interrupted[0])
         printf("interrupted by %s: %zu of the %zu combos selected were done; the reports hold those\n",
                results->context.interrupted, results->combo_count, results->context.combos_selected);
-        return parity_cli_interrupt_exit_code(parity_cli_interrupt_signal());
-    }
-    return counts[PARITY_COMBO_FAIL] || counts[PARITY_COMBO_ERROR] ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
+    return exit_status(results);
 }
 
 static bool directory_is_empty(const char *path) {
@@ -208,42 +214,6 @@ static parity_error *plan_run(run_arguments *arguments, parity_suite **suite, pa
     return parity_run_plan_build(*suite, options, plan);
 }
 
-// A rank other than 0 under --parallel: the plan and every combo, silently (its collectives pair with
-// rank 0's), no report folder; its exit status is what rank 0's will be (the results are the same).
-static int run_as_follower(run_arguments *arguments) {
-    parity_run_options *options = &arguments->options;
-    options->progress = NULL;
-    parity_ops_settings fixed = {0};
-    parity_suite *suite = NULL;
-    parity_run_plan plan;
-    memset(&plan, 0, sizeof plan);
-    parity_results results;
-    memset(&results, 0, sizeof results);
-    parity_error *error = plan_run(arguments, &suite, &fixed, &plan);
-    if (!error) {
-        parity_cli_interrupts_install("this rank stops with the others after the current combo");
-        options->stop = parity_cli_interrupt_flag();
-        error = parity_run_execute(suite, &plan, options, &results);
-    }
-    int status = PARITY_EXIT_OK;
-    if (error) {
-        char command[32];
-        parity_comm *world = NULL;
-        snprintf(command, sizeof command, "run (rank %d)", parity_comm_world(&world) ? -1 : parity_comm_rank(world));
-        status = parity_cli_report_error(command, error);
-    } else {
-        size_t counts[5] = {0};
-        parity_results_counts(&results, counts);
-        status = counts[PARITY_COMBO_FAIL] || counts[PARITY_COMBO_ERROR] ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
-        if (results.context.interrupted[0]) status = parity_cli_interrupt_exit_code(parity_cli_interrupt_signal());
-    }
-    parity_results_release(&results);
-    parity_run_plan_release(&plan);
-    parity_suite_free(suite);
-    parity_ops_settings_free(&fixed);
-    return status;
-}
-
 int parity_command_run(int argc, char **argv) {
     run_arguments arguments;
     memset(&arguments, 0, sizeof arguments);
@@ -253,21 +223,21 @@ int parity_command_run(int argc, char **argv) {
     const int ranks = options->data_parallel;
     if (ranks > 1 && !arguments.list && parity_comm_launched_size() == 1)
         return parity_cli_relaunch_ranks("run", ranks, argc, argv, NULL);
+    const bool ranked = ranks > 1 && !arguments.list;
     int rank = 0;
-    if (ranks > 1 && !arguments.list) {
+    if (ranked) {
         parity_comm *world;
         parity_error *world_error = parity_comm_world(&world);
         if (world_error) return parity_cli_report_error("run", world_error);
         rank = parity_comm_rank(world);
     }
-    if (rank != 0) { // the same plan, in step with rank 0, which reports
-        status = run_as_follower(&arguments);
-        if (status == PARITY_EXIT_IO) parity_comm_abort(status); // rank 0 may wait for this rank
-        parity_comm_finalize();
-        return status;
-    }
+    // Under --parallel every rank runs the same plan in step (their collectives pair up); rank 0
+    // alone shows progress and writes the report folder, the others run silently and exit as it does.
+    const bool reporting = rank == 0;
+    char command_name[32];
+    snprintf(command_name, sizeof command_name, reporting ? "run" : "run (rank %d)", rank);
     options->listing = arguments.list;
-    options->progress = stderr;
+    options->progress = reporting ? stderr : NULL;
     options->terminal = isatty(fileno(stderr)) == 1;
     options->argc = argc + 1; // with "parity"
     char **command_line = calloc((size_t)argc + 2, sizeof *command_line);
@@ -289,31 +259,33 @@ int parity_command_run(int argc, char **argv) {
     if (!error && arguments.list) {
         print_list(&plan);
     } else if (!error) {
-        error = prepare_out(arguments.out, suite->name,
-                            plan.device_count ? parity_device_type_name(plan.devices[0].type) : "none", out, sizeof out,
-                            &out_created);
+        if (reporting)
+            error = prepare_out(arguments.out, suite->name,
+                                plan.device_count ? parity_device_type_name(plan.devices[0].type) : "none", out,
+                                sizeof out, &out_created);
         // A folder made for this run is tracked until its reports are in: a second signal (which ends
         // the process at once) or a failure leaves no empty report folder behind.
         int out_handle = -1;
         if (!error && out_created) error = parity_temporary_track(out, true, &out_handle);
         if (!error) {
-            parity_cli_interrupts_install("stopping after the current combo; the reports keep the combos that "
-                                          "were done (a second signal stops at once)");
+            parity_cli_interrupts_install(reporting ? "stopping after the current combo; the reports keep the combos "
+                                                      "that were done (a second signal stops at once)"
+                                                    : "this rank stops with the others after the current combo");
             options->stop = parity_cli_interrupt_flag();
             error = parity_run_execute(suite, &plan, options, &results);
         }
-        if (!error) error = parity_reports_render_all(out, &results);
-        if (!error) status = finish(&results, out);
+        if (!error && reporting) error = parity_reports_render_all(out, &results);
+        if (!error) status = reporting ? finish(&results, out) : exit_status(&results);
         if (error && out_created) rmdir(out); // removed only when empty: nothing of this run is in it
         parity_temporary_forget(out_handle);
     }
-    if (error) status = parity_cli_report_error("run", error);
+    if (error) status = parity_cli_report_error(command_name, error);
     parity_results_release(&results);
     parity_run_plan_release(&plan);
     parity_suite_free(suite);
     parity_ops_settings_free(&fixed);
     free(command_line);
-    if (ranks > 1 && !arguments.list && status == PARITY_EXIT_IO) parity_comm_abort(status); // others may wait
-    if (ranks > 1 && !arguments.list) parity_comm_finalize();
+    if (ranked && status == PARITY_EXIT_IO) parity_comm_abort(status); // the other ranks may wait for this one
+    if (ranked) parity_comm_finalize();
     return status;
 }

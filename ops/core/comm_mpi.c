@@ -3,14 +3,15 @@
 // an all-gather (all_reduce) or an all-to-all (reduce_scatter) of the ranks' values. MPI is
 // initialized on the first parity_comm_world (MPI_THREAD_FUNNELED: only the calling thread
 // communicates) with MPI_ERRORS_RETURN on the world, so a failed call is a parity error naming the
-// collective, never an abort. Counts travel as int: a call over 2^31 - 1 bytes a rank is split into
-// pieces of at most 1 GiB. A process not started by a launcher with more than one rank is a world of
-// one rank that never touches MPI (no MPI_Init: a single-device run pays nothing for it); its
-// collectives are copies through the same code (sums of one rank, rounded as above).
-// No collective waits forever: each is started non-blocking and polled, and a rank that has waited
-// PARITY_COMM_TIMEOUT_S seconds (default 60) for the others returns a DEVICE error naming the
-// collective, the group and itself, so a rank that died or hangs ends the run (the CLI exits 3 and
-// the launcher stops the other ranks) instead of leaving every rank blocked.
+// collective, never an abort. Counts travel as int: a call moves in pieces of at most 1 GiB a rank
+// (one piece below that), each piece one element per rank of a datatype strided over the ranks'
+// blocks. A process not started by a launcher with more than one rank is a world of one rank that
+// never touches MPI (no MPI_Init: a single-device run pays nothing for it); its collectives are
+// copies through the same code (sums of one rank, rounded as above). No collective waits forever:
+// each is started non-blocking and polled, and a rank that has waited PARITY_COMM_TIMEOUT_S seconds
+// (default 60) for the others returns a DEVICE error naming the collective, the group and itself,
+// so a rank that died or hangs ends the run (the CLI aborts every rank, exit 3) instead of leaving
+// every rank blocked.
 #include "ops/core/comm.h"
 
 #include <mpi.h>
@@ -199,119 +200,77 @@ static parity_error *byte_size(const parity_comm *comm, const char *what, int64_
     return NULL;
 }
 
-// recv (size * bytes) <- every rank's send (bytes), block r from rank r.
-static parity_error *gather_bytes(parity_comm *comm, const char *what, const void *send, void *recv, int64_t bytes) {
-    const int n = comm->size;
-    if (comm->self) {
-        memcpy(recv, send, (size_t)bytes);
-        return NULL;
+// Pieces of at most PIECE_BYTES: the per-rank blocks are `bytes` apart in the buffer, so each piece
+// moves as one element of a datatype of `piece` bytes whose extent is `bytes` (element r lands at
+// r * bytes past the piece's offset). One piece for a call under 1 GiB a rank: the same code.
+static parity_error *strided_piece(const parity_comm *comm, const char *what, int piece, int64_t bytes,
+                                   MPI_Datatype *out) {
+    MPI_Datatype block;
+    MPI_TRY(MPI_Type_contiguous(piece, MPI_BYTE, &block), what, comm);
+    int code = MPI_Type_create_resized(block, 0, (MPI_Aint)bytes, out);
+    MPI_Type_free(&block);
+    if (code == MPI_SUCCESS) code = MPI_Type_commit(out);
+    if (code != MPI_SUCCESS) {
+        MPI_Type_free(out);
+        return mpi_error(code, what, comm);
     }
-    if (bytes <= PIECE_BYTES) {
-        MPI_Request request;
-        return finish(MPI_Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, comm->handle, &request), &request,
-                      what, comm);
-    }
-    // pieces: each piece gathers bytes [offset, offset + piece) of every rank into a staging buffer
-    char *staging = malloc((size_t)PIECE_BYTES * (size_t)n);
-    if (!staging) return PARITY_ERROR(PARITY_ERROR_MEMORY, "MPI %s: staging %d x 1 GiB", what, n);
-    for (int64_t offset = 0; offset < bytes; offset += PIECE_BYTES) {
-        int piece = (int)(bytes - offset < PIECE_BYTES ? bytes - offset : PIECE_BYTES);
-        MPI_Request request;
-        parity_error *error = finish(MPI_Iallgather((const char *)send + offset, piece, MPI_BYTE, staging, piece, MPI_BYTE,
-                                                    comm->handle, &request),
-                                     &request, what, comm);
-        if (error) {
-            free(staging);
-            return error;
-        }
-        for (int r = 0; r < n; r++) memcpy((char *)recv + (int64_t)r * bytes + offset, staging + (int64_t)r * piece, piece);
-    }
-    free(staging);
     return NULL;
 }
 
-// block s of send (bytes each) -> block r of rank s's recv.
-static parity_error *exchange_bytes(parity_comm *comm, const char *what, const void *send, void *recv, int64_t bytes) {
+// exchange false: recv (size * bytes) <- every rank's send (bytes), block r from rank r (all-gather).
+// exchange true: block s of send (bytes each) -> block r of rank s's recv (all-to-all).
+static parity_error *move_bytes(parity_comm *comm, const char *what, bool exchange, const void *send, void *recv,
+                                int64_t bytes) {
     if (comm->self) {
         memcpy(recv, send, (size_t)bytes);
         return NULL;
     }
-    if (bytes <= PIECE_BYTES) {
-        MPI_Request request;
-        return finish(MPI_Ialltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, comm->handle, &request), &request,
-                      what, comm);
-    }
-    // pieces: datatype of one piece-sized block, strided by `bytes` between ranks
     for (int64_t offset = 0; offset < bytes; offset += PIECE_BYTES) {
         int piece = (int)(bytes - offset < PIECE_BYTES ? bytes - offset : PIECE_BYTES);
-        MPI_Datatype block, strided;
-        MPI_TRY(MPI_Type_contiguous(piece, MPI_BYTE, &block), what, comm);
-        int code = MPI_Type_create_resized(block, 0, (MPI_Aint)bytes, &strided);
-        MPI_Type_free(&block);
-        if (code == MPI_SUCCESS) code = MPI_Type_commit(&strided);
-        if (code != MPI_SUCCESS) {
-            MPI_Type_free(&strided);
-            return mpi_error(code, what, comm);
-        }
+        MPI_Datatype strided;
+        PARITY_TRY(strided_piece(comm, what, piece, bytes, &strided));
         MPI_Request request;
-        parity_error *error = finish(MPI_Ialltoall((const char *)send + offset, 1, strided, (char *)recv + offset, 1, strided,
-                                                   comm->handle, &request),
-                                     &request, what, comm);
+        const char *from = (const char *)send + offset;
+        char *to = (char *)recv + offset;
+        int code = exchange ? MPI_Ialltoall(from, 1, strided, to, 1, strided, comm->handle, &request)
+                            : MPI_Iallgather(from, piece, MPI_BYTE, to, 1, strided, comm->handle, &request);
+        parity_error *error = finish(code, &request, what, comm);
         MPI_Type_free(&strided);
         if (error) return error;
     }
     return NULL;
 }
 
-// out[i] = sum over r in order of blocks[r * count + i].
+// out[i] = sum over r in order of blocks[r * count + i], in ACCUMULATE, stored as T.
+#define SUM_IN_RANK_ORDER(T, ACCUMULATE)                                                                              \
+    do {                                                                                                              \
+        const T *x = blocks;                                                                                          \
+        for (int64_t i = 0; i < count; i++) {                                                                         \
+            ACCUMULATE sum = x[i];                                                                                    \
+            for (int r = 1; r < ranks; r++) sum += x[(int64_t)r * count + i];                                         \
+            ((T *)out)[i] = (T)sum;                                                                                   \
+        }                                                                                                             \
+    } while (0)
+
 static void sum_in_rank_order(const void *blocks, int ranks, int64_t count, parity_dtype dtype, void *out) {
-    for (int64_t i = 0; i < count; i++) {
-        switch (dtype) {
-        case PARITY_F64: {
-            const double *x = blocks;
-            double sum = x[i];
-            for (int r = 1; r < ranks; r++) sum += x[(int64_t)r * count + i];
-            ((double *)out)[i] = sum;
-            break;
-        }
-        case PARITY_F32: {
-            const float *x = blocks;
-            float sum = x[i];
-            for (int r = 1; r < ranks; r++) sum += x[(int64_t)r * count + i];
-            ((float *)out)[i] = sum;
-            break;
-        }
-        case PARITY_BF16: {
-            const uint16_t *x = blocks;
+    switch (dtype) {
+    case PARITY_F64: SUM_IN_RANK_ORDER(double, double); break;
+    case PARITY_F32: SUM_IN_RANK_ORDER(float, float); break;
+    case PARITY_I64: SUM_IN_RANK_ORDER(int64_t, int64_t); break;
+    case PARITY_I32: SUM_IN_RANK_ORDER(int32_t, int64_t); break;
+    case PARITY_U8: SUM_IN_RANK_ORDER(uint8_t, unsigned); break;
+    default: { // PARITY_BF16 (byte_size admits nothing else): f32 sums, rounded once
+        const uint16_t *x = blocks;
+        for (int64_t i = 0; i < count; i++) {
             float sum = parity_bf16_to_f32(x[i]);
             for (int r = 1; r < ranks; r++) sum += parity_bf16_to_f32(x[(int64_t)r * count + i]);
             ((uint16_t *)out)[i] = parity_f32_to_bf16(sum);
-            break;
         }
-        case PARITY_I64: {
-            const int64_t *x = blocks;
-            int64_t sum = x[i];
-            for (int r = 1; r < ranks; r++) sum += x[(int64_t)r * count + i];
-            ((int64_t *)out)[i] = sum;
-            break;
-        }
-        case PARITY_I32: {
-            const int32_t *x = blocks;
-            int64_t sum = x[i];
-            for (int r = 1; r < ranks; r++) sum += x[(int64_t)r * count + i];
-            ((int32_t *)out)[i] = (int32_t)sum;
-            break;
-        }
-        default: { // PARITY_U8 (byte_size admits nothing else)
-            const uint8_t *x = blocks;
-            unsigned sum = x[i];
-            for (int r = 1; r < ranks; r++) sum += x[(int64_t)r * count + i];
-            ((uint8_t *)out)[i] = (uint8_t)sum;
-            break;
-        }
-        }
+        break;
+    }
     }
 }
+#undef SUM_IN_RANK_ORDER
 
 parity_error *parity_comm_all_reduce(parity_comm *comm, const void *send, void *recv, int64_t count, parity_dtype dtype) {
     int64_t bytes = 0;
@@ -319,7 +278,7 @@ parity_error *parity_comm_all_reduce(parity_comm *comm, const void *send, void *
     if (count == 0) return NULL;
     void *gathered = malloc((size_t)(bytes * comm->size));
     if (!gathered) return PARITY_ERROR(PARITY_ERROR_MEMORY, "MPI all_reduce: %d x %lld bytes", comm->size, (long long)bytes);
-    parity_error *error = gather_bytes(comm, "all_reduce", send, gathered, bytes);
+    parity_error *error = move_bytes(comm, "all_reduce", false, send, gathered, bytes);
     if (!error) sum_in_rank_order(gathered, comm->size, count, dtype, recv);
     free(gathered);
     return error;
@@ -328,7 +287,7 @@ parity_error *parity_comm_all_reduce(parity_comm *comm, const void *send, void *
 parity_error *parity_comm_all_gather(parity_comm *comm, const void *send, void *recv, int64_t count, parity_dtype dtype) {
     int64_t bytes = 0;
     PARITY_TRY(byte_size(comm, "all_gather", count, dtype, &bytes));
-    return count == 0 ? NULL : gather_bytes(comm, "all_gather", send, recv, bytes);
+    return count == 0 ? NULL : move_bytes(comm, "all_gather", false, send, recv, bytes);
 }
 
 parity_error *parity_comm_reduce_scatter(parity_comm *comm, const void *send, void *recv, int64_t count,
@@ -339,7 +298,7 @@ parity_error *parity_comm_reduce_scatter(parity_comm *comm, const void *send, vo
     void *exchanged = malloc((size_t)(bytes * comm->size));
     if (!exchanged)
         return PARITY_ERROR(PARITY_ERROR_MEMORY, "MPI reduce_scatter: %d x %lld bytes", comm->size, (long long)bytes);
-    parity_error *error = exchange_bytes(comm, "reduce_scatter", send, exchanged, bytes);
+    parity_error *error = move_bytes(comm, "reduce_scatter", true, send, exchanged, bytes);
     if (!error) sum_in_rank_order(exchanged, comm->size, count, dtype, recv);
     free(exchanged);
     return error;
@@ -348,7 +307,7 @@ parity_error *parity_comm_reduce_scatter(parity_comm *comm, const void *send, vo
 parity_error *parity_comm_all_to_all(parity_comm *comm, const void *send, void *recv, int64_t count, parity_dtype dtype) {
     int64_t bytes = 0;
     PARITY_TRY(byte_size(comm, "all_to_all", count, dtype, &bytes));
-    return count == 0 ? NULL : exchange_bytes(comm, "all_to_all", send, recv, bytes);
+    return count == 0 ? NULL : move_bytes(comm, "all_to_all", true, send, recv, bytes);
 }
 
 parity_error *parity_comm_broadcast(parity_comm *comm, void *buffer, int64_t count, parity_dtype dtype, int root) {
