@@ -132,7 +132,7 @@ static parity_error *names_from_settings(const parity_evaluation_options *option
     return error;
 }
 
-// Data parallel: this rank's rows of `batch` (on the CPU), their loss divided by the whole batch's
+// Data parallel: this rank's rows of `batch` (a host batch), their loss divided by the whole batch's
 // target count, and the group their sums go over (the world; the test-only wrong group is a split
 // made here, freed by the caller). The ranks are first checked to have been given the same work.
 static parity_error *data_parallel_shard(const parity_evaluation_options *options, const parity_batch *batch,
@@ -143,8 +143,6 @@ static parity_error *data_parallel_shard(const parity_evaluation_options *option
     PARITY_CHECK(parity_comm_size(world) == ranks, PARITY_ERROR_USAGE,
                  "data parallel over %d ranks, but this run has %d (launch it with mpirun -np %d)", ranks,
                  parity_comm_size(world), ranks);
-    PARITY_CHECK(batch->input_ids.device.type == PARITY_DEVICE_CPU, PARITY_ERROR_UNSUPPORTED,
-                 "data parallel on the GPU needs the NCCL transport, not built yet (issue 16)");
     PARITY_CHECK(batch->rows % ranks == 0, PARITY_ERROR_UNSUPPORTED,
                  "data parallel over %d ranks: the batch's %lld rows do not split evenly (a packed row is one sample)",
                  ranks, (long long)batch->rows);
@@ -221,17 +219,17 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         batch = &loaded;
     }
     if (!error && !batch) error = PARITY_ERROR(PARITY_ERROR_USAGE, "evaluation needs a batch");
-    parity_batch on_device = {0}; // a run off the CPU reads its batch on that device
-    if (!error && options->device.type != PARITY_DEVICE_CPU) {
-        error = parity_batch_to_device(batch, options->device, &on_device);
-        batch = &on_device;
-    }
     const parity_batch *whole = batch; // the counts reported are the whole batch's
-    parity_batch shard = {0};
+    parity_batch shard = {0};          // data parallel: this rank's rows, cut on the host
     parity_comm *group = NULL, *split = NULL;
     if (!error && options->data_parallel > 1) {
         error = data_parallel_shard(options, batch, &shard, &group, &split);
         batch = &shard;
+    }
+    parity_batch on_device = {0}; // a run off the CPU reads its batch on that device
+    if (!error && options->device.type != PARITY_DEVICE_CPU) {
+        error = parity_batch_to_device(batch, options->device, &on_device);
+        batch = &on_device;
     }
     parity_model *model = NULL;
     parity_bindings bindings;

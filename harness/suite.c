@@ -771,6 +771,8 @@ const parity_suite_model *parity_suite_find_model(const parity_suite *suite, con
 
 parity_error *parity_suite_check_ranks(const parity_suite *suite) {
     if (suite->ranks <= 1) return NULL;
-    return PARITY_ERROR(PARITY_ERROR_CONFIG, "%s:%d: ranks: %d: not supported: multi-rank runs not built yet", suite->path,
-                        suite->ranks_line, suite->ranks);
+    return PARITY_ERROR(PARITY_ERROR_CONFIG,
+                        "%s:%d: ranks: %d: not supported: suites do not name multi-rank layouts yet (parity run "
+                        "--parallel dp=N runs one)",
+                        suite->path, suite->ranks_line, suite->ranks);
 }

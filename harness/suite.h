@@ -136,7 +136,7 @@ const parity_suite_batch *parity_suite_model_batches(const parity_suite *suite, 
                                                      size_t *count);
 const parity_suite_model *parity_suite_find_model(const parity_suite *suite, const char *name);
 
-// "multi-rank runs not built yet" as a CONFIG error naming file:line when ranks > 1; NULL otherwise.
+// "suites do not name multi-rank layouts yet" as a CONFIG error naming file:line when ranks > 1; NULL otherwise.
 parity_error *parity_suite_check_ranks(const parity_suite *suite);
 
 #endif

@@ -264,6 +264,13 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
     tape.profile = model->profile;
     memset(model->parameter_variables, 0, model->parameters.count * sizeof *model->parameter_variables);
     parity_forward_outputs outputs = {.want_logits = want_logits};
+    // a shard of a data-parallel step: its sums go over the group's ranks (host buffers, MPI)
+    parity_comm *shards = model->data_parallel && parity_comm_size(model->data_parallel) > 1 ? model->data_parallel : NULL;
+    if (shards && model->device.type != PARITY_DEVICE_CPU) {
+        parity_tape_release(&tape);
+        return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "data parallel on %s needs the NCCL transport, not built yet (issue 16)",
+                            parity_device_format(model->device, a, sizeof a));
+    }
     parity_error *error = model->profile ? parity_tape_profile_start(model->profile) : NULL;
     if (!error) error = model->family->forward(model, &tape, batch, &outputs);
     if (!error && !outputs.loss) error = PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s forward returned no loss", model->config.model_type);
@@ -277,15 +284,11 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
             result->logits_sum = sum;
         }
     }
-    parity_comm *shards = model->data_parallel && parity_comm_size(model->data_parallel) > 1 ? model->data_parallel : NULL;
     if (!error && shards && outputs.aux_loss)
         error = PARITY_ERROR(PARITY_ERROR_UNSUPPORTED,
                              "%s under data parallel: its load-balancing aux loss needs the whole batch's expert statistics, "
                              "which the shards do not gather yet (issue 16)",
                              model->config.model_type);
-    if (!error && shards && model->device.type != PARITY_DEVICE_CPU)
-        error = PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "data parallel on %s needs the NCCL transport, not built yet (issue 16)",
-                             parity_device_format(model->device, a, sizeof a));
     if (!error) error = parity_tape_backward(&tape, outputs.loss);
     if (!error) {
         result->loss = scalar_of(outputs.loss);

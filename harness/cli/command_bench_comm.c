@@ -85,7 +85,7 @@ static int parse_arguments(int argc, char **argv, comm_arguments *arguments) {
     options->iterations = 20;
     options->warmup = 5;
     arguments->ranks = 1;
-    static char names[512];
+    char names[512];
     for (int i = 2; i < argc; i++) {
         const char *value = NULL;
         parity_cli_option_match match = PARITY_CLI_OPTION_NO_MATCH;

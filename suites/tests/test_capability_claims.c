@@ -8,9 +8,9 @@
 //   here; every CUDA backend on cuda:0 (skipped visibly without a GPU); and, without a GPU too, every
 //   claimant must have a layout row below, so a new claim cannot go untested. A backend whose output
 //   depends on the batch size is caught (the check can see).
-//   Sequence- and expert-parallel safety (PARITY_CAP_SEQUENCE_PARALLEL, PARITY_CAP_EXPERT_PARALLEL): no
-//   multi-rank code exists yet ("ranks: 2: not supported: multi-rank runs not built yet"), so no CPU
-//   backend may claim either; the flags come back with the parallel code that can test them.
+//   Sequence- and expert-parallel safety (PARITY_CAP_SEQUENCE_PARALLEL, PARITY_CAP_EXPERT_PARALLEL): the
+//   only multi-rank layout built is data parallel (harness/evaluate.h), which needs neither, so no CPU
+//   backend may claim either; the flags come back with the sp and ep layouts that can test them.
 // (The wider batch-invariance rows of test_ops_fused_gpu.c, pools of 1500 rows up to 4096 wide, stay
 // for the fused CUDA kernels whose grids change with the batch.)
 #include <criterion/criterion.h>
@@ -289,7 +289,7 @@ Test(capability_claims, no_cpu_backend_claims_parallel_safety_before_parallel_co
         if (backend->device != PARITY_DEVICE_CPU) continue;
         cpu_backends++;
         char names[128];
-        cr_expect_eq(backend->capabilities & parallel, 0, "cpu %s %s claims %s, and no multi-rank code exists to test it",
+        cr_expect_eq(backend->capabilities & parallel, 0, "cpu %s %s claims %s, and no sp / ep layout exists to test it",
                      backend->op, backend->name, parity_capability_names(backend->capabilities & parallel, names, sizeof names));
     }
     cr_expect_gt(cpu_backends, 0);

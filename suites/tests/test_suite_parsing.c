@@ -136,7 +136,7 @@ Test(suite_parsing, ranks_above_one_are_reported_not_built_with_their_line) {
     cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_CONFIG);
     char message[512];
     parity_error_format(error, message, sizeof message);
-    cr_expect(strstr(message, "suites/ranks.yaml:3: ranks: 4: not supported: multi-rank runs not built yet"), "%s", message);
+    cr_expect(strstr(message, "suites/ranks.yaml:3: ranks: 4: not supported: suites do not name multi-rank layouts yet"), "%s", message);
     parity_error_free(error);
     parity_suite_free(suite);
 }
