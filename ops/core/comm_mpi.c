@@ -46,8 +46,8 @@ static parity_error *mpi_error(int code, const char *what, const parity_comm *co
     } while (0)
 
 int parity_comm_launched_size(void) {
-    // Open MPI's mpirun, MPICH / Hydra (PMI), Slurm's srun
-    static const char *const variables[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
+    // Open MPI's mpirun, MPICH / Hydra (PMI), a Slurm job step started by srun (not the allocation alone)
+    static const char *const variables[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"};
     for (size_t i = 0; i < sizeof variables / sizeof variables[0]; i++) {
         const char *value = getenv(variables[i]);
         if (value && *value) {
