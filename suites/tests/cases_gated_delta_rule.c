@@ -69,6 +69,19 @@ static const op_check_case gated_delta_rule_cases[] = {
 };
 const op_case_list gated_delta_rule_case_list = OP_CASE_LIST(gated_delta_rule_cases);
 
+// The GPU backends' awkward rows (test_gated_delta_rule_gpu.c): T = 1, 63, 65 (around fla's chunk of 64)
+// and 1000; documents of 1, 15, 100, 300 and 1200 tokens; 1, 3 and 16 heads; Dk = Dv = 128 (Qwen3.5)
+// and Dk != Dv, with and without the in-kernel L2 norm; g in f32 as Qwen3.5 computes it.
+static const op_check_case gated_delta_rule_gpu_cases[] = {
+    GDR_ROW("H=1 Dk=Dv=128 T=1 l2norm g=f32", 1, 1, 128, 128, true, true, 0, 0, 1),
+    GDR_ROW("H=3 Dk=Dv=128 T=63 l2norm g=f32", 3, 3, 128, 128, true, true, 0, 0, 63),
+    GDR_ROW("Hk=1 Hv=3 Dk=128 Dv=64 T=65 l2norm g=f32", 1, 3, 128, 64, true, true, 0, 0, 65),
+    GDR_ROW("H=16 Dk=Dv=128 T=1000 l2norm g=f32", 16, 16, 128, 128, true, true, 0, 0, 1000),
+    GDR_ROW("H=3 Dk=Dv=128 docs=1,15,100,300,1200 l2norm g=f32", 3, 3, 128, 128, true, true, 0, 5, 1, 15, 100, 300, 1200),
+    GDR_ROW("Hk=2 Hv=4 Dk=64 Dv=96 docs=1,15,100,300 scale=0.3", 2, 4, 64, 96, false, false, 0.3, 4, 1, 15, 100, 300),
+};
+const op_case_list gated_delta_rule_gpu_case_list = OP_CASE_LIST(gated_delta_rule_gpu_cases);
+
 // ---- invalid calls ----
 static parity_error *call_forward(int64_t tokens, int64_t key_heads, int64_t value_heads, const int64_t *offsets,
                                   int64_t offset_count) {

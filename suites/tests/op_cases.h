@@ -56,6 +56,7 @@ extern const op_invalid_list causal_conv1d_invalid_list;
 extern const op_case_list l2_norm_case_list;
 extern const op_invalid_list l2_norm_invalid_list;
 extern const op_case_list gated_delta_rule_case_list;
+extern const op_case_list gated_delta_rule_gpu_case_list; // test_gated_delta_rule_gpu.c only (awkward GPU rows)
 extern const op_invalid_list gated_delta_rule_invalid_list;
 extern const op_case_list gdn_gating_case_list;
 extern const op_invalid_list gdn_gating_invalid_list;

@@ -588,11 +588,18 @@ parity_error *op_check_max_errors(const op_check_state *reference, const op_chec
         snprintf(entry->tensor, sizeof entry->tensor, "%s%s", a->is_output ? "" : "d", a->name);
         entry->max_error = 0;
         entry->max_reference = 0;
+        double squared_error = 0, squared_reference = 0;
         for (int64_t j = 0; j < x->numel; j++) {
             double r = parity_tensor_get(x, j), c = parity_tensor_get(y, j);
             entry->max_error = parity_test_max(entry->max_error, isfinite(c) ? fabs(c - r) : NAN);
             entry->max_reference = parity_test_max(entry->max_reference, fabs(r));
+            squared_error += (c - r) * (c - r);
+            squared_reference += r * r;
         }
+        // NaN/Inf in the candidate makes the sum NaN/Inf; an all-zero reference gives the error's own RMS
+        entry->relative_rms = !isfinite(squared_error) ? NAN
+                              : squared_reference > 0 ? sqrt(squared_error / squared_reference)
+                                                      : sqrt(squared_error / (double)(x->numel > 0 ? x->numel : 1));
     }
     return NULL;
 }

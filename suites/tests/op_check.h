@@ -150,6 +150,8 @@ typedef struct op_check_max_error {
     char tensor[48];
     double max_error;     // max |candidate - reference|
     double max_reference; // max |reference|
+    double relative_rms;  // ||candidate - reference||_2 / ||reference||_2 (fla's measure; NaN when the
+                          // candidate has NaN/Inf; the error's RMS when the reference is all zeros)
 } op_check_max_error;
 parity_error *op_check_max_errors(const op_check_state *reference, const op_check_state *candidate,
                                   op_check_max_error *errors, int capacity, int *count);

@@ -47,6 +47,9 @@ static const fused_backend fused_backends[] = {
     {PARITY_OP_RMS_NORM, "liger_kernel", 1e-12, NULL},
     {PARITY_OP_RMS_NORM, "triton", 1e-12, NULL},
     {PARITY_OP_RMS_NORM_GATED, "fla", 1e-12, NULL},
+    {PARITY_OP_CAUSAL_CONV1D, "fla", 1e-12, NULL}, // K > 4 runs its general path: no row is refused
+    // the chunked algorithm against the recurrent eager: the same math in another order (f64: 1e-12)
+    {PARITY_OP_GATED_DELTA_RULE, "fla", 1e-12, NULL},
     {PARITY_OP_ROTARY, "liger_kernel", 1e-12, "partial rotary"},
     {PARITY_OP_ROTARY, "triton", 1e-12, NULL},
     {PARITY_OP_SWIGLU, "liger_kernel", 1e-12, NULL},
