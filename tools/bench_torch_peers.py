@@ -40,9 +40,32 @@ Peers (bf16 unless --dtype):
                    sorted (fwd only), a part of the op: its row carries "part" and its own flops 4 R H I.
                  Every measured row carries "flops", parity's count (ops/moe_experts/descriptor.c): 6 R H I forward,
                  R = N K, 3x that forward + backward, which `parity bench --peers` checks.
+  rms_norm_gated Qwen3.5's gated RMSNorm y = (w * rms_normalize(x)) * silu(gate) on 262144x128 (8192 tokens x
+                 32 value heads, ROWSxDIM): "fla rms_norm_gated" (flash-linear-attention's Triton kernel,
+                 fla.modules.fused_norm_gate.rms_norm_gated, activation swish, what FusedRMSNormGated calls)
+                 and "eager (HF Qwen3_5RMSNormGated)" (x.float(), pow, mean, rsqrt, w * x.to(dtype),
+                 * F.silu(gate.float()), .to(dtype)); eps 1e-6, w uniform in [0.5, 1.5).
+  causal_conv1d  the depthwise causal conv of GatedDeltaNet + SiLU on NxCxK = 8192x8192x4 (one document of N
+                 tokens, token-major x (N, C), weight (C, K)): "fla causal_conv1d" (fla.modules.causal_conv1d,
+                 backend triton, activation silu, x as (1, N, C)) and "eager F.conv1d + silu" (HF's torch
+                 path: x.transpose(1, 2), F.conv1d(groups=C, padding=K - 1), the first N outputs, F.silu,
+                 transposed back).
+  gated_delta_rule
+                 fla's chunk_gated_delta_rule ("fla chunk_gated_delta_rule", fla.ops.gated_delta_rule) on
+                 harness/bench/bench_ops.c's shapes (BATCHxTOKENSxHEADSxKEY_DIMxVALUE_DIM): B documents of T
+                 tokens packed into one row of B T tokens (layout (1, B T, H, K), cu_seqlens), Hk = Hv = H,
+                 use_qk_l2norm_in_kernel, scale K^-0.5; q, k, v ~ N(0, 1), g (the log decay) f32 uniform in
+                 [-0.1, 0) as parity's (Qwen3.5 computes g in f32), beta uniform in [0.1, 0.9). fwd and fwd+bwd;
+                 where fla's chunk backward refuses to run (fla issue #640: Triton 3.6 on Hopper), its row
+                 carries the exception. Every measured row carries "flops", parity's count
+                 (ops/gated_delta_rule/descriptor.c): B T H (2 C (3 K + 2 V) + 6 K V) forward, C = 64, 3x
+                 that forward + backward.
+  fla-core (0.6.0) and liger-kernel are pure Python on Triton: carry the wheels of ../shared/tools/peer-wheels
+  and put them on PYTHONPATH (its header says how); without them their rows say why.
 
-Needs PyTorch with CUDA (present on the GPU host). Usage:
-  python3 tools/bench_torch_peers.py --out peers.json [--runs 30] [--warmup 5] [--ops rms_norm,swiglu,...,moe_experts]
+Needs PyTorch with CUDA (present on the GPU host; without torch only --help works). Usage:
+  python3 tools/bench_torch_peers.py --out peers.json [--runs 30] [--warmup 5]
+      [--ops rms_norm,swiglu,...,moe_experts,rms_norm_gated,causal_conv1d,gated_delta_rule]
 """
 import argparse
 import json
@@ -51,8 +74,12 @@ import signal
 import statistics
 import sys
 
-import torch
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as error:  # this machine has no torch: --help still works, a run says why it cannot
+    torch = F = None
+    TORCH_IMPORT_ERROR = error
 
 ROTARY_SEQUENCE = 4096  # as harness/bench/bench_ops.c: positions restart every 4096 tokens
 # as harness/bench/bench_ops.c's moe_experts_shapes: (tokens, hidden, experts, intermediate, top_k)
@@ -60,6 +87,15 @@ MOE_EXPERTS_SHAPES = ((16384, 2048, 64, 768, 8), (2048, 2048, 16, 768, 2), (2048
 # as harness/bench/bench_ops.c's attention_shapes: (B, Hq, Hk, T, D, documents a row)
 ATTENTION_SHAPES = ((4, 16, 16, 4096, 128, 1), (8, 16, 16, 2048, 64, 1), (2, 32, 8, 4096, 128, 1),
                     (1, 16, 16, 16384, 128, 8), (1, 16, 16, 16384, 128, 1))
+# as harness/bench/bench_ops.c's gated_delta_rule_shapes: (B documents, T tokens each, H heads, K, V)
+GATED_DELTA_RULE_SHAPES = ((1, 8192, 16, 128, 128), (4, 4096, 32, 128, 128))
+GATED_DELTA_RULE_CHUNK = 64  # the C of parity's flop count (PARITY_GATED_DELTA_RULE_DEFAULT_CHUNK, fla's BT)
+# causal_conv1d: (N tokens, C channels, K width): Qwen3.5's 8192 channels (2 x 16 x 128 keys + 32 x 128 values)
+CAUSAL_CONV1D_SHAPES = ((8192, 8192, 4),)
+RMS_NORM_GATED_SHAPES = ((262144, 128),)  # 8192 tokens x 32 value heads of 128
+# the ops run without --ops: issues 13 and 14's, then issue 15's GatedDeltaNet ops
+DEFAULT_OPS = "rms_norm,swiglu,rotary,cross_entropy,attention,moe_experts"
+GATED_DELTA_NET_OPS = "rms_norm_gated,causal_conv1d,gated_delta_rule"
 
 
 def summarize(times):
@@ -454,6 +490,155 @@ def moe_experts_shape_peers(timer, dtype, name, runs, out, shape_dims, layers, w
     torch.cuda.empty_cache()
 
 
+def rms_norm_gated_peers(timer, dtype, name, out):
+    try:
+        from fla.modules.fused_norm_gate import rms_norm_gated as fla_rms_norm_gated
+        fla_error = None
+    except Exception as error:  # noqa: BLE001 -- fla-core not installed: its rows say so
+        fla_rms_norm_gated, fla_error = None, error
+    eps = 1e-6
+
+    def eager(x, gate, w):  # HF Qwen3_5RMSNormGated.forward
+        x32 = x.to(torch.float32)
+        variance = x32.pow(2).mean(-1, keepdim=True)
+        hidden = w * (x32 * torch.rsqrt(variance + eps)).to(x.dtype)
+        return (hidden * F.silu(gate.to(torch.float32))).to(x.dtype)
+
+    def fla(x, gate, w):
+        return fla_rms_norm_gated(x, gate, w, None, activation="swish", eps=eps)
+
+    for rows, dim in RMS_NORM_GATED_SHAPES:
+        shape = f"{rows}x{dim}"
+        x = torch.randn(rows, dim, device="cuda", dtype=dtype)
+        gate = torch.randn(rows, dim, device="cuda", dtype=dtype)
+        w = torch.empty(dim, device="cuda", dtype=dtype).uniform_(0.5, 1.5)
+        dy = torch.randn(rows, dim, device="cuda", dtype=dtype)
+        for peer, fn, error in (("fla rms_norm_gated", fla, fla_error), ("eager (HF Qwen3_5RMSNormGated)", eager, None)):
+            if error is not None:
+                error = RuntimeError(f"fla-core is not importable here ({type(error).__name__}: {error}): "
+                                     "carry ../shared/tools/peer-wheels' wheels")
+                out.append(failed_row("rms_norm_gated", "fwd", shape, name, peer, error))
+                out.append(failed_row("rms_norm_gated", "fwd+bwd", shape, name, peer, error))
+                continue
+            try:
+                with torch.no_grad():
+                    out.append(row("rms_norm_gated", "fwd", shape, name, peer, timer.measure(lambda: fn(x, gate, w))))
+            except Exception as error:  # noqa: BLE001 -- the row carries it
+                out.append(failed_row("rms_norm_gated", "fwd", shape, name, peer, error))
+            leaves = [t.clone().requires_grad_() for t in (x, gate, w)]
+            step = lambda: fn(*leaves).backward(dy)
+            try:
+                out.append(row("rms_norm_gated", "fwd+bwd", shape, name, peer, timer.measure(step, clear_grads(*leaves)),
+                               extra_peak(step, clear_grads(*leaves))))
+            except Exception as error:  # noqa: BLE001
+                out.append(failed_row("rms_norm_gated", "fwd+bwd", shape, name, peer, error))
+            del leaves
+            torch.cuda.empty_cache()
+        del x, gate, w, dy
+        torch.cuda.empty_cache()
+
+
+def causal_conv1d_peers(timer, dtype, name, out):
+    try:
+        from fla.modules.causal_conv1d import causal_conv1d as fla_causal_conv1d
+        fla_error = None
+    except Exception as error:  # noqa: BLE001
+        fla_causal_conv1d, fla_error = None, error
+
+    def fla(x, w):  # x (N, C) token-major as parity's, one document
+        return fla_causal_conv1d(x.unsqueeze(0), w, activation="silu", backend="triton")[0][0]
+
+    def eager(x, w):  # HF's torch path (Qwen3_5GatedDeltaNet without causal-conv1d): channels first
+        tokens, channels = x.shape
+        kernel = w.shape[1]
+        y = F.conv1d(x.t().unsqueeze(0), w.unsqueeze(1), groups=channels, padding=kernel - 1)[..., :tokens]
+        return F.silu(y).squeeze(0).t()
+
+    for tokens, channels, kernel in CAUSAL_CONV1D_SHAPES:
+        shape = f"{tokens}x{channels}x{kernel}"
+        x = torch.randn(tokens, channels, device="cuda", dtype=dtype)
+        w = torch.empty(channels, kernel, device="cuda", dtype=dtype).uniform_(-0.5, 0.5)  # as parity's
+        dy = torch.randn(tokens, channels, device="cuda", dtype=dtype)
+        for peer, fn, error in (("fla causal_conv1d", fla, fla_error), ("eager F.conv1d + silu", eager, None)):
+            if error is not None:
+                error = RuntimeError(f"fla-core is not importable here ({type(error).__name__}: {error}): "
+                                     "carry ../shared/tools/peer-wheels' wheels")
+                out.append(failed_row("causal_conv1d", "fwd", shape, name, peer, error))
+                out.append(failed_row("causal_conv1d", "fwd+bwd", shape, name, peer, error))
+                continue
+            try:
+                with torch.no_grad():
+                    out.append(row("causal_conv1d", "fwd", shape, name, peer, timer.measure(lambda: fn(x, w))))
+            except Exception as error:  # noqa: BLE001 -- the row carries it
+                out.append(failed_row("causal_conv1d", "fwd", shape, name, peer, error))
+            leaves = [t.clone().requires_grad_() for t in (x, w)]
+            step = lambda: fn(*leaves).backward(dy)
+            try:
+                out.append(row("causal_conv1d", "fwd+bwd", shape, name, peer, timer.measure(step, clear_grads(*leaves)),
+                               extra_peak(step, clear_grads(*leaves))))
+            except Exception as error:  # noqa: BLE001
+                out.append(failed_row("causal_conv1d", "fwd+bwd", shape, name, peer, error))
+            del leaves
+            torch.cuda.empty_cache()
+        del x, w, dy
+        torch.cuda.empty_cache()
+
+
+def gated_delta_rule_flops(batch, tokens, heads, key_dim, value_dim, backward):
+    """parity's count (ops/gated_delta_rule/descriptor.c): the chunked form's products, C = 64."""
+    chunk = GATED_DELTA_RULE_CHUNK
+    forward = batch * tokens * heads * (2 * chunk * (3 * key_dim + 2 * value_dim) + 6 * key_dim * value_dim)
+    return 3 * forward if backward else forward
+
+
+def gated_delta_rule_peers(timer, dtype, name, runs, out):
+    peer = "fla chunk_gated_delta_rule"
+    try:
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+        fla_error = None
+    except Exception as error:  # noqa: BLE001
+        chunk_gated_delta_rule, fla_error = None, error
+    for batch, tokens, heads, key_dim, value_dim in GATED_DELTA_RULE_SHAPES:
+        shape = f"{batch}x{tokens}x{heads}x{key_dim}x{value_dim}"
+        if fla_error is not None:
+            error = RuntimeError(f"fla-core is not importable here ({type(fla_error).__name__}: {fla_error}): "
+                                 "carry ../shared/tools/peer-wheels' wheels")
+            out.append(failed_row("gated_delta_rule", "fwd", shape, name, peer, error))
+            out.append(failed_row("gated_delta_rule", "fwd+bwd", shape, name, peer, error))
+            continue
+        n = batch * tokens
+        q = torch.randn(1, n, heads, key_dim, device="cuda", dtype=dtype)
+        k = torch.randn(1, n, heads, key_dim, device="cuda", dtype=dtype)
+        v = torch.randn(1, n, heads, value_dim, device="cuda", dtype=dtype)
+        g = torch.empty(1, n, heads, device="cuda", dtype=torch.float32).uniform_(-0.1, 0)
+        beta = torch.empty(1, n, heads, device="cuda", dtype=dtype).uniform_(0.1, 0.9)
+        cu_seqlens = torch.arange(0, n + 1, tokens, device="cuda", dtype=torch.long)
+        do = torch.randn_like(v)
+        scale = key_dim ** -0.5
+
+        def fn(q, k, v, g, beta):
+            return chunk_gated_delta_rule(q, k, v, g, beta, scale=scale, cu_seqlens=cu_seqlens,
+                                          use_qk_l2norm_in_kernel=True)[0]
+
+        try:
+            with torch.no_grad():
+                out.append(row("gated_delta_rule", "fwd", shape, name, peer,
+                               timer.measure(lambda: fn(q, k, v, g, beta), runs=runs),
+                               flops=gated_delta_rule_flops(batch, tokens, heads, key_dim, value_dim, False)))
+        except Exception as error:  # noqa: BLE001 -- the row carries it
+            out.append(failed_row("gated_delta_rule", "fwd", shape, name, peer, error))
+        leaves = [t.clone().requires_grad_() for t in (q, k, v, g, beta)]
+        step = lambda: fn(*leaves).backward(do)
+        try:
+            out.append(row("gated_delta_rule", "fwd+bwd", shape, name, peer,
+                           timer.measure(step, clear_grads(*leaves), runs=runs), extra_peak(step, clear_grads(*leaves)),
+                           flops=gated_delta_rule_flops(batch, tokens, heads, key_dim, value_dim, True)))
+        except Exception as error:  # noqa: BLE001 -- fla #640: Triton 3.6 on Hopper refuses the chunk backward
+            out.append(failed_row("gated_delta_rule", "fwd+bwd", shape, name, peer, error))
+        del leaves, q, k, v, g, beta, do
+        torch.cuda.empty_cache()
+
+
 def write_report(path, peers, interrupted=None):
     report = {"tool": "tools/bench_torch_peers.py", "torch": torch.__version__,
               "device": torch.cuda.get_device_name(0), "cuda": torch.version.cuda, "peers": list(peers)}
@@ -496,8 +681,12 @@ def main():
     parser.add_argument("--flop-bound-runs", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"])
-    parser.add_argument("--ops", default="rms_norm,swiglu,rotary,cross_entropy,attention,moe_experts")
+    parser.add_argument("--ops", default=DEFAULT_OPS + "," + GATED_DELTA_NET_OPS,
+                        help="comma-separated ops (default: %(default)s)")
     args = parser.parse_args()
+    if torch is None:
+        print(f"bench_torch_peers: PyTorch is not importable here ({TORCH_IMPORT_ERROR})", file=sys.stderr)
+        return 3
     if not torch.cuda.is_available():
         print("bench_torch_peers: no CUDA device visible to PyTorch", file=sys.stderr)
         return 3
@@ -523,6 +712,12 @@ def main():
                 peers += attention_peers(timer, dtype, args.dtype, args.flop_bound_runs)
             elif op == "moe_experts":
                 moe_experts_peers(timer, dtype, args.dtype, args.flop_bound_runs, peers)
+            elif op == "rms_norm_gated":
+                rms_norm_gated_peers(timer, dtype, args.dtype, peers)
+            elif op == "causal_conv1d":
+                causal_conv1d_peers(timer, dtype, args.dtype, peers)
+            elif op == "gated_delta_rule":
+                gated_delta_rule_peers(timer, dtype, args.dtype, args.flop_bound_runs, peers)
             else:
                 print(f"bench_torch_peers: unknown op '{op}'", file=sys.stderr)
                 return 2

@@ -10,8 +10,11 @@
 #include <string.h>
 
 #include "ops/attention/attention.h"
+#include "ops/causal_conv1d/causal_conv1d.h"
 #include "ops/core/rng.h"
+#include "ops/core/cpu_math.h"
 #include "ops/cross_entropy/cross_entropy.h"
+#include "ops/gated_delta_rule/gated_delta_rule.h"
 #include "ops/load_balancing_loss/load_balancing_loss.h"
 #include "ops/moe_experts/moe_experts.h"
 #include "ops/registry.h"
@@ -22,7 +25,7 @@
 
 // ---- helpers ----
 
-enum { BENCH_MAX_TENSORS = 12 }; // moe_experts has 11: 5 inputs, the output and their gradients
+enum { BENCH_MAX_TENSORS = 13 }; // gated_delta_rule has 13: 5 inputs, cu_seqlens, the output and their gradients
 
 struct parity_bench_inputs {
     const parity_op_descriptor *op;
@@ -213,6 +216,71 @@ static parity_error *rms_norm_gated_setup(const parity_bench_shape *shape, parit
     return bench_attributes(in, &(parity_rms_norm_gated_args){.eps = 1e-6});
 }
 
+// ---- gated_delta_rule: BATCHxTOKENSxHEADSxKEY_DIMxVALUE_DIM ----
+
+// B documents of T tokens packed into one row of N = B T tokens (cu_seqlens 0, T, ..., B T), Hk = Hv = H,
+// q and k L2-normalised in the op (use_qk_l2norm, as Qwen3.5 calls it), scale K^-0.5. q, k, v ~ N(0, 1);
+// g, the log decay, in the compute dtype (f32 for bf16: Qwen3.5's gdn_gating gives an f32 g) uniform in
+// [-0.1, 0): a decay exp(g) in (0.90, 1] a token, slow enough that a state spans many chunks, as after
+// training (at initialisation -exp(A_log) softplus(a + dt_bias) is larger; the kernels' work does not
+// depend on it); beta, the write strength (sigmoid(b) in the model), uniform in [0.1, 0.9].
+static parity_error *gated_delta_rule_setup(const parity_bench_shape *shape, parity_dtype dtype, parity_device device,
+                                            parity_bench_inputs *in) {
+    int64_t batch = shape->dims[0], tokens = shape->dims[1], heads = shape->dims[2];
+    int64_t key_dim = shape->dims[3], value_dim = shape->dims[4], n = batch * tokens;
+    int64_t *offsets = malloc((size_t)(batch + 1) * sizeof *offsets);
+    if (!offsets) return PARITY_ERROR(PARITY_ERROR_MEMORY, "bench gated_delta_rule: cu_seqlens");
+    for (int64_t b = 0; b <= batch; b++) offsets[b] = b * tokens;
+    parity_tensor *cu, *q, *k, *v, *g, *beta, *o, *dout, *dq, *dk, *dv, *dg, *dbeta;
+    parity_error *error = bench_upload(in, &cu, PARITY_I64, device, 1, (int64_t[]){batch + 1}, offsets);
+    free(offsets);
+    PARITY_TRY(error);
+    int64_t k_shape[3] = {n, heads, key_dim}, v_shape[3] = {n, heads, value_dim}, gate_shape[2] = {n, heads};
+    parity_dtype g_dtype = parity_compute_dtype(dtype);
+    PARITY_TRY(bench_tensor(in, &q, dtype, device, 3, k_shape, "gated_delta_rule q", PARITY_RNG_NORMAL, 0, 1));
+    PARITY_TRY(bench_tensor(in, &k, dtype, device, 3, k_shape, "gated_delta_rule k", PARITY_RNG_NORMAL, 0, 1));
+    PARITY_TRY(bench_tensor(in, &v, dtype, device, 3, v_shape, "gated_delta_rule v", PARITY_RNG_NORMAL, 0, 1));
+    PARITY_TRY(bench_tensor(in, &g, g_dtype, device, 2, gate_shape, "gated_delta_rule g", PARITY_RNG_UNIFORM, -0.1, 0));
+    PARITY_TRY(bench_tensor(in, &beta, dtype, device, 2, gate_shape, "gated_delta_rule beta", PARITY_RNG_UNIFORM, 0.1,
+                            0.9));
+    PARITY_TRY(bench_tensor(in, &o, dtype, device, 3, v_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &dout, dtype, device, 3, v_shape, "gated_delta_rule do", PARITY_RNG_NORMAL, 0, 1));
+    PARITY_TRY(bench_tensor(in, &dq, dtype, device, 3, k_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &dk, dtype, device, 3, k_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &dv, dtype, device, 3, v_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &dg, g_dtype, device, 2, gate_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &dbeta, dtype, device, 2, gate_shape, NULL, 0, 0, 0));
+    PARITY_TRY(bench_slot(in, "query", q, dq));
+    PARITY_TRY(bench_slot(in, "key", k, dk));
+    PARITY_TRY(bench_slot(in, "value", v, dv));
+    PARITY_TRY(bench_slot(in, "g", g, dg));
+    PARITY_TRY(bench_slot(in, "beta", beta, dbeta));
+    PARITY_TRY(bench_slot(in, "cu_seqlens", cu, NULL));
+    PARITY_TRY(bench_slot(in, "output", o, dout));
+    return bench_attributes(in, &(parity_gated_delta_rule_args){
+                                    .scale = 1.0 / sqrt((double)key_dim), .use_qk_l2norm = true, .chunk_size = 0});
+}
+
+// ---- causal_conv1d: TOKENSxCHANNELSxKERNEL (one document, SiLU) ----
+
+// x ~ N(0, 1) (Qwen3.5 feeds the conv the in-projection's output), weight uniform in [-0.5, 0.5] (of
+// the order of PyTorch's Conv1d init for K = 4: bound 1 / sqrt(K)), dy ~ N(0, 1); no cu_seqlens.
+static parity_error *causal_conv1d_setup(const parity_bench_shape *shape, parity_dtype dtype, parity_device device,
+                                         parity_bench_inputs *in) {
+    int64_t dims[2] = {shape->dims[0], shape->dims[1]}, weight_dims[2] = {shape->dims[1], shape->dims[2]};
+    parity_tensor *x, *w, *y, *dy, *dx, *dw;
+    PARITY_TRY(bench_tensor(in, &x, dtype, device, 2, dims, "causal_conv1d x", PARITY_RNG_NORMAL, 0, 1));
+    PARITY_TRY(bench_tensor(in, &w, dtype, device, 2, weight_dims, "causal_conv1d w", PARITY_RNG_UNIFORM, -0.5, 0.5));
+    PARITY_TRY(bench_tensor(in, &y, dtype, device, 2, dims, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &dy, dtype, device, 2, dims, "causal_conv1d dy", PARITY_RNG_NORMAL, 0, 1));
+    PARITY_TRY(bench_tensor(in, &dx, dtype, device, 2, dims, NULL, 0, 0, 0));
+    PARITY_TRY(bench_tensor(in, &dw, dtype, device, 2, weight_dims, NULL, 0, 0, 0));
+    PARITY_TRY(bench_slot(in, "x", x, dx));
+    PARITY_TRY(bench_slot(in, "weight", w, dw));
+    PARITY_TRY(bench_slot(in, "y", y, dy));
+    return bench_attributes(in, &(parity_causal_conv1d_args){.activation = PARITY_CAUSAL_CONV1D_SILU});
+}
+
 // ---- load_balancing_loss: ROWSxEXPERTSxTOP_K ----
 
 static parity_error *load_balancing_setup(const parity_bench_shape *shape, parity_dtype dtype, parity_device device,
@@ -383,6 +451,10 @@ static const char *const rotary_shapes[] = {"16384x32x8x128", NULL}; // q [4, 32
 static const char *const cross_entropy_shapes[] = {"8192x4096x151936", "16384x2048x32000", NULL};
 static const char *const rms_norm_gated_shapes[] = {"262144x128", NULL}; // Qwen3.5: 8192 tokens x 32 value heads
 static const char *const load_balancing_shapes[] = {"65536x128x8", NULL}; // 4 layers x 16384 tokens, 128 experts, top-8
+// Issue 15: 8192 tokens, 8192 channels (of the order of Qwen3.5's 2 key_dim + value_dim), K = 4
+static const char *const causal_conv1d_shapes[] = {"8192x8192x4", NULL};
+// Issue 15: one 8192-token document with 16 heads, and 4 documents of 4096 tokens with 32 heads (K = V = 128)
+static const char *const gated_delta_rule_shapes[] = {"1x8192x16x128x128", "4x4096x32x128x128", NULL};
 
 // Issue 13's shapes: (B, H, T, D) = (4, 16, 4096, 128), (8, 16, 2048, 64), GQA 32/8 (B 2, T 4096), a
 // packed row of 8 documents (16384 tokens), then (1, 16, 16384, 128) last: eager's T x T scores are
@@ -402,9 +474,11 @@ static const parity_bench_op bench_ops[] = {
     {&parity_rotary_op, rotary_shapes, true, rotary_setup, NULL},
     {&parity_cross_entropy_op, cross_entropy_shapes, false, cross_entropy_setup, NULL},
     {&parity_rms_norm_gated_op, rms_norm_gated_shapes, true, rms_norm_gated_setup, NULL},
+    {&parity_causal_conv1d_op, causal_conv1d_shapes, true, causal_conv1d_setup, NULL},
     {&parity_load_balancing_loss_op, load_balancing_shapes, true, load_balancing_setup, NULL},
     {&parity_attention_op, attention_shapes, true, attention_setup, NULL},
     {&parity_moe_experts_op, moe_experts_shapes, true, moe_experts_setup, &moe_gate_up_part},
+    {&parity_gated_delta_rule_op, gated_delta_rule_shapes, true, gated_delta_rule_setup, NULL},
 };
 
 parity_error *parity_bench_setup(const parity_bench_op *op, const parity_bench_shape *shape, parity_dtype dtype,

@@ -1,5 +1,8 @@
 // cases_rms_norm_gated.c: gated RMSNorm rows (prime sizes, one element with a large eps, Qwen3.5's
-// head_v_dim) and invalid calls.
+// head_v_dim 128 alone and in more rows than one GPU block step, and sizes that pick each layout of the
+// CUDA fla backend, ops/rms_norm_gated/fla.cu: D 16 and 64 (a row in 8 or 16 lanes), 128 (16 lanes in
+// bf16, 32 in f32), 200 (32 lanes with 7 idle in bf16, two vectors a lane in f32, block rows in f64),
+// D odd or 1 (block rows)) and invalid calls.
 #include "ops/rms_norm_gated/rms_norm_gated.h"
 #include "op_cases.h"
 
@@ -28,6 +31,10 @@ static const op_check_case rms_norm_gated_cases[] = {
     RMS_NORM_GATED_ROW("rows=3 hidden=31 eps=1e-2", 3, 31, 1e-2),
     RMS_NORM_GATED_ROW("rows=5 hidden=16 (Qwen3.5 head_v_dim)", 5, 16, 1e-6),
     RMS_NORM_GATED_ROW("rows=65 hidden=128", 65, 128, 1e-6),
+    RMS_NORM_GATED_ROW("rows=1 hidden=128", 1, 128, 1e-6),
+    RMS_NORM_GATED_ROW("rows=17 hidden=64", 17, 64, 1e-6),
+    RMS_NORM_GATED_ROW("rows=9 hidden=200", 9, 200, 1e-6),
+    RMS_NORM_GATED_ROW("rows=300 hidden=128 (GPU: several blocks' dw partials)", 300, 128, 1e-6),
 };
 const op_case_list rms_norm_gated_case_list = OP_CASE_LIST(rms_norm_gated_cases);
 
