@@ -1,5 +1,8 @@
-// cases_causal_conv1d.c: causal_conv1d rows (prime channel counts, K = 4 and K = 1, packed documents
-// of length 1, SiLU on and off) and invalid calls.
+// cases_causal_conv1d.c: causal_conv1d rows (prime channel counts, K = 1 .. 4 and 6, packed documents
+// of 1, 2, 15 and 100 tokens, documents shorter than K, SiLU on and off) and invalid calls. What they
+// cover of the CUDA fla backend (ops/causal_conv1d/fla.cu): odd C (one channel a thread) and even C
+// (channel pairs), C = 1, C = 520 (three channel blocks), N = 1, documents that cross its 32-token
+// forward blocks and 8-token backward blocks, cu_seqlens absent, and K = 6 (its general path).
 #include "ops/causal_conv1d/causal_conv1d.h"
 #include "op_cases.h"
 
@@ -45,6 +48,14 @@ static const op_check_case causal_conv1d_cases[] = {
     CONV_ROW("none C=13 K=1 one document N=6", 13, 1, PARITY_CAUSAL_CONV1D_NONE, 1, 6),
     CONV_ROW("silu C=5 K=4 N=1", 5, 4, PARITY_CAUSAL_CONV1D_SILU, 1, 1),
     CONV_ROW("silu C=3 K=3 docs=2,3", 3, 3, PARITY_CAUSAL_CONV1D_SILU, 2, 2, 3),
+    CONV_ROW("silu C=9 K=2 docs=1,2,15,100", 9, 2, PARITY_CAUSAL_CONV1D_SILU, 4, 1, 2, 15, 100),
+    CONV_ROW("silu C=1 K=4 docs=2,100,1,15", 1, 4, PARITY_CAUSAL_CONV1D_SILU, 4, 2, 100, 1, 15),
+    CONV_ROW("none C=8 K=3 docs=15,1,100,2", 8, 3, PARITY_CAUSAL_CONV1D_NONE, 4, 15, 1, 100, 2),
+    CONV_ROW("silu C=6 K=4 docs=100,15,2,1", 6, 4, PARITY_CAUSAL_CONV1D_SILU, 4, 100, 15, 2, 1),
+    CONV_ROW("silu C=4 K=4 one document N=100", 4, 4, PARITY_CAUSAL_CONV1D_SILU, 0, 100),
+    CONV_ROW("silu C=520 K=4 docs=3,2", 520, 4, PARITY_CAUSAL_CONV1D_SILU, 2, 3, 2),
+    CONV_ROW("silu C=7 K=6 docs=2,15,9", 7, 6, PARITY_CAUSAL_CONV1D_SILU, 3, 2, 15, 9),
+    CONV_ROW("none C=1 K=2 N=1", 1, 2, PARITY_CAUSAL_CONV1D_NONE, 0, 1),
 };
 const op_case_list causal_conv1d_case_list = OP_CASE_LIST(causal_conv1d_cases);
 
