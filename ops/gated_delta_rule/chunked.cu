@@ -48,6 +48,7 @@ namespace {
 constexpr int max_chunk = 64;      // the largest chunk the kernels take (fla's BT)
 constexpr int state_columns = 16;  // columns of S (or dS) one sequential block carries
 constexpr int parallel_threads = 256;
+constexpr int sequential_threads = 512; // chunk_states / chunk_dstates: 16 warps hide the latency of the chain
 
 // ---- block-level products ----
 
@@ -83,33 +84,47 @@ template <int TM, int TN> __device__ __forceinline__ int tile_count(int M, int N
     return ((M + TM - 1) / TM) * ((N + TN - 1) / TN);
 }
 
-// t += A (M x K) diag(kscale) B (K x N) over the tile (kscale: K values, or NULL for ones).
-template <typename C, int TM, int TN, typename TA, typename TB>
-__device__ __forceinline__ void tile_mac(tile<C, TM, TN> &t, int M, int N, int K, view<TA> A, view<TB> B,
-                                         const C *kscale = nullptr) {
-#pragma unroll 8
+// t += A (M x K) diag(kscale) B (K x N) over the tile (kscale: K values, or NULL for ones). Rows and
+// columns past M and N read the last valid one (clamped) instead of branching; the callers' epilogues
+// drop them. Each thread walks TM row pointers and TN column pointers by 32-bit steps.
+template <bool SCALED, typename C, int TM, int TN, typename TA, typename TB>
+__device__ __forceinline__ void tile_mac_loop(tile<C, TM, TN> &t, int K, const TA *const (&a)[TM], int a_step,
+                                              const TB *const (&b)[TN], int b_step, const C *kscale) {
+#pragma unroll 4
     for (int k = 0; k < K; k++) {
-        C a[TM], b[TN];
-        C s = kscale ? kscale[k] : C(1);
+        C av[TM], bv[TN];
+        C s = SCALED ? kscale[k] : C(1);
 #pragma unroll
-        for (int i = 0; i < TM; i++) a[i] = t.m0 + i < M ? C(value_of(A.at(t.m0 + i, k))) * s : C(0);
+        for (int i = 0; i < TM; i++) av[i] = SCALED ? C(value_of(a[i][k * a_step])) * s : C(value_of(a[i][k * a_step]));
 #pragma unroll
-        for (int j = 0; j < TN; j++) b[j] = t.n0 + j < N ? C(value_of(B.at(k, t.n0 + j))) : C(0);
+        for (int j = 0; j < TN; j++) bv[j] = C(value_of(b[j][k * b_step]));
 #pragma unroll
         for (int i = 0; i < TM; i++)
 #pragma unroll
-            for (int j = 0; j < TN; j++) t.v[i][j] += a[i] * b[j];
+            for (int j = 0; j < TN; j++) t.v[i][j] += av[i] * bv[j];
     }
+}
+
+template <typename C, int TM, int TN, typename TA, typename TB>
+__device__ __forceinline__ void tile_mac(tile<C, TM, TN> &t, int M, int N, int K, view<TA> A, view<TB> B,
+                                         const C *kscale = nullptr) {
+    const TA *a[TM];
+    const TB *b[TN];
+#pragma unroll
+    for (int i = 0; i < TM; i++) a[i] = A.p + (int64_t)(t.m0 + i < M ? t.m0 + i : M - 1) * A.rs;
+#pragma unroll
+    for (int j = 0; j < TN; j++) b[j] = B.p + (int64_t)(t.n0 + j < N ? t.n0 + j : N - 1) * B.cs;
+    if (kscale) tile_mac_loop<true>(t, K, a, (int)A.cs, b, (int)B.rs, kscale);
+    else tile_mac_loop<false>(t, K, a, (int)A.cs, b, (int)B.rs, kscale);
 }
 
 // Copies an L x Dk block of rows (row stride `stride`) into shared memory with rows padded to Dk + 1,
 // coalesced; the padding spreads a warp's rows over the banks.
 template <typename To, typename From>
 __device__ __forceinline__ void stage_rows(To *to, const From *from, int64_t stride, int L, int Dk) {
-    for (int index = threadIdx.x; index < L * Dk; index += blockDim.x) {
-        int r = index / Dk, c = index % Dk;
-        to[r * (Dk + 1) + c] = To(value_of(from[r * stride + c]));
-    }
+    const int warps = blockDim.x / 32, lane = threadIdx.x % 32; // a warp a row: no division per element
+    for (int r = threadIdx.x / 32; r < L; r += warps)
+        for (int c = lane; c < Dk; c += 32) to[r * (Dk + 1) + c] = To(value_of(from[r * stride + c]));
 }
 
 // ---- the call's chunks and scratch ----
@@ -143,10 +158,12 @@ template <parity_dtype D> struct chunk_plan {
     Cm *cumulative;               // (slots, C)       G
     Cm *solve;                    // (slots, C, C)    T (backward only)
     Cm *w, *u;                    // (slots, C, Dk), (slots, C, Dv)
-    Cm *states;                   // (slots, Dk, Dv)  S at the chunk's start
+    Cm *states;                   // (slots, Dk, Dv)  S at the chunk's start; (slots, Dv, Dk) (S^T) when
+                                  // states_transposed: the backward reads S^T rows, the forward S rows
+    bool states_transposed;
     Cm *delta;                    // (slots, C, Dv)
     // backward
-    Cm *dstates;                  // (slots, Dk, Dv)  dS' (the gradient of the state after the chunk)
+    Cm *dstates;                  // (slots, Dv, Dk)  dS'^T (dS' = the gradient of the state after the chunk)
     Cm *ddelta;                   // (slots, C, Dv)
     Cm *dub;                      // (slots, C, Dv)   T^T ddelta
     Cm *dw;                       // (slots, C, Dk)   -ddelta S^T
@@ -320,20 +337,21 @@ template <parity_dtype D> __global__ void chunk_states(chunk_plan<D> p) {
         chunk_slot s = slot_of(p, chunk * Hv + head);
         const int L = s.length;
         Cm *state_out = p.states + s.slot * Dk * Dv;
-        for (int i = threadIdx.x; i < Dk * N; i += blockDim.x)
-            state_out[(i / N) * Dv + v0 + i % N] = S[(i / N) * state_columns + i % N];
+        for (int r = threadIdx.x / state_columns, c = threadIdx.x % state_columns; r < Dk; r += blockDim.x / state_columns)
+            if (c < N) state_out[p.states_transposed ? (v0 + c) * Dk + r : r * Dv + v0 + c] = S[r * state_columns + c];
         const Cm *w = p.w + s.slot * Cc * Dk, *u = p.u + s.slot * Cc * Dv;
         stage_rows(ws, w, Dk, L, Dk);
         stage_rows(Ks, key_rows(p, p.key, s), key_stride(p), L, Dk);
-        for (int i = threadIdx.x; i < L * N; i += blockDim.x) us[(i / N) * state_columns + i % N] = u[(i / N) * Dv + v0 + i % N];
+        for (int r = threadIdx.x / state_columns, c = threadIdx.x % state_columns; r < L; r += blockDim.x / state_columns)
+            if (c < N) us[r * state_columns + c] = u[r * Dv + v0 + c];
         load_decays(p, s, G, decay, to_last, last); // its barriers publish the staged rows too
         Cm *delta_out = p.delta + s.slot * Cc * Dv;
-        for (int index = threadIdx.x; index < tile_count<2, 2>(L, N); index += blockDim.x) {
-            tile<Cm, 2, 2> t;
+        for (int index = threadIdx.x; index < tile_count<2, 1>(L, N); index += blockDim.x) {
+            tile<Cm, 2, 1> t;
             t.start(index, N);
             tile_mac(t, L, N, Dk, make_view<Cm>(ws, ld, 1), make_view<Cm>(S, state_columns, 1));
             for (int i = 0; i < 2; i++)
-                for (int j = 0; j < 2; j++) {
+                for (int j = 0; j < 1; j++) {
                     int r = t.m0 + i, c = t.n0 + j;
                     if (r < L && c < N) {
                         Cm d = us[r * state_columns + c] - t.v[i][j];
@@ -463,23 +481,23 @@ __global__ void chunk_dstates(chunk_plan<D> p, const typename scalar<D>::storage
         chunk_slot s = slot_of(p, chunk * Hv + head);
         const int L = s.length;
         Cm *dstate_out = p.dstates + s.slot * Dk * Dv;
-        for (int i = threadIdx.x; i < Dk * N; i += blockDim.x)
-            dstate_out[(i / N) * Dv + v0 + i % N] = dS[(i / N) * state_columns + i % N];
+        for (int r = threadIdx.x / state_columns, c = threadIdx.x % state_columns; r < Dk; r += blockDim.x / state_columns)
+            if (c < N) dstate_out[(v0 + c) * Dk + r] = dS[r * state_columns + c];
         const int64_t ks = key_stride(p);
         stage_rows(Ks, key_rows(p, p.key, s), ks, L, Dk);
         stage_rows(Qs, key_rows(p, p.query, s), ks, L, Dk);
         stage_rows(ws, p.w + s.slot * Cc * Dk, Dk, L, Dk);
         const typename scalar<D>::storage *dO = doutput + (s.start * Hv + s.head) * Dv + v0;
-        for (int i = threadIdx.x; i < L * N; i += blockDim.x)
-            dOs[(i / N) * state_columns + i % N] = scalar<D>::load(dO[(int64_t)(i / N) * Hv * Dv + i % N]);
+        for (int r = threadIdx.x / state_columns, c = threadIdx.x % state_columns; r < L; r += blockDim.x / state_columns)
+            if (c < N) dOs[r * state_columns + c] = scalar<D>::load(dO[(int64_t)r * Hv * Dv + c]);
         load_decays(p, s, G, decay, to_last, last); // its barriers publish the staged rows too
         Cm *ddelta = p.ddelta + s.slot * Cc * Dv;
-        for (int index = threadIdx.x; index < tile_count<2, 2>(L, N); index += blockDim.x) {
-            tile<Cm, 2, 2> t;
+        for (int index = threadIdx.x; index < tile_count<2, 1>(L, N); index += blockDim.x) {
+            tile<Cm, 2, 1> t;
             t.start(index, N);
             tile_mac(t, L, N, Dk, make_view<Pm>(Ks, ld, 1), make_view<Cm>(dS, state_columns, 1));
             for (int i = 0; i < 2; i++)
-                for (int j = 0; j < 2; j++) {
+                for (int j = 0; j < 1; j++) {
                     int r = t.m0 + i, c = t.n0 + j;
                     if (r < L && c < N) {
                         Cm d = ddelta[r * Dv + v0 + c] + to_last[r] * t.v[i][j];
@@ -526,7 +544,7 @@ __global__ void chunk_grads(chunk_plan<D> p, const typename scalar<D>::storage *
                             const typename scalar<D>::storage *beta_in, const typename scalar<D>::storage *doutput,
                             chunk_gradients<D> out) {
     using Cm = chunk_compute<D>;
-    using St = typename scalar<D>::storage;
+    using Sv = typename scalar<D>::storage;
     extern __shared__ unsigned char shared_bytes[];
     const int Cc = p.capacity, Dk = (int)p.shape.key_dim, Dv = (int)p.shape.value_dim, CC = Cc * Cc;
     const int key_tiles = (Dk + 3) / 4;
@@ -544,8 +562,9 @@ __global__ void chunk_grads(chunk_plan<D> p, const typename scalar<D>::storage *
     const int L = s.length;
     const int64_t ks = key_stride(p), vs = Hv * Dv, token_row = s.start * Hv + s.head;
     const auto *Q = key_rows(p, p.query, s), *K = key_rows(p, p.key, s);
-    const St *V = value + token_row * Dv, *dO = doutput + token_row * Dv;
-    const Cm *S = p.states + s.slot * Dk * Dv, *dSn = p.dstates + s.slot * Dk * Dv;
+    const Sv *V = value + token_row * Dv, *dO = doutput + token_row * Dv;
+    // S^T and dS'^T (Dv, Dk): the backward's chunk_states and chunk_dstates store them transposed
+    const Cm *S_t = p.states + s.slot * Dk * Dv, *dSnt = p.dstates + s.slot * Dk * Dv;
     const Cm *delta = p.delta + s.slot * Cc * Dv, *ddelta = p.ddelta + s.slot * Cc * Dv;
     const Cm *w = p.w + s.slot * Cc * Dk, *u = p.u + s.slot * Cc * Dv;
     Cm *dub = p.dub + s.slot * Cc * Dv, *dw = p.dw + s.slot * Cc * Dk, *dwb = p.dwb + s.slot * Cc * Dk;
@@ -554,7 +573,7 @@ __global__ void chunk_grads(chunk_plan<D> p, const typename scalar<D>::storage *
     for (int i = threadIdx.x; i < L; i += blockDim.x) beta[i] = scalar<D>::load(beta_in[(s.start + i) * Hv + s.head]);
     {   // <dS', S>: the gradient of exp(G_last) through the carried state
         Cm sum = 0;
-        for (int e = threadIdx.x; e < Dk * Dv; e += blockDim.x) sum += dSn[e] * S[e];
+        for (int e = threadIdx.x; e < Dk * Dv; e += blockDim.x) sum += dSnt[e] * S_t[e]; // same layout: <dS', S>
         sum = block_sum(sum, reduce);
         if (threadIdx.x == 0) *state_dot = sum;
     }
@@ -595,7 +614,7 @@ __global__ void chunk_grads(chunk_plan<D> p, const typename scalar<D>::storage *
     for (int index = threadIdx.x; index < tile_count<4, 4>(L, Dk); index += blockDim.x) {
         tile<Cm, 4, 4> t;
         t.start(index, Dk);
-        tile_mac(t, L, Dk, Dv, make_view(ddelta, Dv, 1), make_view(S, 1, Dv));
+        tile_mac(t, L, Dk, Dv, make_view(ddelta, Dv, 1), make_view(S_t, Dk, 1));
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 4; j++)
                 if (t.m0 + i < L && t.n0 + j < Dk) dw[(t.m0 + i) * Dk + t.n0 + j] = -t.v[i][j];
@@ -650,7 +669,7 @@ __global__ void chunk_grads(chunk_plan<D> p, const typename scalar<D>::storage *
         tile<Cm, 4, 4> read, intra;
         read.start(index, Dk);
         intra.start(index, Dk);
-        tile_mac(read, L, Dk, Dv, make_view(dO, vs, 1), make_view(S, 1, Dv));
+        tile_mac(read, L, Dk, Dv, make_view(dO, vs, 1), make_view(S_t, Dk, 1));
         tile_mac(intra, L, Dk, L, make_view<Cm>(dPm, Cc, 1), make_view(K, ks, 1));
         for (int i = 0; i < 4; i++) {
             int r = read.m0 + i;
@@ -671,7 +690,7 @@ __global__ void chunk_grads(chunk_plan<D> p, const typename scalar<D>::storage *
         write.start(index, Dk);
         tile_mac(main, L, Dk, L, make_view<Cm>(dPm, 1, Cc), make_view(Q, ks, 1));
         tile_mac(main, L, Dk, L, make_view<Cm>(dKKs, Cc, 1), make_view(K, ks, 1));
-        tile_mac(write, L, Dk, Dv, make_view(delta, Dv, 1), make_view(dSn, 1, Dv));
+        tile_mac(write, L, Dk, Dv, make_view(delta, Dv, 1), make_view(dSnt, Dk, 1));
         for (int i = 0; i < 4; i++) {
             int r = main.m0 + i;
             if (r >= L) continue;
@@ -782,6 +801,7 @@ parity_error *plan_chunks(const parity_exec *exec, const delta_call &call, const
     plan.w = take(C * Dk);
     plan.u = take(C * Dv);
     plan.states = take(Dk * Dv);
+    plan.states_transposed = backward;
     plan.delta = take(C * Dv);
     if (backward) {
         plan.dstates = take(Dk * Dv);
@@ -830,7 +850,7 @@ parity_error *run_forward(const parity_exec *exec, const parity_gated_delta_rule
     PARITY_TRY(allow_shared(chunk_states<D>, shared, call.sizes, device));
     dim3 sequential((unsigned)(plan.shape.documents * plan.shape.value_heads),
                     (unsigned)((plan.shape.value_dim + state_columns - 1) / state_columns));
-    chunk_states<D><<<sequential, parallel_threads, shared, stream>>>(plan);
+    chunk_states<D><<<sequential, sequential_threads, shared, stream>>>(plan);
     PARITY_CUDA_TRY_LAUNCH("chunk_states");
     if (output) {
         shared = scores_shared<D>(plan.capacity, plan.shape.key_dim);
@@ -898,7 +918,7 @@ parity_error *gated_delta_rule_cuda_chunked_backward(const parity_exec *exec, co
             PARITY_TRY(allow_shared(chunk_dstates<D>, shared, call.sizes, device.index));
             dim3 sequential((unsigned)(shape.documents * shape.value_heads),
                             (unsigned)((shape.value_dim + state_columns - 1) / state_columns));
-            chunk_dstates<D><<<sequential, parallel_threads, shared, stream>>>(plan, doutput);
+            chunk_dstates<D><<<sequential, sequential_threads, shared, stream>>>(plan, doutput);
             PARITY_CUDA_TRY_LAUNCH("chunk_dstates");
             chunk_gradients<D> out = {dquery_prepared.data<Pm>(), dkey_prepared.data<Pm>(),
                                       grads->dvalue ? static_cast<St *>(grads->dvalue->data) : nullptr,
