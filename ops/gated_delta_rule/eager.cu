@@ -8,10 +8,13 @@
 // of each chunk (global scratch), then for each chunk from the last, the chunk's states are recomputed
 // from its checkpoint and eager.c's reverse-time step runs token by token, the state's gradient in
 // shared memory: rows of dS belong to threads as k, columns as v, with a barrier between the steps.
-// Layouts for speed only (no sum changes order): dS's shared rows are padded to Dv + 1 elements, so
-// the threads of a warp walking their rows k hit 32 banks, not one; the checkpoints and recomputed
-// states in global memory are stored column-major (element (k, v) at v Dk + k), so the reverse steps'
-// row walks (thread k) read consecutive addresses, and each column (thread v) is contiguous.
+// Layouts for speed only (no sum changes order, no value changes): dS's shared rows are padded to
+// Dv + 1 elements, so the threads of a warp walking their rows k hit 32 banks, not one. Staged (f32
+// and bf16, where three padded states fit in shared memory): the chunk's states are recomputed in
+// shared memory and copied out row by row, and each reverse step copies the one state it needs
+// (S_{t-1}) back in with coalesced loads into the buffer the step before has finished with, so no
+// step walks global memory with a stride (a block's chunk states, 2 MB at Dk = Dv = 128, do not stay
+// in L2). Unstaged (f64) the steps read the global states in place.
 //   dS += q do^T, dq = S do (k)  |  ddelta = dS^T k (v), dk_write = dS delta (k)  |  dinnov = ddelta beta,
 //   dbeta = <ddelta, innov> (v, thread 0)  |  dS += k (-dinnov)^T, dk_read = S' (-dinnov) (k), row sums
 //   of dS * S_{t-1} (k), dS *= exp(g)  |  dg = (sum of the row sums over k in order) exp(g) (thread 0)
@@ -110,7 +113,7 @@ template <parity_dtype D> struct delta_gradients {
     typename scalar<D>::storage *dbeta;        // (N, Hv), may be NULL
 };
 
-template <parity_dtype D>
+template <parity_dtype D, bool STAGED>
 __global__ void delta_backward(delta_shape shape, delta_plan plan, const typename scalar<D>::compute *prepared_query,
                                const typename scalar<D>::compute *prepared_key, const typename scalar<D>::storage *value,
                                const void *g, const typename scalar<D>::storage *beta,
@@ -122,12 +125,13 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
     int64_t Dk = shape.key_dim, Dv = shape.value_dim, state_size = Dk * Dv, Hv = shape.value_heads;
     int64_t Dvp = Dv + 1;                            // dS's padded row: a warp's rows k spread over the banks
     C *dstate = reinterpret_cast<C *>(shared_bytes); // (Dk, Dv + 1); the running state during the first sweep
-    C *ddelta = dstate + Dk * Dvp, *dinnovation = ddelta + Dv, *dkey_write = dinnovation + Dv, *ddecay_rows = dkey_write + Dk;
+    C *buffers = dstate + Dk * Dvp;                  // STAGED: two working states (Dk, Dv + 1)
+    C *ddelta = buffers + (STAGED ? 2 * Dk * Dvp : 0), *dinnovation = ddelta + Dv, *dkey_write = dinnovation + Dv, *ddecay_rows = dkey_write + Dk;
     int64_t document = blockIdx.x / Hv, head = blockIdx.x % Hv;
     int64_t start = shape.offsets[document], length = shape.offsets[document + 1] - start;
     int64_t chunk = plan.chunk_length[document], chunks = (length + chunk - 1) / chunk;
-    C *checkpoints = scratch + plan.block_base[blockIdx.x]; // (chunks, Dv, Dk): the state before each chunk
-    C *states = checkpoints + chunks * state_size;          // (chunk + 1, Dv, Dk), column-major states
+    C *checkpoints = scratch + plan.block_base[blockIdx.x]; // (chunks, Dk, Dv): the state before each chunk
+    C *states = checkpoints + chunks * state_size;          // (chunk + 1, Dk, Dv): the chunk's states
     C *innovations = states + (chunk + 1) * state_size;     // (chunk, Dv)
     C *deltas = innovations + chunk * Dv;                   // (chunk, Dv)
 
@@ -136,7 +140,7 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
         for (int64_t k = 0; k < Dk; k++) dstate[k * Dvp + v] = 0;
         for (int64_t i = 0; i < length; i++) {
             if (i % chunk == 0)
-                for (int64_t k = 0; k < Dk; k++) checkpoints[(i / chunk) * state_size + v * Dk + k] = dstate[k * Dvp + v];
+                for (int64_t k = 0; k < Dk; k++) checkpoints[(i / chunk) * state_size + k * Dv + v] = dstate[k * Dvp + v];
             delta_token<D> token = token_of<D>(shape, start + i, head, prepared_query, prepared_key, value, g, beta);
             C innovation;
             advance_column<D>(shape, token, v, dstate + v, Dvp, &innovation);
@@ -149,20 +153,38 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
     // 2. chunks from the last: recompute the chunk's states, then reverse steps
     for (int64_t c = chunks - 1; c >= 0; c--) {
         int64_t first = c * chunk, count = length - first < chunk ? length - first : chunk;
+        C *running = buffers; // STAGED: the recomputed state, then S_{i+1} of the first reverse step
         for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
-            for (int64_t k = 0; k < Dk; k++) states[v * Dk + k] = checkpoints[c * state_size + v * Dk + k];
+            for (int64_t k = 0; k < Dk; k++) {
+                C value_kv = checkpoints[c * state_size + k * Dv + v];
+                states[k * Dv + v] = value_kv;
+                if (STAGED) running[k * Dvp + v] = value_kv;
+            }
             for (int64_t i = 0; i < count; i++) {
-                C *next = states + (i + 1) * state_size + v * Dk;
-                for (int64_t k = 0; k < Dk; k++) next[k] = next[k - state_size];
                 delta_token<D> token = token_of<D>(shape, start + first + i, head, prepared_query, prepared_key, value, g, beta);
-                deltas[i * Dv + v] = advance_column<D>(shape, token, v, next, 1, &innovations[i * Dv + v]);
+                C *next = states + (i + 1) * state_size + v;
+                if (STAGED) {
+                    deltas[i * Dv + v] = advance_column<D>(shape, token, v, running + v, Dvp, &innovations[i * Dv + v]);
+                    for (int64_t k = 0; k < Dk; k++) next[k * Dv] = running[k * Dvp + v];
+                } else {
+                    for (int64_t k = 0; k < Dk; k++) next[k * Dv] = next[k * Dv - state_size];
+                    deltas[i * Dv + v] = advance_column<D>(shape, token, v, next, Dv, &innovations[i * Dv + v]);
+                }
             }
         }
         __syncthreads();
+        const int64_t ws = STAGED ? Dvp : Dv; // a working state's row stride
+        const C *state = STAGED ? running : states + count * state_size;
         for (int64_t i = count - 1; i >= 0; i--) {
             int64_t t = start + first + i, row = t * Hv + head;
             delta_token<D> token = token_of<D>(shape, t, head, prepared_query, prepared_key, value, g, beta);
-            const C *state = states + (i + 1) * state_size, *previous = states + i * state_size;
+            C *previous = states + i * state_size;
+            if (STAGED) { // S_i into the buffer that held S_{i+2} (read only by the last step's first loop)
+                C *into = state == buffers ? buffers + Dk * Dvp : buffers;
+                for (int64_t index = threadIdx.x; index < state_size; index += blockDim.x)
+                    into[(index / Dv) * Dvp + index % Dv] = previous[index];
+                previous = into; // read after the barriers below
+            }
             const typename S::storage *dy = doutput + row * Dv;
             // o = S^T q: dS += q do^T; dq = S do
             for (int64_t k = threadIdx.x; k < Dk; k += blockDim.x) {
@@ -170,7 +192,7 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
                 for (int64_t v = 0; v < Dv; v++) {
                     C d = S::load(dy[v]);
                     dstate[k * Dvp + v] = dstate[k * Dvp + v] + d * token.query[k];
-                    dq += d * state[v * Dk + k];
+                    dq += d * state[k * ws + v];
                 }
                 out.dquery[row * Dk + k] = dq;
             }
@@ -205,11 +227,11 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
                 for (int64_t v = 0; v < Dv; v++) {
                     C dmemory = -dinnovation[v];
                     dstate[k * Dvp + v] = dstate[k * Dvp + v] + dmemory * token.key[k];
-                    dk_read += dmemory * (previous[v * Dk + k] * token.decay);
+                    dk_read += dmemory * (previous[k * ws + v] * token.decay);
                 }
                 out.dkey[row * Dk + k] = dkey_write[k] + dk_read;
                 C row_sum = 0;
-                for (int64_t v = 0; v < Dv; v++) row_sum += dstate[k * Dvp + v] * previous[v * Dk + k];
+                for (int64_t v = 0; v < Dv; v++) row_sum += dstate[k * Dvp + v] * previous[k * ws + v];
                 ddecay_rows[k] = row_sum;
                 for (int64_t v = 0; v < Dv; v++) dstate[k * Dvp + v] = dstate[k * Dvp + v] * token.decay;
             }
@@ -219,6 +241,7 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
                 for (int64_t k = 0; k < Dk; k++) ddecay += ddecay_rows[k];
                 store_f64(out.dg, shape.g_dtype, row, (double)(ddecay * token.decay));
             }
+            state = previous; // S_i is the next step's S_{i+1}
         }
         __syncthreads(); // the next chunk overwrites the states this one read
     }
@@ -291,8 +314,15 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_exec *exec, cons
         prepared_qk prepared;
         PARITY_TRY(prepare_qk<D>(exec, args, call, &prepared));
         if (shape.documents * shape.value_heads > 0) {
-            size_t shared = (size_t)(shape.key_dim * (shape.value_dim + 1) + 2 * shape.value_dim + 2 * shape.key_dim) * sizeof(C);
-            PARITY_TRY(allow_shared(delta_backward<D>, shared, call.sizes, device.index));
+            // dS (Dk, Dv + 1), four vectors, and STAGED two working states (Dk, Dv + 1) when they fit
+            size_t padded = (size_t)(shape.key_dim * (shape.value_dim + 1)) * sizeof(C);
+            size_t vectors = (size_t)(2 * shape.value_dim + 2 * shape.key_dim) * sizeof(C);
+            int limit = 0;
+            PARITY_CUDA_TRY(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device.index));
+            const bool staged = padded * 3 + vectors <= (size_t)limit;
+            size_t shared = padded * (staged ? 3 : 1) + vectors;
+            auto kernel = staged ? delta_backward<D, true> : delta_backward<D, false>;
+            PARITY_TRY(allow_shared(kernel, shared, call.sizes, device.index));
             delta_gradients<D> out = {dquery_prepared.data<C>(), dkey_prepared.data<C>(),
                                       grads->dvalue ? static_cast<storage *>(grads->dvalue->data) : nullptr,
                                       grads->dg ? grads->dg->data : nullptr,
@@ -300,7 +330,7 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_exec *exec, cons
             delta_plan plan = {block_bases.data<int64_t>(), chunk_lengths.data<int64_t>()};
             int64_t width = shape.key_dim > shape.value_dim ? shape.key_dim : shape.value_dim;
             const cudaStream_t stream = parity_cuda_stream(exec);
-            delta_backward<D><<<(unsigned)(shape.documents * shape.value_heads), threads_for(width), shared, stream>>>(
+            kernel<<<(unsigned)(shape.documents * shape.value_heads), threads_for(width), shared, stream>>>(
                 shape, plan, prepared.query.data<C>(), prepared.key.data<C>(),
                 static_cast<const storage *>(args->value->data), args->g->data,
                 static_cast<const storage *>(args->beta->data), static_cast<const storage *>(grads->doutput->data),
