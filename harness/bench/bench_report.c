@@ -579,13 +579,14 @@ static parity_error *markdown_at(const parity_bench_report *report, const parity
             c->l2_bytes / 1048576.0, c->copy_gigabytes_per_second, 100 * c->copy_timing.noise, (long long)c->gemm_n,
             c->gemm_teraflops, 100 * c->gemm_timing.noise);
     fprintf(stream, "Timing: CUDA events around each call, L2 flushed (%.0f MiB written) before every run, %d warm-up runs, "
-                    "median of %d runs (%d for the flop-bound cross_entropy, attention and moe_experts, fewer where they would pass "
+                    "median of %d runs (%d for the flop-bound cross_entropy, attention, moe_experts and gated_delta_rule, fewer where they would pass "
                     "%.0f s, at least %d: the noise column says how many); noise = median absolute deviation / "
                     "median. Rates count the bytes that must move (each input read once, each output written once) or "
                     "the GEMM flops (cross_entropy: 6 N H V; attention, causal: issue 13's count 2 B H D sum(L^2) over "
                     "the documents forward, i.e. 2 B H T^2 D for one document a row, 3.5x that forward + backward; moe_experts: the "
                     "experts' GEMMs 2 R (H 2I + I H) = 6 R H I forward over the R = N K routed rows, 3x that forward + "
-                    "backward; a torch peer timing a part, the gate_up GEMM alone, counts its own 4 R H I). Extra peak = device memory at the fwd+bwd peak beyond what was held "
+                    "backward; a torch peer timing a part, the gate_up GEMM alone, counts its own 4 R H I; gated_delta_rule: the "
+                    "chunked algorithm's products B T H (2C (3K + 2V) + 6 K V) with C = 64 forward, 3x that forward + backward). Extra peak = device memory at the fwd+bwd peak beyond what was held "
                     "before it: for parity the inputs and the caller's gradient buffers (listed apart), for torch the "
                     "inputs only.%s%s%s\n\n",
             c->flush_bytes / 1048576.0, c->warmup, c->runs, c->flop_bound_runs, PARITY_BENCH_FLOP_BOUND_ROW_BUDGET_MS / 1000,

@@ -47,7 +47,8 @@ void parity_command_bench_usage(FILE *stream) {
     fprintf(stream,
             "  --dtype T       bf16 (default), fp32 or fp64\n"
             "  --runs N        timed runs per measurement (default 30; 20 for the flop-bound cross_entropy,\n"
-            "                  attention and moe_experts, fewer, at least 3, where those would pass 2 s: slow\n"
+            "                  attention, moe_experts and gated_delta_rule, fewer, at least 3, where those would\n"
+            "                  pass 2 s: slow\n"
             "                  backends; at least 20 is what the baselines use)\n"
             "  --warmup N      untimed runs first (default 5)\n"
             "  --peers FILE    PyTorch peers written by tools/bench_torch_peers.py: printed beside, with speedups\n"
