@@ -879,19 +879,11 @@ parity_error *gated_delta_rule_cuda_chunked_backward(const parity_exec *exec, co
                                                      const parity_saved *saved,
                                                      const parity_gated_delta_rule_grads *grads) {
     delta_call call;
-    PARITY_TRY(prepare_call(args, &call));
-    PARITY_TRY(parity_gated_delta_rule_check_grads(args, grads));
+    PARITY_TRY(prepare_backward_call(args, grads, &call));
     parity_device device = args->query->device;
-    const parity_tensor *tensors[] = {grads->doutput, grads->dquery, grads->dkey, grads->dvalue, grads->dg, grads->dbeta};
-    const char *names[] = {"doutput", "dquery", "dkey", "dvalue", "dg", "dbeta"};
-    for (int i = 0; i < 6; i++) PARITY_TRY(parity_cuda_check_tensor("gated_delta_rule", names[i], tensors[i], device));
     const delta_shape &shape = call.shape;
-    parity_dtype compute = args->query->dtype == PARITY_F64 ? PARITY_F64 : PARITY_F32;
-    int64_t value_rows = shape.tokens * shape.value_heads;
-    scoped_tensor dquery_prepared, dkey_prepared, dinverse;
-    PARITY_TRY(dquery_prepared.alloc_1d(compute, device, value_rows * shape.key_dim));
-    PARITY_TRY(dkey_prepared.alloc_1d(compute, device, value_rows * shape.key_dim));
-    PARITY_TRY(dinverse.alloc_1d(compute, device, value_rows));
+    prepared_qk_grads dprepared;
+    PARITY_TRY(dprepared.alloc(args, shape));
     return dispatch_float(args->query->dtype, "gated_delta_rule", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using Cm = chunk_compute<D>;
@@ -920,7 +912,7 @@ parity_error *gated_delta_rule_cuda_chunked_backward(const parity_exec *exec, co
                             (unsigned)((shape.value_dim + state_columns - 1) / state_columns));
             chunk_dstates<D><<<sequential, sequential_threads, shared, stream>>>(plan, doutput);
             PARITY_CUDA_TRY_LAUNCH("chunk_dstates");
-            chunk_gradients<D> out = {dquery_prepared.data<Pm>(), dkey_prepared.data<Pm>(),
+            chunk_gradients<D> out = {dprepared.dquery.data<Pm>(), dprepared.dkey.data<Pm>(),
                                       grads->dvalue ? static_cast<St *>(grads->dvalue->data) : nullptr,
                                       grads->dg ? grads->dg->data : nullptr,
                                       grads->dbeta ? static_cast<St *>(grads->dbeta->data) : nullptr};
@@ -928,7 +920,7 @@ parity_error *gated_delta_rule_cuda_chunked_backward(const parity_exec *exec, co
                 plan, static_cast<const St *>(args->value->data), static_cast<const St *>(args->beta->data), doutput, out);
             PARITY_CUDA_TRY_LAUNCH("chunk_grads");
         }
-        return finish_qk_grads<D>(exec, args, grads, call, prepared, dquery_prepared, dkey_prepared, dinverse, qk_rows::warp);
+        return finish_qk_grads<D>(exec, args, grads, call, prepared, dprepared, qk_rows::warp);
     });
 }
 

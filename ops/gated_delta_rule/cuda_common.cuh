@@ -191,6 +191,32 @@ parity_error *prepare_call(const parity_gated_delta_rule_args *args, delta_call 
     return NULL;
 }
 
+// prepare_call for a backward: the gradients' shapes and devices checked too.
+inline parity_error *prepare_backward_call(const parity_gated_delta_rule_args *args,
+                                           const parity_gated_delta_rule_grads *grads, delta_call *call) {
+    PARITY_TRY(prepare_call(args, call));
+    PARITY_TRY(parity_gated_delta_rule_check_grads(args, grads));
+    const parity_tensor *tensors[] = {grads->doutput, grads->dquery, grads->dkey, grads->dvalue, grads->dg, grads->dbeta};
+    const char *names[] = {"doutput", "dquery", "dkey", "dvalue", "dg", "dbeta"};
+    for (int i = 0; i < 6; i++)
+        PARITY_TRY(parity_cuda_check_tensor("gated_delta_rule", names[i], tensors[i], args->query->device));
+    return NULL;
+}
+
+// The gradients of the prepared q and k of every value head, (N, Hv, Dk) in the compute precision, and
+// the (N, Hv) scratch of their L2-norm backward: what a backward hands finish_qk_grads.
+struct prepared_qk_grads {
+    scoped_tensor dquery, dkey, dinverse;
+    parity_error *alloc(const parity_gated_delta_rule_args *args, const delta_shape &shape) {
+        parity_device device = args->query->device;
+        parity_dtype compute = args->query->dtype == PARITY_F64 ? PARITY_F64 : PARITY_F32;
+        int64_t value_rows = shape.tokens * shape.value_heads;
+        PARITY_TRY(dquery.alloc_1d(compute, device, value_rows * shape.key_dim));
+        PARITY_TRY(dkey.alloc_1d(compute, device, value_rows * shape.key_dim));
+        return dinverse.alloc_1d(compute, device, value_rows);
+    }
+};
+
 // Raises the kernel's dynamic shared memory limit to `bytes`, or says the state does not fit.
 template <typename Kernel> parity_error *allow_shared(Kernel kernel, size_t bytes, const parity_gated_delta_rule_sizes &s, int device) {
     int limit = 0;
@@ -245,9 +271,10 @@ parity_error *prepare_qk(const parity_exec *exec, const parity_gated_delta_rule_
 template <parity_dtype D>
 parity_error *finish_qk_grads(const parity_exec *exec, const parity_gated_delta_rule_args *args,
                               const parity_gated_delta_rule_grads *grads, const delta_call &call,
-                              const prepared_qk &prepared, const scoped_tensor &dquery_prepared,
-                              const scoped_tensor &dkey_prepared, scoped_tensor &dinverse,
+                              const prepared_qk &prepared, prepared_qk_grads &dprepared,
                               qk_rows layout = qk_rows::thread) {
+    const scoped_tensor &dquery_prepared = dprepared.dquery, &dkey_prepared = dprepared.dkey;
+    scoped_tensor &dinverse = dprepared.dinverse;
     using storage = typename scalar<D>::storage;
     using C = typename scalar<D>::compute;
     const delta_shape &shape = call.shape;

@@ -276,12 +276,8 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_exec *exec, cons
                                                    const parity_saved *saved,
                                                    const parity_gated_delta_rule_grads *grads) {
     delta_call call;
-    PARITY_TRY(prepare_call(args, &call));
-    PARITY_TRY(parity_gated_delta_rule_check_grads(args, grads));
+    PARITY_TRY(prepare_backward_call(args, grads, &call));
     parity_device device = args->query->device;
-    const parity_tensor *tensors[] = {grads->doutput, grads->dquery, grads->dkey, grads->dvalue, grads->dg, grads->dbeta};
-    const char *names[] = {"doutput", "dquery", "dkey", "dvalue", "dg", "dbeta"};
-    for (int i = 0; i < 6; i++) PARITY_TRY(parity_cuda_check_tensor("gated_delta_rule", names[i], tensors[i], device));
     const delta_shape &shape = call.shape;
     const parity_documents &documents = call.documents.documents;
     // the chunk plan: ~sqrt(L) tokens per chunk; per block the checkpoints, the chunk's states, innovations, deltas
@@ -298,15 +294,13 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_exec *exec, cons
             total += (chunks + chunk + 1) * state_size + 2 * chunk * shape.value_dim;
         }
     }
-    scoped_tensor chunk_lengths, block_bases, scratch, dquery_prepared, dkey_prepared, dinverse;
+    scoped_tensor chunk_lengths, block_bases, scratch;
+    prepared_qk_grads dprepared;
     PARITY_TRY(upload_int64(chunk_lengths, chunk_length.data(), (int64_t)chunk_length.size(), device));
     PARITY_TRY(upload_int64(block_bases, block_base.data(), (int64_t)block_base.size(), device));
     parity_dtype compute = args->query->dtype == PARITY_F64 ? PARITY_F64 : PARITY_F32;
     PARITY_TRY(scratch.alloc_1d(compute, device, total));
-    int64_t value_rows = shape.tokens * shape.value_heads;
-    PARITY_TRY(dquery_prepared.alloc_1d(compute, device, value_rows * shape.key_dim));
-    PARITY_TRY(dkey_prepared.alloc_1d(compute, device, value_rows * shape.key_dim));
-    PARITY_TRY(dinverse.alloc_1d(compute, device, value_rows));
+    PARITY_TRY(dprepared.alloc(args, shape));
     return dispatch_float(args->query->dtype, "gated_delta_rule", [&](auto tag) -> parity_error * {
         constexpr parity_dtype D = decltype(tag)::value;
         using storage = typename scalar<D>::storage;
@@ -323,7 +317,7 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_exec *exec, cons
             size_t shared = padded * (staged ? 3 : 1) + vectors;
             auto kernel = staged ? delta_backward<D, true> : delta_backward<D, false>;
             PARITY_TRY(allow_shared(kernel, shared, call.sizes, device.index));
-            delta_gradients<D> out = {dquery_prepared.data<C>(), dkey_prepared.data<C>(),
+            delta_gradients<D> out = {dprepared.dquery.data<C>(), dprepared.dkey.data<C>(),
                                       grads->dvalue ? static_cast<storage *>(grads->dvalue->data) : nullptr,
                                       grads->dg ? grads->dg->data : nullptr,
                                       grads->dbeta ? static_cast<storage *>(grads->dbeta->data) : nullptr};
@@ -337,7 +331,7 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_exec *exec, cons
                 scratch.data<C>(), out);
             PARITY_CUDA_TRY_LAUNCH("delta_backward");
         }
-        PARITY_TRY(finish_qk_grads<D>(exec, args, grads, call, prepared, dquery_prepared, dkey_prepared, dinverse));
+        PARITY_TRY(finish_qk_grads<D>(exec, args, grads, call, prepared, dprepared));
         return (parity_error *)NULL;
     });
 }

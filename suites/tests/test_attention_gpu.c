@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "assert_ok.h"
+#include "gpu_backend.h"
 #include "gpu_skip.h"
 #include "op_cases.h"
 #include "ops/attention/attention.h"
@@ -80,22 +81,9 @@ static op_check_run_options on_cuda(const char *backend, parity_dtype dtype, par
                                   .device = PARITY_CUDA(0)};
 }
 
-// The registered, available cuda backend of a row; NULL (the test failed, naming it and why) otherwise.
 static const parity_backend *available_backend(const attention_backend_row *row) {
-    const parity_backend *backend = parity_registry_find(PARITY_OP_ATTENTION, row->name, PARITY_DEVICE_CUDA);
-    if (!backend) {
-        cr_expect_fail("attention %s is not registered on cuda (issue 13 registers sdpa, flash_attention_2 and "
-                       "flex_attention there)", row->name);
-        return NULL;
-    }
-    char reason[256] = "";
-    parity_availability verdict =
-        parity_registry_availability(PARITY_OP_ATTENTION, row->name, PARITY_CUDA(0), NULL, reason, sizeof reason);
-    if (verdict != PARITY_AVAILABLE) {
-        cr_expect_fail("attention %s is registered on cuda but not available on cuda:0: %s", row->name, reason);
-        return NULL;
-    }
-    return backend;
+    return gpu_test_available_backend(PARITY_OP_ATTENTION, row->name,
+                                      "issue 13 registers sdpa, flash_attention_2 and flex_attention there");
 }
 
 static bool claims(const parity_backend *backend, parity_dtype dtype) {
@@ -243,23 +231,11 @@ Test(attention_gpu, deterministic_backends_are_bitwise_equal_over_50_runs, .time
                 parity_dtype dtype = rule_dtypes[d];
                 if (!claims(backend, dtype) || !(attention_backends[b].repeated_dtypes & PARITY_DTYPE_BIT(dtype)))
                     continue;
-                op_check_state first, again;
-                assert_ok(op_check_run(row, on_cuda(backend->name, dtype, dtype), &first), row->name);
-                assert_ok(op_check_run(row, on_cuda(backend->name, dtype, dtype), &again), row->name);
-                int equal_runs = 1;
-                for (int run = 1; run < DETERMINISM_RUNS; run++) {
-                    if (run > 1) assert_ok(op_check_rerun(row, &again), row->name);
-                    char differing[48] = "";
-                    bool same = op_check_bitwise_equal(&first, &again, differing, sizeof differing);
-                    cr_expect(same, "attention %s [%s] %s: flagged deterministic but run %d differs from run 0 in %s",
-                              backend->name, row->name, parity_dtype_name(dtype), run, differing);
-                    if (!same) break;
-                    equal_runs++;
-                }
+                char what[160];
+                snprintf(what, sizeof what, "attention %s [%s] %s", backend->name, row->name, parity_dtype_name(dtype));
+                int equal_runs = gpu_test_bitwise_equal_runs(row, on_cuda(backend->name, dtype, dtype), DETERMINISM_RUNS, what);
                 cr_log_info("attention %-17s %-4s %-58s %d runs bitwise equal", backend->name, parity_dtype_name(dtype),
                             row->name, equal_runs);
-                op_check_release(&again);
-                op_check_release(&first);
             }
         }
         proven++;

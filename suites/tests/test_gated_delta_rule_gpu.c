@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "assert_ok.h"
+#include "gpu_backend.h"
 #include "gpu_skip.h"
 #include "op_cases.h"
 #include "ops/gated_delta_rule/gated_delta_rule.h"
@@ -35,21 +36,8 @@ static op_check_run_options on_cuda(const char *backend, parity_dtype dtype, par
                                   .device = PARITY_CUDA(0)};
 }
 
-// The registered, available cuda backend; NULL (the test failed, naming it and why) otherwise.
 static const parity_backend *available_backend(const char *name) {
-    const parity_backend *backend = parity_registry_find(PARITY_OP_GATED_DELTA_RULE, name, PARITY_DEVICE_CUDA);
-    if (!backend) {
-        cr_expect_fail("gated_delta_rule %s is not registered on cuda (issue 15 registers it there)", name);
-        return NULL;
-    }
-    char reason[256] = "";
-    parity_availability verdict =
-        parity_registry_availability(PARITY_OP_GATED_DELTA_RULE, name, PARITY_CUDA(0), NULL, reason, sizeof reason);
-    if (verdict != PARITY_AVAILABLE) {
-        cr_expect_fail("gated_delta_rule %s is registered on cuda but not available on cuda:0: %s", name, reason);
-        return NULL;
-    }
-    return backend;
+    return gpu_test_available_backend(PARITY_OP_GATED_DELTA_RULE, name, "issue 15 registers it there");
 }
 
 Test(gated_delta_rule_gpu, every_backend_is_registered_and_available_on_cuda) {
@@ -146,22 +134,11 @@ Test(gated_delta_rule_gpu, backends_are_bitwise_equal_over_20_runs, .timeout = 6
                 if (strcmp(gated_delta_rule_gpu_case_list.cases[i].name, determinism_rows[r]) == 0)
                     row = &gated_delta_rule_gpu_case_list.cases[i];
             cr_assert_not_null(row, "no gated_delta_rule GPU row '%s'", determinism_rows[r]);
-            op_check_state first, again;
-            assert_ok(op_check_run(row, on_cuda(gdr_backends[b], PARITY_BF16, PARITY_BF16), &first), row->name);
-            assert_ok(op_check_run(row, on_cuda(gdr_backends[b], PARITY_BF16, PARITY_BF16), &again), row->name);
-            int equal_runs = 1;
-            for (int run = 1; run < DETERMINISM_RUNS; run++) {
-                if (run > 1) assert_ok(op_check_rerun(row, &again), row->name);
-                char differing[48] = "";
-                bool same = op_check_bitwise_equal(&first, &again, differing, sizeof differing);
-                cr_expect(same, "gated_delta_rule %s [%s]: run %d differs from run 0 in %s", gdr_backends[b], row->name,
-                          run, differing);
-                if (!same) break;
-                equal_runs++;
-            }
+            char what[160];
+            snprintf(what, sizeof what, "gated_delta_rule %s [%s] bf16", gdr_backends[b], row->name);
+            int equal_runs =
+                gpu_test_bitwise_equal_runs(row, on_cuda(gdr_backends[b], PARITY_BF16, PARITY_BF16), DETERMINISM_RUNS, what);
             cr_log_info("gated_delta_rule %-4s %-56s %d runs bitwise equal", gdr_backends[b], row->name, equal_runs);
-            op_check_release(&again);
-            op_check_release(&first);
         }
     }
 }

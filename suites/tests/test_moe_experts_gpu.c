@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "assert_ok.h"
+#include "gpu_backend.h"
 #include "gpu_skip.h"
 #include "op_cases.h"
 #include "ops/moe_experts/moe_experts.h"
@@ -45,21 +46,8 @@ static op_check_run_options on_cuda(const char *backend, parity_dtype dtype, par
                                   .device = PARITY_CUDA(0)};
 }
 
-// The registered, available cuda backend of a row; NULL (the test failed, naming it and why) otherwise.
 static const parity_backend *available_backend(const char *name) {
-    const parity_backend *backend = parity_registry_find(PARITY_OP_MOE_EXPERTS, name, PARITY_DEVICE_CUDA);
-    if (!backend) {
-        cr_expect_fail("moe_experts %s is not registered on cuda (issue 14 registers it there)", name);
-        return NULL;
-    }
-    char reason[256] = "";
-    parity_availability verdict =
-        parity_registry_availability(PARITY_OP_MOE_EXPERTS, name, PARITY_CUDA(0), NULL, reason, sizeof reason);
-    if (verdict != PARITY_AVAILABLE) {
-        cr_expect_fail("moe_experts %s is registered on cuda but not available on cuda:0: %s", name, reason);
-        return NULL;
-    }
-    return backend;
+    return gpu_test_available_backend(PARITY_OP_MOE_EXPERTS, name, "issue 14 registers it there");
 }
 
 Test(moe_experts_gpu, every_backend_is_registered_and_available_on_cuda) {
@@ -200,22 +188,11 @@ Test(moe_experts_gpu, backends_are_bitwise_equal_over_50_runs, .timeout = 600) {
                 if (strcmp(moe_experts_gpu_case_list.cases[i].name, determinism_rows[r]) == 0)
                     row = &moe_experts_gpu_case_list.cases[i];
             cr_assert_not_null(row, "no moe_experts GPU row '%s'", determinism_rows[r]);
-            op_check_state first, again;
-            assert_ok(op_check_run(row, on_cuda(moe_backends[b], PARITY_BF16, PARITY_BF16), &first), row->name);
-            assert_ok(op_check_run(row, on_cuda(moe_backends[b], PARITY_BF16, PARITY_BF16), &again), row->name);
-            int equal_runs = 1;
-            for (int run = 1; run < DETERMINISM_RUNS; run++) {
-                if (run > 1) assert_ok(op_check_rerun(row, &again), row->name);
-                char differing[48] = "";
-                bool same = op_check_bitwise_equal(&first, &again, differing, sizeof differing);
-                cr_expect(same, "moe_experts %s [%s]: run %d differs from run 0 in %s", moe_backends[b], row->name, run,
-                          differing);
-                if (!same) break;
-                equal_runs++;
-            }
+            char what[160];
+            snprintf(what, sizeof what, "moe_experts %s [%s] bf16", moe_backends[b], row->name);
+            int equal_runs =
+                gpu_test_bitwise_equal_runs(row, on_cuda(moe_backends[b], PARITY_BF16, PARITY_BF16), DETERMINISM_RUNS, what);
             cr_log_info("moe_experts %-13s %-56s %d runs bitwise equal", moe_backends[b], row->name, equal_runs);
-            op_check_release(&again);
-            op_check_release(&first);
         }
     }
 }
