@@ -210,6 +210,42 @@ __device__ void load_decays(const chunk_plan<D> &p, const chunk_slot &s, Cm *G, 
 
 // ---- forward ----
 
+// T = (I + A)^-1 for the strictly lower L x L A (row stride ld; T holds the identity on entry, partial is
+// (16, ld) scratch), in 16 x 16 blocks. Each diagonal block D_a is inverted by one warp, a lane a column
+// (column c's forward substitution T[r][c] = -sum_{m=c}^{r-1} A[r][m] T[m][c] reads only column c);
+// then block row by block row, T_ab = -D_a X_ab with X_ab = sum_{m=b}^{a-1} A_am T_mb, all b < a at once.
+// Call from every thread of the block, after a barrier that publishes A and T; ends with a barrier.
+template <typename Cm> __device__ void invert_unit_lower(Cm *T, const Cm *A, Cm *partial, int L, int ld) {
+    const int blocks = (L + 15) / 16, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int b = warp; b < blocks; b += blockDim.x / 32) {
+        int first = b * 16, end = first + 16 < L ? first + 16 : L, c = first + lane;
+        if (lane < 16 && c < end)
+            for (int r = c + 1; r < end; r++) {
+                Cm sum = 0;
+                for (int m = c; m < r; m++) sum += A[r * ld + m] * T[m * ld + c];
+                T[r * ld + c] = -sum;
+            }
+    }
+    __syncthreads();
+    for (int a = 1; a < blocks; a++) {
+        int first = a * 16, rows = (first + 16 < L ? first + 16 : L) - first;
+        for (int index = threadIdx.x; index < rows * first; index += blockDim.x) {
+            int r = first + index / first, c = index % first;
+            Cm sum = 0;
+            for (int m = c; m < first; m++) sum += A[r * ld + m] * T[m * ld + c];
+            partial[(r - first) * ld + c] = sum; // X (16, first)
+        }
+        __syncthreads();
+        for (int index = threadIdx.x; index < rows * first; index += blockDim.x) {
+            int r = first + index / first, c = index % first;
+            Cm sum = partial[(r - first) * ld + c];
+            for (int m = first; m < r; m++) sum += T[r * ld + m] * partial[(m - first) * ld + c];
+            T[r * ld + c] = -sum;
+        }
+        __syncthreads();
+    }
+}
+
 // Per (chunk, value head): G, A, T = (I + A)^-1, w, u (and T itself for the backward when keep_solve).
 template <parity_dtype D>
 __global__ void chunk_prepare(chunk_plan<D> p, const typename scalar<D>::storage *value,
@@ -255,39 +291,7 @@ __global__ void chunk_prepare(chunk_plan<D> p, const typename scalar<D>::storage
         T[r * Cc + c] = r == c ? Cm(1) : Cm(0);
     }
     __syncthreads();
-    // T = (I + A)^-1 in 16 x 16 blocks. Each diagonal block D_a is inverted by one warp, a lane a column
-    // (column c's forward substitution T[r][c] = -sum_{m=c}^{r-1} A[r][m] T[m][c] reads only column c);
-    // then block row by block row, T_ab = -D_a X_ab with X_ab = sum_{m=b}^{a-1} A_am T_mb, all b < a at once.
-    {
-        const int blocks = (L + 15) / 16, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-        for (int b = warp; b < blocks; b += blockDim.x / 32) {
-            int first = b * 16, end = first + 16 < L ? first + 16 : L, c = first + lane;
-            if (lane < 16 && c < end)
-                for (int r = c + 1; r < end; r++) {
-                    Cm sum = 0;
-                    for (int m = c; m < r; m++) sum += A[r * Cc + m] * T[m * Cc + c];
-                    T[r * Cc + c] = -sum;
-                }
-        }
-        __syncthreads();
-        for (int a = 1; a < blocks; a++) {
-            int first = a * 16, rows = (first + 16 < L ? first + 16 : L) - first;
-            for (int index = threadIdx.x; index < rows * first; index += blockDim.x) {
-                int r = first + index / first, c = index % first;
-                Cm sum = 0;
-                for (int m = c; m < first; m++) sum += A[r * Cc + m] * T[m * Cc + c];
-                partial[(r - first) * Cc + c] = sum; // X (16, first)
-            }
-            __syncthreads();
-            for (int index = threadIdx.x; index < rows * first; index += blockDim.x) {
-                int r = first + index / first, c = index % first;
-                Cm sum = partial[(r - first) * Cc + c];
-                for (int m = first; m < r; m++) sum += T[r * Cc + m] * partial[(m - first) * Cc + c];
-                T[r * Cc + c] = -sum;
-            }
-            __syncthreads();
-        }
-    }
+    invert_unit_lower(T, A, partial, L, Cc);
     if (keep_solve)
         for (int index = threadIdx.x; index < Cc * Cc; index += blockDim.x) {
             int r = index / Cc, c = index % Cc;
@@ -740,6 +744,12 @@ __global__ void chunk_grads(chunk_plan<D> p, const typename scalar<D>::storage *
     }
 }
 
+} // namespace
+
+#include "ops/gated_delta_rule/chunked_tensor_core.cuh" // the bf16 forward on tensor cores (same unnamed namespace)
+
+namespace {
+
 // ---- host side ----
 
 // The chunk table of a call, its device copies, the scratch and the plan the kernels read.
@@ -780,12 +790,16 @@ parity_error *plan_chunks(const parity_exec *exec, const delta_call &call, const
     PARITY_TRY(upload_int64(out->chunk_lengths, out->lengths.data(), (int64_t)out->lengths.size(), device));
     PARITY_TRY(upload_int64(out->first_chunks, out->firsts.data(), (int64_t)out->firsts.size(), device));
     int64_t slots = chunks * sizes.value_heads, C = capacity, Dk = sizes.key_dim, Dv = sizes.value_dim;
-    // per slot: G, T, w, u, S, delta (+ dS', ddelta, dUb, dw, dWb)
-    int64_t per_slot = C + C * C + C * Dk + C * Dv + Dk * Dv + C * Dv;
-    if (backward) per_slot += Dk * Dv + 2 * C * Dv + 2 * C * Dk;
-    PARITY_TRY(out->scratch.alloc(device, (size_t)(slots * per_slot) * sizeof(Cm), parity_cuda_stream(exec)));
+    // per slot: G, T, w, u, S, delta (+ dS', ddelta, dUb, dw, dWb); each array starts on 128 bytes (the
+    // tensor-core kernels copy its rows 16 bytes at a time)
+    const int64_t counts[] = {C, C * C, C * Dk, C * Dv, Dk * Dv, C * Dv, Dk * Dv, C * Dv, C * Dv, C * Dk, C * Dk};
+    const int arrays = backward ? 11 : 6;
+    auto padded = [&](int64_t count) { return (slots * count + 31) / 32 * 32; };
+    int64_t total = 0;
+    for (int i = 0; i < arrays; i++) total += padded(counts[i]);
+    PARITY_TRY(out->scratch.alloc(device, (size_t)total * sizeof(Cm), parity_cuda_stream(exec)));
     Cm *cursor = out->scratch.template as<Cm>();
-    auto take = [&](int64_t count) { Cm *at = cursor; cursor += slots * count; return at; };
+    auto take = [&](int64_t count) { Cm *at = cursor; cursor += padded(count); return at; };
     chunk_plan<D> &plan = out->plan;
     plan.shape = call.shape;
     plan.capacity = capacity;
@@ -837,6 +851,8 @@ parity_error *run_forward(const parity_exec *exec, const parity_gated_delta_rule
     using Cm = chunk_compute<D>;
     using St = typename scalar<D>::storage;
     const chunk_plan<D> &plan = chunks.plan;
+    if constexpr (D == PARITY_BF16)
+        if (tensor_core_forward_fits(plan.shape, args->value->data, output)) return run_tensor_core_forward(exec, args, call, plan, keep_solve, output);
     int device = args->query->device.index;
     unsigned slots = (unsigned)(plan.chunks * plan.shape.value_heads);
     if (slots == 0) return NULL;

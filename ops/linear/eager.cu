@@ -10,6 +10,8 @@
 #include "ops/core/cuda/kernel_math.cuh"
 #include "ops/core/cuda/ordered_column_sum.cuh"
 
+#include <type_traits>
+
 extern "C" {
 #include "ops/core/cuda/blas.h"
 #include "ops/core/cuda/device_args.h"
@@ -27,14 +29,37 @@ __global__ void linear_broadcast_bias_kernel(const T *bias, // (out)
     PARITY_CUDA_FOR_EACH(index, rows * out_features) y[index] = bias[index % out_features];
 }
 
+// db's terms for bf16: dy (N, out) widened to f32, exactly (phase 1 of ordered_column_sum.cuh; f32 and
+// f64 sum dy in place).
 template <parity_dtype D>
-__global__ void linear_bias_gradient_kernel(const typename scalar<D>::storage *dy, // (N, out)
-                                            typename scalar<D>::storage *dbias,    // (out)
-                                            int64_t rows, int64_t out_features) {
+__global__ void linear_bias_terms_kernel(const typename scalar<D>::storage *dy, // (N, out)
+                                         int64_t row0, int64_t count, int64_t out_features, int64_t ld,
+                                         typename scalar<D>::compute *terms) {  // (count, ld)
     using C = typename scalar<D>::compute;
-    ordered_column_sum<C>(
-        rows, out_features, [&](int64_t row, int64_t j) { return scalar<D>::load(dy[row * out_features + j]); },
-        [&](int64_t j, C sum) { dbias[j] = scalar<D>::store(sum); });
+    ordered_sum_terms<C>(
+        row0, count, out_features, ld,
+        [&](int64_t row, int64_t j) { return scalar<D>::load(dy[row * out_features + j]); }, terms);
+}
+
+// db = the ordered column sums of dy (rows, out_features), rounded once.
+template <parity_dtype D>
+static parity_error *linear_bias_gradient(const parity_exec *exec, parity_device device,
+                                          const typename scalar<D>::storage *dy, // (N, out)
+                                          int64_t rows, int64_t out_features,
+                                          typename scalar<D>::storage *dbias) {  // (out)
+    using T = typename scalar<D>::storage;
+    using C = typename scalar<D>::compute;
+    if constexpr (std::is_same<T, C>::value) {
+        return ordered_column_sum_of<D>(exec, dy, rows, out_features, dbias);
+    } else {
+        auto make_terms = [&](int64_t row0, int64_t count, C *terms, int64_t ld) -> parity_error * {
+            linear_bias_terms_kernel<D><<<ordered_sum_term_grid(count, out_features), ordered_sum_term_threads, 0,
+                                          parity_cuda_stream(exec)>>>(dy, row0, count, out_features, ld, terms);
+            PARITY_CUDA_TRY_LAUNCH("linear_bias_terms_kernel");
+            return NULL;
+        };
+        return ordered_column_sum<D>(exec, device, rows, out_features, make_terms, dbias);
+    }
 }
 
 static parity_error *check_devices(const parity_linear_args *args) {
@@ -93,10 +118,8 @@ static parity_error *linear_cuda_backward(const parity_exec *exec, const parity_
         PARITY_TRY(dispatch_float(dtype, "linear", [&](auto tag) -> parity_error * {
             constexpr parity_dtype D = decltype(tag)::value;
             using T = typename scalar<D>::storage;
-            linear_bias_gradient_kernel<D><<<ordered_sum_blocks(out_features), ordered_sum_threads, 0, parity_cuda_stream(exec)>>>(
-                (const T *)grads->doutput->data, (T *)grads->dbias->data, rows, out_features);
-            PARITY_CUDA_TRY_LAUNCH("linear_bias_gradient_kernel");
-            return NULL;
+            return linear_bias_gradient<D>(exec, device, (const T *)grads->doutput->data, rows, out_features,
+                                           (T *)grads->dbias->data);
         }));
     return NULL;
 }

@@ -68,20 +68,21 @@ __global__ void rms_norm_input_gradient_kernel(const typename scalar<D>::storage
     }
 }
 
+// dw's terms dy * x_hat for rows row0 .. row0 + count - 1 (phase 1 of ordered_column_sum.cuh).
 template <parity_dtype D>
-__global__ void rms_norm_weight_gradient_kernel(const typename scalar<D>::storage *x,       // (N, H)
-                                                const typename scalar<D>::storage *dy,      // (N, H)
-                                                const typename scalar<D>::compute *inverse, // (N)
-                                                typename scalar<D>::storage *dw,            // (H)
-                                                int64_t rows, int64_t hidden) {
+__global__ void rms_norm_weight_terms_kernel(const typename scalar<D>::storage *x,       // (N, H)
+                                             const typename scalar<D>::storage *dy,      // (N, H)
+                                             const typename scalar<D>::compute *inverse, // (N)
+                                             int64_t row0, int64_t count, int64_t hidden, int64_t ld,
+                                             typename scalar<D>::compute *terms) {       // (count, ld)
     using C = typename scalar<D>::compute;
-    ordered_column_sum<C>(
-        rows, hidden,
+    ordered_sum_terms<C>(
+        row0, count, hidden, ld,
         [&](int64_t row, int64_t i) {
             C x_hat = mul_rn(scalar<D>::load(x[row * hidden + i]), inverse[row]);
             return mul_rn(scalar<D>::load(dy[row * hidden + i]), x_hat);
         },
-        [&](int64_t i, C sum) { dw[i] = scalar<D>::store(sum); });
+        terms);
 }
 
 static parity_error *check_devices(const parity_rms_norm_args *args) {
@@ -140,9 +141,15 @@ static parity_error *rms_norm_cuda_backward(const parity_exec *exec, const parit
             PARITY_CUDA_TRY_LAUNCH("rms_norm_input_gradient_kernel");
         }
         if (grads->dweight && hidden > 0) {
-            rms_norm_weight_gradient_kernel<D><<<ordered_sum_blocks(hidden), ordered_sum_threads, 0, parity_cuda_stream(exec)>>>(
-                x, dy, (const C *)inverse->data, (T *)grads->dweight->data, rows, hidden);
-            PARITY_CUDA_TRY_LAUNCH("rms_norm_weight_gradient_kernel");
+            const C *inv = (const C *)inverse->data;
+            auto make_terms = [&](int64_t row0, int64_t count, C *terms, int64_t ld) -> parity_error * {
+                rms_norm_weight_terms_kernel<D>
+                    <<<ordered_sum_term_grid(count, hidden), ordered_sum_term_threads, 0, parity_cuda_stream(exec)>>>(
+                        x, dy, inv, row0, count, hidden, ld, terms);
+                PARITY_CUDA_TRY_LAUNCH("rms_norm_weight_terms_kernel");
+                return NULL;
+            };
+            PARITY_TRY(ordered_column_sum<D>(exec, device, rows, hidden, make_terms, (T *)grads->dweight->data));
         }
         return NULL;
     });

@@ -84,23 +84,24 @@ __global__ void rms_norm_gated_input_gradient_kernel(const typename scalar<D>::s
     }
 }
 
+// dw's terms stored(dh * x_hat) for rows row0 .. row0 + count - 1 (phase 1 of ordered_column_sum.cuh).
 template <parity_dtype D>
-__global__ void rms_norm_gated_weight_gradient_kernel(const typename scalar<D>::storage *x,       // (N, D)
-                                                      const typename scalar<D>::storage *gate,    // (N, D)
-                                                      const typename scalar<D>::storage *dy,      // (N, D)
-                                                      const typename scalar<D>::compute *inverse, // (N)
-                                                      typename scalar<D>::storage *dw,            // (D)
-                                                      int64_t rows, int64_t hidden) {
+__global__ void rms_norm_gated_weight_terms_kernel(const typename scalar<D>::storage *x,       // (N, D)
+                                                   const typename scalar<D>::storage *gate,    // (N, D)
+                                                   const typename scalar<D>::storage *dy,      // (N, D)
+                                                   const typename scalar<D>::compute *inverse, // (N)
+                                                   int64_t row0, int64_t count, int64_t hidden, int64_t ld,
+                                                   typename scalar<D>::compute *terms) {       // (count, ld)
     using C = typename scalar<D>::compute;
-    ordered_column_sum<C>(
-        rows, hidden,
+    ordered_sum_terms<C>(
+        row0, count, hidden, ld,
         [&](int64_t row, int64_t i) {
             int64_t at = row * hidden + i;
             C x_hat = round_storage<D>(mul_rn(scalar<D>::load(x[at]), inverse[row]));
             C dh = round_storage<D>(mul_rn(scalar<D>::load(dy[at]), silu_value(scalar<D>::load(gate[at]))));
             return round_storage<D>(mul_rn(dh, x_hat));
         },
-        [&](int64_t i, C sum) { dw[i] = scalar<D>::store(sum); });
+        terms);
 }
 
 static parity_error *check_devices(const parity_rms_norm_gated_args *args) {
@@ -161,10 +162,15 @@ static parity_error *rms_norm_gated_cuda_backward(const parity_exec *exec, const
             PARITY_CUDA_TRY_LAUNCH("rms_norm_gated_input_gradient_kernel");
         }
         if (grads->dweight) {
-            rms_norm_gated_weight_gradient_kernel<D><<<ordered_sum_blocks(hidden), ordered_sum_threads, 0,
-                                                     parity_cuda_stream(exec)>>>(
-                x, gate, dy, (const C *)inverse->data, (T *)grads->dweight->data, rows, hidden);
-            PARITY_CUDA_TRY_LAUNCH("rms_norm_gated_weight_gradient_kernel");
+            const C *inv = (const C *)inverse->data;
+            auto make_terms = [&](int64_t row0, int64_t count, C *terms, int64_t ld) -> parity_error * {
+                rms_norm_gated_weight_terms_kernel<D>
+                    <<<ordered_sum_term_grid(count, hidden), ordered_sum_term_threads, 0, parity_cuda_stream(exec)>>>(
+                        x, gate, dy, inv, row0, count, hidden, ld, terms);
+                PARITY_CUDA_TRY_LAUNCH("rms_norm_gated_weight_terms_kernel");
+                return NULL;
+            };
+            PARITY_TRY(ordered_column_sum<D>(exec, device, rows, hidden, make_terms, (T *)grads->dweight->data));
         }
         return NULL;
     });

@@ -68,9 +68,57 @@ namespace {
 
 const char backend_name[] = "fla";
 
-template <typename C> __device__ __forceinline__ C sigmoid_of(C x) { return C(1) / (C(1) + exp(-x)); }
 
 // ---- the per-element math, shared by both layouts ----
+
+// Fast f32 forms of PTX: 2^t (MUFU.EX2, ~2 ulp) and 1 / d (MUFU.RCP, 1 ulp), subnormals flushed.
+__device__ __forceinline__ float exp2_approx(float t) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(t));
+    return r;
+}
+__device__ __forceinline__ float reciprocal_approx(float d) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+    return r;
+}
+
+// sigmoid(x) = 1 / (1 + exp(-x)) in the compute precision of D. f64: exp and IEEE division. f32: expf
+// (~2 ulp) and the 1-ulp reciprocal. bf16 data (f32 compute): exp(-x) as 2^(x * -log2(e)) on the
+// special-function unit, 2 instructions instead of expf's 10: the product's rounding adds |x| 2^-24 of
+// relative error, ~3e-7 at |x| = 5, a thousandth of the 2^-9 rounding of a bf16 result. Limits as the
+// IEEE form's: x = +inf gives 1, x = -inf 0 (so silu(-inf) = -inf * 0 = NaN, as eager), NaN stays NaN.
+template <parity_dtype D> __device__ __forceinline__ typename element<D>::compute sigmoid_of(typename element<D>::compute x) {
+    if constexpr (D == PARITY_F64) {
+        return 1.0 / (1.0 + exp(-x));
+    } else if constexpr (D == PARITY_F32) {
+        return reciprocal_approx(1.0f + expf(-x));
+    } else {
+        return reciprocal_approx(1.0f + exp2_approx(x * -1.4426950408889634f));
+    }
+}
+
+// dloss / dgate from dloss / dsilu, gate and its sigmoid (eager's silu_backward: (d * s) * (1 + x (1 - s))).
+template <typename C> __device__ __forceinline__ C silu_gradient(C dactivation, C gate, C sigmoid) {
+    return dactivation * sigmoid * (C(1) + gate * (C(1) - sigmoid));
+}
+
+// The row's mean of `sum` over `hidden` columns: sum * mean_scale when mean_scale is nonzero (the
+// host passes 1 / hidden when hidden is a power of two, where the product is the quotient's exact
+// bits), else the IEEE quotient.
+template <typename C> __device__ __forceinline__ C mean_of(C sum, int64_t hidden, C mean_scale) {
+    return mean_scale != C(0) ? sum * mean_scale : sum / C(hidden);
+}
+
+// 1 / sqrt(mean + eps): f32 correctly rounded (__frsqrt_rn, as the CPU's f64 1 / sqrt rounded to
+// f32), f64 the IEEE sqrt and quotient (as the CPU's).
+template <typename C> __device__ __forceinline__ C inverse_rms_of(C mean, C eps) {
+    if constexpr (sizeof(C) == 4) {
+        return __frsqrt_rn(mean + eps);
+    } else {
+        return C(1) / sqrt(mean + eps);
+    }
+}
 
 // y of one element from x, the row's inverse rms, w and gate (compute precision).
 template <parity_dtype D>
@@ -81,7 +129,7 @@ __device__ __forceinline__ typename element<D>::compute gated_output(typename el
     using C = typename element<D>::compute;
     const C x_hat = round_storage<D>(x * inverse);
     const C h = round_storage<D>(w * x_hat);
-    return h * (gate * sigmoid_of(gate));
+    return h * (gate * sigmoid_of<D>(gate));
 }
 
 // One element's backward: g = dloss / dx_hat (rounded as autograd stores it), dgate, and its dw term.
@@ -93,13 +141,237 @@ __device__ __forceinline__ void gated_gradients(typename element<D>::compute x_h
     using C = typename element<D>::compute;
     const C x_hat_stored = round_storage<D>(x_hat);
     const C h = round_storage<D>(w * x_hat_stored);
-    const C sigmoid = sigmoid_of(gate);
+    const C sigmoid = sigmoid_of<D>(gate);
     const C activation = gate * sigmoid;
     const C dh = round_storage<D>(dy * activation);
-    const C dactivation = dy * h;
-    dgate = dactivation * sigmoid * (C(1) + gate * (C(1) - sigmoid));
+    dgate = silu_gradient(dy * h, gate, sigmoid);
     dweight_term = round_storage<D>(dh * x_hat_stored);
     g = round_storage<D>(dh * w);
+}
+
+// ---- 16-byte vectors (the warp-rows kernels) ----
+
+// 16 bytes of a row as they sit in memory (8 bf16, 4 f32 or 2 f64) as four 32-bit words: a word holds
+// a bf16 pair, element 2k in its low half (memory order), an f32, or half an f64.
+struct alignas(16) bits16 {
+    uint32_t w[4];
+};
+
+// Elements in 16 bytes (fused_rows.cuh's full_vector, callable on the device).
+template <parity_dtype D> __host__ __device__ constexpr int vector_width() {
+    return (int)(16 / sizeof(typename element<D>::storage));
+}
+
+__device__ __forceinline__ bits16 zero16() { return bits16{{0u, 0u, 0u, 0u}}; }
+
+// Element j of a vector in the compute precision (exact; a bf16 is the high half of its f32).
+template <parity_dtype D> __device__ __forceinline__ typename element<D>::compute get(const bits16 &v, int j) {
+    if constexpr (D == PARITY_BF16) {
+        return (j & 1) ? __uint_as_float(v.w[j >> 1] & 0xffff0000u) : __uint_as_float(v.w[j >> 1] << 16);
+    } else if constexpr (D == PARITY_F32) {
+        return __uint_as_float(v.w[j]);
+    } else {
+        return __hiloint2double((int)v.w[2 * j + 1], (int)v.w[2 * j]);
+    }
+}
+
+// Sets element j of an f32 or f64 vector (bf16 vectors are written a pair at a time, bf16x2_round).
+template <parity_dtype D> __device__ __forceinline__ void put(bits16 &v, int j, typename element<D>::compute value) {
+    static_assert(D != PARITY_BF16, "bf16 vectors are written in pairs");
+    if constexpr (D == PARITY_F32) {
+        v.w[j] = __float_as_uint(value);
+    } else {
+        v.w[2 * j] = (uint32_t)__double2loint(value);
+        v.w[2 * j + 1] = (uint32_t)__double2hiint(value);
+    }
+}
+
+// The low and high bf16 of a pair as f32 (exact: one shift or mask each).
+__device__ __forceinline__ float bf16_low(uint32_t pair) { return __uint_as_float(pair << 16); }
+__device__ __forceinline__ float bf16_high(uint32_t pair) { return __uint_as_float(pair & 0xffff0000u); }
+
+// Two f32 rounded to a bf16 pair (one cvt.rn.bf16x2.f32: F2FP.BF16.F32.PACK_AB, round to nearest even).
+__device__ __forceinline__ uint32_t bf16x2_round(float low, float high) {
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+    uint32_t bits;
+    memcpy(&bits, &pair, sizeof bits);
+    return bits;
+}
+
+// The product of two bf16 pairs, each rounded once to bf16 (HFMA2.BF16 with -0). The f32 product of
+// two bf16 is exact (8 x 8 significant bits), so this is the f32 product rounded to bf16 bit for bit,
+// the eager order (w * x_hat in f32, then stored as bf16), except below f32's normal range (|product|
+// < 2^-126), where the f32 product would be rounded twice and this once.
+__device__ __forceinline__ uint32_t bf16x2_product(uint32_t a, uint32_t b) {
+    __nv_bfloat162 x, y;
+    memcpy(&x, &a, sizeof a);
+    memcpy(&y, &b, sizeof b);
+    const __nv_bfloat162 z = __hmul2_rn(x, y);
+    uint32_t bits;
+    memcpy(&bits, &z, sizeof bits);
+    return bits;
+}
+
+// Streamed 16-byte accesses: each row is read and written once, so loads do not allocate in L1
+// (ld.global.nc.L1::no_allocate) and stores are marked evict-first (st.global.cs).
+__device__ __forceinline__ bits16 load16_streamed(const void *source) {
+    bits16 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
+                 : "l"(source));
+    return v;
+}
+__device__ __forceinline__ void store16_streamed(void *destination, const bits16 &v) {
+    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(destination), "r"(v.w[0]), "r"(v.w[1]),
+                 "r"(v.w[2]), "r"(v.w[3])
+                 : "memory");
+}
+
+// A row vector: one streamed 16-byte load when `vectorized` (16-byte aligned), element loads otherwise
+// (the same bits either way).
+template <parity_dtype D>
+__device__ __forceinline__ bits16 load_row_vector(const typename element<D>::storage *source, bool vectorized) {
+    if (vectorized) return load16_streamed(source);
+    typename element<D>::storage values[vector_width<D>()];
+#pragma unroll
+    for (int j = 0; j < vector_width<D>(); j++) values[j] = source[j];
+    bits16 v;
+    memcpy(&v, values, sizeof v);
+    return v;
+}
+
+// w's vector: read by every warp, so through the read-only cache as usual.
+template <parity_dtype D>
+__device__ __forceinline__ bits16 load_weight_vector(const typename element<D>::storage *source, bool vectorized) {
+    if (vectorized) {
+        const uint4 v = *reinterpret_cast<const uint4 *>(source);
+        return bits16{{v.x, v.y, v.z, v.w}};
+    }
+    typename element<D>::storage values[vector_width<D>()];
+#pragma unroll
+    for (int j = 0; j < vector_width<D>(); j++) values[j] = source[j];
+    bits16 v;
+    memcpy(&v, values, sizeof v);
+    return v;
+}
+
+template <parity_dtype D>
+__device__ __forceinline__ void store_row_vector(typename element<D>::storage *destination, bool vectorized,
+                                                 const bits16 &v) {
+    if (vectorized) {
+        store16_streamed(destination, v);
+        return;
+    }
+    typename element<D>::storage values[vector_width<D>()];
+    memcpy(values, &v, sizeof v);
+#pragma unroll
+    for (int j = 0; j < vector_width<D>(); j++) destination[j] = values[j];
+}
+
+// The sum of squares of a vector's elements in element order, added to `sum` (one FFMA each).
+template <parity_dtype D>
+__device__ __forceinline__ void add_squares(const bits16 &x, typename element<D>::compute &sum) {
+#pragma unroll
+    for (int j = 0; j < vector_width<D>(); j++) {
+        const typename element<D>::compute value = get<D>(x, j);
+        sum += value * value;
+    }
+}
+
+// y of a vector (gated_output's arithmetic). bf16 a pair at a time: x_hat rounded as a pair
+// (F2FP), h = w * x_hat as one bf16x2 product, y rounded as a pair: ~12 instructions an element,
+// 5 of them silu's (FMUL, MUFU.EX2, FADD, MUFU.RCP, FMUL).
+template <parity_dtype D>
+__device__ __forceinline__ bits16 gated_vector(const bits16 &x, const bits16 &gate, const bits16 &w,
+                                               typename element<D>::compute inverse) {
+    bits16 y;
+    if constexpr (D == PARITY_BF16) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const uint32_t x_hat = bf16x2_round(get<D>(x, 2 * k) * inverse, get<D>(x, 2 * k + 1) * inverse);
+            const uint32_t h = bf16x2_product(w.w[k], x_hat);
+            const float g0 = get<D>(gate, 2 * k), g1 = get<D>(gate, 2 * k + 1);
+            y.w[k] = bf16x2_round(bf16_low(h) * (g0 * sigmoid_of<D>(g0)), bf16_high(h) * (g1 * sigmoid_of<D>(g1)));
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < vector_width<D>(); j++)
+            put<D>(y, j, gated_output<D>(get<D>(x, j), inverse, get<D>(w, j), get<D>(gate, j)));
+    }
+    return y;
+}
+
+// A vector's backward before the row sum (gated_gradients' arithmetic): returns dgate, sets g (dloss /
+// dx_hat, in storage form), adds the dw terms to dweight when `ok` and g * x_hat to dot, in element
+// order. bf16 a pair at a time: h, the dw term and g are bf16x2 products (exact as in bf16x2_product),
+// dh and dgate rounded as pairs.
+template <parity_dtype D>
+__device__ __forceinline__ bits16 gated_vector_gradients(const bits16 &x, const bits16 &gate, const bits16 &dy,
+                                                         const bits16 &w, typename element<D>::compute inverse, bool ok,
+                                                         bits16 &g,
+                                                         typename element<D>::compute (&dweight)[vector_width<D>()],
+                                                         typename element<D>::compute &dot) {
+    using C = typename element<D>::compute;
+    bits16 dgate;
+    if constexpr (D == PARITY_BF16) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float a0 = get<D>(x, 2 * k) * inverse, a1 = get<D>(x, 2 * k + 1) * inverse; // x_hat (f32)
+            const uint32_t x_hat = bf16x2_round(a0, a1);                                      // as stored
+            const uint32_t h = bf16x2_product(w.w[k], x_hat);
+            const float g0 = get<D>(gate, 2 * k), g1 = get<D>(gate, 2 * k + 1);
+            const float s0 = sigmoid_of<D>(g0), s1 = sigmoid_of<D>(g1);
+            const float d0 = get<D>(dy, 2 * k), d1 = get<D>(dy, 2 * k + 1);
+            const uint32_t dh = bf16x2_round(d0 * (g0 * s0), d1 * (g1 * s1));
+            const uint32_t term = bf16x2_product(dh, x_hat);
+            if (ok) {
+                dweight[2 * k] += bf16_low(term);
+                dweight[2 * k + 1] += bf16_high(term);
+            }
+            const uint32_t gk = bf16x2_product(dh, w.w[k]);
+            g.w[k] = gk;
+            dot += bf16_low(gk) * a0;
+            dot += bf16_high(gk) * a1;
+            dgate.w[k] = bf16x2_round(silu_gradient(d0 * bf16_low(h), g0, s0), silu_gradient(d1 * bf16_high(h), g1, s1));
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < vector_width<D>(); j++) {
+            const C x_hat = get<D>(x, j) * inverse;
+            C gj, dgate_j, term;
+            gated_gradients<D>(x_hat, get<D>(w, j), get<D>(gate, j), get<D>(dy, j), gj, dgate_j, term);
+            if (ok) dweight[j] += term;
+            put<D>(g, j, gj);
+            dot += gj * x_hat;
+            put<D>(dgate, j, dgate_j);
+        }
+    }
+    return dgate;
+}
+
+// dx of a vector: inverse * (g - x_hat * mean_dot), x_hat recomputed from x (the same product, the
+// same bits as before the row sum).
+template <parity_dtype D>
+__device__ __forceinline__ bits16 input_gradient_vector(const bits16 &x, const bits16 &g,
+                                                        typename element<D>::compute inverse,
+                                                        typename element<D>::compute mean_dot) {
+    using C = typename element<D>::compute;
+    bits16 dx;
+    if constexpr (D == PARITY_BF16) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float a0 = get<D>(x, 2 * k) * inverse, a1 = get<D>(x, 2 * k + 1) * inverse;
+            dx.w[k] = bf16x2_round(inverse * (bf16_low(g.w[k]) - a0 * mean_dot),
+                                   inverse * (bf16_high(g.w[k]) - a1 * mean_dot));
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < vector_width<D>(); j++) {
+            const C x_hat = get<D>(x, j) * inverse;
+            put<D>(dx, j, inverse * (get<D>(g, j) - x_hat * mean_dot));
+        }
+    }
+    return dx;
 }
 
 // ---- warp rows: a row in LANES lanes of one warp (see the header) ----
@@ -112,11 +384,10 @@ constexpr int warp_rows_warps = warp_rows_threads / 32;
 template <int ITEMS> __host__ __device__ constexpr int warp_rows_unroll() { return ITEMS == 1 ? 2 : 1; }
 
 // Resident blocks of 256 threads a multiprocessor is built for, i.e. the register budget: 64 a thread
-// forward (32 warps an SM); backward 80 with one vector a lane (bf16 at D = 128 takes ~93 unbounded,
-// 2 blocks; 80 gives 3, 24 warps with 6 16-byte loads each in flight, for 8 bytes spilled to L1),
-// 128 with two.
+// forward (32 warps an SM), backward 64 with one vector a lane (32 warps, 6 16-byte loads each in
+// flight), 128 with two.
 constexpr int warp_rows_forward_blocks = 4;
-template <int ITEMS> constexpr int warp_rows_backward_blocks() { return ITEMS == 1 ? 3 : 2; }
+template <int ITEMS> constexpr int warp_rows_backward_blocks() { return ITEMS == 1 ? 4 : 2; }
 
 // The sum over this lane's group of LANES consecutive lanes (a butterfly, offsets LANES/2 .. 1):
 // every lane of the group gets the same bits. Every lane of the warp must call it.
@@ -142,72 +413,69 @@ bool warp_layout_for(int64_t hidden, int full_width, warp_layout *out) {
     return true;
 }
 
-// Calls fn(integral_constant<LANES>, integral_constant<ITEMS>) for the layout.
-template <typename Fn> auto dispatch_warp_layout(const warp_layout &layout, Fn &&fn) {
-    using one = std::integral_constant<int, 1>;
-    if (layout.items == 2) return fn(std::integral_constant<int, 32>{}, std::integral_constant<int, 2>{});
-    switch (layout.lanes) {
-    case 8: return fn(std::integral_constant<int, 8>{}, one{});
-    case 16: return fn(std::integral_constant<int, 16>{}, one{});
-    default: return fn(std::integral_constant<int, 32>{}, one{});
-    }
+// Calls fn(integral_constant<LANES>, integral_constant<ITEMS>, bool_constant<VECTORIZED>) for the layout
+// and whether every pointer is 16-byte aligned (the kernels' accesses are compiled for one or the other:
+// a runtime choice would leave the element path's instructions predicated off in the vector path).
+template <typename Fn> auto dispatch_warp_layout(const warp_layout &layout, bool vectorized, Fn &&fn) {
+    auto with_shape = [&](auto v) {
+        using one = std::integral_constant<int, 1>;
+        if (layout.items == 2) return fn(std::integral_constant<int, 32>{}, std::integral_constant<int, 2>{}, v);
+        switch (layout.lanes) {
+        case 8: return fn(std::integral_constant<int, 8>{}, one{}, v);
+        case 16: return fn(std::integral_constant<int, 16>{}, one{}, v);
+        default: return fn(std::integral_constant<int, 32>{}, one{}, v);
+        }
+    };
+    return vectorized ? with_shape(std::true_type{}) : with_shape(std::false_type{});
 }
 
 // Warp w of the grid takes rows [w R, (w + 1) R), R = (32 / LANES) x UNROLL, as UNROLL steps u of
 // 32 / LANES consecutive rows (one warp-wide load instruction covers a step: contiguous memory); lane
 // t of group `group` holds the vectors at column (i * LANES + t) * VEC of row w R + u GROUPS + group.
-template <parity_dtype D, int LANES, int ITEMS>
+template <parity_dtype D, int LANES, int ITEMS, bool VECTORIZED>
 __global__ void __launch_bounds__(warp_rows_threads, warp_rows_forward_blocks)
     warp_rows_forward_kernel(const typename element<D>::storage *__restrict__ x,      // (N, D)
                              const typename element<D>::storage *__restrict__ gate,   // (N, D)
                              const typename element<D>::storage *__restrict__ weight, // (D)
                              typename element<D>::storage *__restrict__ y,            // (N, D)
                              typename element<D>::compute *__restrict__ inverse_rms,  // (N)
-                             int64_t rows, int64_t hidden, typename element<D>::compute eps, bool vectorized) {
+                             int64_t rows, int64_t hidden, typename element<D>::compute mean_scale,
+                             typename element<D>::compute eps) {
     using C = typename element<D>::compute;
-    constexpr int VEC = (int)(16 / sizeof(typename element<D>::storage)); // full_vector<D>()
+    constexpr int VEC = vector_width<D>();
     constexpr int GROUPS = 32 / LANES, UNROLL = warp_rows_unroll<ITEMS>();
     const int lane = threadIdx.x & 31, group = lane / LANES, t = lane % LANES;
     const int64_t warp = (int64_t)blockIdx.x * warp_rows_warps + (threadIdx.x >> 5);
     const int64_t first = warp * (GROUPS * UNROLL) + group;
 
     // every load of the warp's rows first (x, gate), then the sums: 2 x UNROLL x ITEMS loads in flight
-    raw_vector<D, VEC> xs[UNROLL][ITEMS], gs[UNROLL][ITEMS];
+    bits16 xs[UNROLL][ITEMS], gs[UNROLL][ITEMS];
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
         const int64_t row = first + (int64_t)u * GROUPS;
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
             const int64_t column = (int64_t)(i * LANES + t) * VEC;
-            const bool ok = row < rows && column < hidden;
-            xs[u][i] = ok ? load_raw<D, VEC>(x + row * hidden + column, vectorized) : zero_raw<D, VEC>();
-            gs[u][i] = ok ? load_raw<D, VEC>(gate + row * hidden + column, vectorized) : zero_raw<D, VEC>();
+            xs[u][i] = gs[u][i] = zero16();
+            if (row < rows && column < hidden) {
+                xs[u][i] = load_row_vector<D>(x + row * hidden + column, VECTORIZED);
+                gs[u][i] = load_row_vector<D>(gate + row * hidden + column, VECTORIZED);
+            }
         }
     }
-    C w[ITEMS][VEC];
+    bits16 w[ITEMS];
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
         const int64_t column = (int64_t)(i * LANES + t) * VEC;
-        if (column < hidden) {
-            load_values<D, VEC>(weight + column, vectorized, w[i]);
-        } else {
-#pragma unroll
-            for (int j = 0; j < VEC; j++) w[i][j] = 0;
-        }
+        w[i] = column < hidden ? load_weight_vector<D>(weight + column, VECTORIZED) : zero16();
     }
     C inverse[UNROLL];
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
         C sum_squares = 0;
 #pragma unroll
-        for (int i = 0; i < ITEMS; i++)
-#pragma unroll
-            for (int j = 0; j < VEC; j++) {
-                const C value = element<D>::load(xs[u][i].v[j]);
-                sum_squares += value * value;
-            }
-        sum_squares = lanes_sum<LANES>(sum_squares);
-        inverse[u] = C(1) / sqrt(sum_squares / C(hidden) + eps);
+        for (int i = 0; i < ITEMS; i++) add_squares<D>(xs[u][i], sum_squares);
+        inverse[u] = inverse_rms_of(mean_of(lanes_sum<LANES>(sum_squares), hidden, mean_scale), eps);
     }
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
@@ -218,12 +486,7 @@ __global__ void __launch_bounds__(warp_rows_threads, warp_rows_forward_blocks)
         for (int i = 0; i < ITEMS; i++) {
             const int64_t column = (int64_t)(i * LANES + t) * VEC;
             if (column >= hidden) continue;
-            C out[VEC];
-#pragma unroll
-            for (int j = 0; j < VEC; j++)
-                out[j] = gated_output<D>(element<D>::load(xs[u][i].v[j]), inverse[u], w[i][j],
-                                         element<D>::load(gs[u][i].v[j]));
-            store_values<D, VEC>(y + row * hidden + column, vectorized, out);
+            store_row_vector<D>(y + row * hidden + column, VECTORIZED, gated_vector<D>(xs[u][i], gs[u][i], w[i], inverse[u]));
         }
     }
 }
@@ -232,7 +495,7 @@ __global__ void __launch_bounds__(warp_rows_threads, warp_rows_forward_blocks)
 // the block's step, 8 warps x (32 / LANES) x UNROLL rows) in steps; in each step warp w takes the
 // step's rows [w R, (w + 1) R) as the forward does. dweight_partial[b] gets the block's dw (NULL:
 // no dw); dinput / dgate NULL: not written.
-template <parity_dtype D, int LANES, int ITEMS>
+template <parity_dtype D, int LANES, int ITEMS, bool VECTORIZED>
 __global__ void __launch_bounds__(warp_rows_threads, warp_rows_backward_blocks<ITEMS>())
     warp_rows_backward_kernel(const typename element<D>::storage *__restrict__ x,          // (N, D)
                               const typename element<D>::storage *__restrict__ gate,       // (N, D)
@@ -242,9 +505,10 @@ __global__ void __launch_bounds__(warp_rows_threads, warp_rows_backward_blocks<I
                               typename element<D>::storage *__restrict__ dinput,           // (N, D) or NULL
                               typename element<D>::storage *__restrict__ dgate,            // (N, D) or NULL
                               typename element<D>::compute *__restrict__ dweight_partial,  // (blocks, D) or NULL
-                              int64_t rows, int64_t hidden, int64_t rows_per_block, bool vectorized) {
+                              int64_t rows, int64_t hidden, typename element<D>::compute mean_scale,
+                              int64_t rows_per_block) {
     using C = typename element<D>::compute;
-    constexpr int VEC = (int)(16 / sizeof(typename element<D>::storage)); // full_vector<D>()
+    constexpr int VEC = vector_width<D>();
     constexpr int GROUPS = 32 / LANES, UNROLL = warp_rows_unroll<ITEMS>();
     constexpr int WARP_ROWS = GROUPS * UNROLL, STEP = warp_rows_warps * WARP_ROWS, WIDTH = LANES * ITEMS * VEC;
     __shared__ C combined[warp_rows_warps][WIDTH];
@@ -252,23 +516,19 @@ __global__ void __launch_bounds__(warp_rows_threads, warp_rows_backward_blocks<I
     const int64_t first = (int64_t)blockIdx.x * rows_per_block;
     const int64_t last = first + rows_per_block < rows ? first + rows_per_block : rows;
 
-    C w[ITEMS][VEC], dweight[ITEMS][VEC];
+    bits16 w[ITEMS];
+    C dweight[ITEMS][VEC];
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
         const int64_t column = (int64_t)(i * LANES + t) * VEC;
-        if (column < hidden) {
-            load_values<D, VEC>(weight + column, vectorized, w[i]);
-        } else {
-#pragma unroll
-            for (int j = 0; j < VEC; j++) w[i][j] = 0;
-        }
+        w[i] = column < hidden ? load_weight_vector<D>(weight + column, VECTORIZED) : zero16();
 #pragma unroll
         for (int j = 0; j < VEC; j++) dweight[i][j] = 0;
     }
 
     for (int64_t step = first; step < last; step += STEP) {
         const int64_t warp_first = step + (int64_t)warp * WARP_ROWS + group;
-        raw_vector<D, VEC> xs[UNROLL][ITEMS], gs[UNROLL][ITEMS], dys[UNROLL][ITEMS];
+        bits16 xs[UNROLL][ITEMS], gs[UNROLL][ITEMS], dys[UNROLL][ITEMS];
         C inverse[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
@@ -278,58 +538,40 @@ __global__ void __launch_bounds__(warp_rows_threads, warp_rows_backward_blocks<I
 #pragma unroll
             for (int i = 0; i < ITEMS; i++) {
                 const int64_t column = (int64_t)(i * LANES + t) * VEC;
-                const bool ok = active && column < hidden;
                 const int64_t at = row * hidden + column;
-                xs[u][i] = ok ? load_raw<D, VEC>(x + at, vectorized) : zero_raw<D, VEC>();
-                gs[u][i] = ok ? load_raw<D, VEC>(gate + at, vectorized) : zero_raw<D, VEC>();
-                dys[u][i] = ok ? load_raw<D, VEC>(doutput + at, vectorized) : zero_raw<D, VEC>();
+                xs[u][i] = gs[u][i] = dys[u][i] = zero16();
+                if (active && column < hidden) {
+                    xs[u][i] = load_row_vector<D>(x + at, VECTORIZED);
+                    gs[u][i] = load_row_vector<D>(gate + at, VECTORIZED);
+                    dys[u][i] = load_row_vector<D>(doutput + at, VECTORIZED);
+                }
             }
         }
-        // g (dloss / dx_hat) is rounded to the storage dtype, so it is kept in storage form (exact);
-        // x_hat is recomputed from x for dx (the same product, the same bits)
-        raw_vector<D, VEC> gvals[UNROLL][ITEMS];
-        C dot[UNROLL];
+        // row by row: g (dloss / dx_hat, rounded to the storage dtype, so kept in storage form: exact),
+        // dgate and the dw terms, the row's sum, then dx from x_hat recomputed from x (the same product,
+        // the same bits): a row's registers are free before the next row's arithmetic
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
             const int64_t row = warp_first + (int64_t)u * GROUPS;
-            dot[u] = 0;
+            bits16 gvals[ITEMS];
+            C dot = 0;
 #pragma unroll
             for (int i = 0; i < ITEMS; i++) {
                 const int64_t column = (int64_t)(i * LANES + t) * VEC;
                 const bool ok = row < last && column < hidden;
-                C dgate_out[VEC];
-#pragma unroll
-                for (int j = 0; j < VEC; j++) {
-                    const C x_hat = element<D>::load(xs[u][i].v[j]) * inverse[u];
-                    C g, term;
-                    gated_gradients<D>(x_hat, w[i][j], element<D>::load(gs[u][i].v[j]),
-                                       element<D>::load(dys[u][i].v[j]), g, dgate_out[j], term);
-                    if (ok) dweight[i][j] += term;
-                    gvals[u][i].v[j] = element<D>::store(g);
-                    dot[u] += g * x_hat;
-                }
-                if (ok && dgate) store_values<D, VEC>(dgate + row * hidden + column, vectorized, dgate_out);
+                const bits16 dgate_out =
+                    gated_vector_gradients<D>(xs[u][i], gs[u][i], dys[u][i], w[i], inverse[u], ok, gvals[i], dweight[i], dot);
+                if (ok && dgate) store_row_vector<D>(dgate + row * hidden + column, VECTORIZED, dgate_out);
             }
-            dot[u] = lanes_sum<LANES>(dot[u]);
-        }
-        if (dinput) {
+            dot = lanes_sum<LANES>(dot);
+            if (!dinput || row >= last) continue;
+            const C mean_dot = mean_of(dot, hidden, mean_scale);
 #pragma unroll
-            for (int u = 0; u < UNROLL; u++) {
-                const int64_t row = warp_first + (int64_t)u * GROUPS;
-                if (row >= last) continue;
-                const C mean_dot = dot[u] / C(hidden);
-#pragma unroll
-                for (int i = 0; i < ITEMS; i++) {
-                    const int64_t column = (int64_t)(i * LANES + t) * VEC;
-                    if (column >= hidden) continue;
-                    C dx[VEC];
-#pragma unroll
-                    for (int j = 0; j < VEC; j++) {
-                        const C x_hat = element<D>::load(xs[u][i].v[j]) * inverse[u];
-                        dx[j] = inverse[u] * (element<D>::load(gvals[u][i].v[j]) - x_hat * mean_dot);
-                    }
-                    store_values<D, VEC>(dinput + row * hidden + column, vectorized, dx);
-                }
+            for (int i = 0; i < ITEMS; i++) {
+                const int64_t column = (int64_t)(i * LANES + t) * VEC;
+                if (column >= hidden) continue;
+                store_row_vector<D>(dinput + row * hidden + column, VECTORIZED,
+                                    input_gradient_vector<D>(xs[u][i], gvals[i], inverse[u], mean_dot));
             }
         }
     }
@@ -373,6 +615,7 @@ __global__ void __launch_bounds__(forward_max_threads<ITEMS>()) rms_norm_gated_f
                                               typename element<D>::storage *y,            // (N, D)
                                               typename element<D>::compute *inverse_rms,  // (N)
                                               int64_t rows, int64_t hidden, int threads,
+                                              typename element<D>::compute mean_scale,
                                               typename element<D>::compute eps, bool vectorized) {
     using C = typename element<D>::compute;
     __shared__ C scratch[32];
@@ -393,7 +636,7 @@ __global__ void __launch_bounds__(forward_max_threads<ITEMS>()) rms_norm_gated_f
         }
     }
     sum_squares = group_sum(sum_squares, scratch, threads);
-    const C inverse = C(1) / sqrt(sum_squares / C(hidden) + eps);
+    const C inverse = inverse_rms_of(mean_of(sum_squares, hidden, mean_scale), eps);
     if (!active) return;
     if (t == 0) inverse_rms[row] = inverse;
 #pragma unroll
@@ -420,7 +663,8 @@ __global__ void __launch_bounds__(backward_max_threads<ITEMS>()) rms_norm_gated_
                                                typename element<D>::storage *dinput,           // (N, D) or NULL
                                                typename element<D>::storage *dgate,            // (N, D) or NULL
                                                typename element<D>::compute *dweight_partial,  // (blocks, D) or NULL
-                                               int64_t rows, int64_t hidden, int threads, int64_t rows_per_block,
+                                               int64_t rows, int64_t hidden, int threads,
+                                               typename element<D>::compute mean_scale, int64_t rows_per_block,
                                                bool vectorized) {
     using C = typename element<D>::compute;
     extern __shared__ unsigned char combine_bytes[];
@@ -466,7 +710,7 @@ __global__ void __launch_bounds__(backward_max_threads<ITEMS>()) rms_norm_gated_
             if (dgate) store_values<D, VEC>(dgate + base + column, vectorized, dgate_out);
         }
         dot = group_sum(dot, scratch, threads);
-        const C mean_dot = dot / C(hidden);
+        const C mean_dot = mean_of(dot, hidden, mean_scale);
         if (active && dinput) {
 #pragma unroll
             for (int i = 0; i < ITEMS; i++) {
@@ -482,6 +726,12 @@ __global__ void __launch_bounds__(backward_max_threads<ITEMS>()) rms_norm_gated_
     if (!dweight_partial) return;
     // The groups' column sums into group 0, in group order, then into dweight_partial[b].
     store_block_partial(dweight, reinterpret_cast<C *>(combine_bytes), dweight_partial, hidden, threads, groups, group, t);
+}
+
+// 1 / hidden when hidden is a power of two (the mean's product with it is the quotient's exact bits),
+// else 0: the kernels divide (mean_of).
+template <typename C> C row_mean_scale(int64_t hidden) {
+    return (hidden & (hidden - 1)) == 0 ? C(1) / C(hidden) : C(0);
 }
 
 parity_error *check_devices(const parity_rms_norm_gated_args *args, const parity_rms_norm_gated_grads *grads) {
@@ -537,17 +787,18 @@ parity_error *forward(const parity_exec *exec, const parity_rms_norm_gated_args 
         constexpr parity_dtype D = decltype(tag)::value;
         using S = typename element<D>::storage;
         using C = typename element<D>::compute;
+        const C mean_scale = row_mean_scale<C>(hidden);
         const S *x = (const S *)args->input->data, *gate = (const S *)args->gate->data;
         const S *weight = (const S *)args->weight->data;
         S *y = (S *)args->output->data;
         if (warp_rows) {
-            const bool vectorized = aligned16(x, gate, weight, y);
-            return dispatch_warp_layout(warp, [&](auto lanes, auto items) -> parity_error * {
+            return dispatch_warp_layout(warp, aligned16(x, gate, weight, y), [&](auto lanes, auto items, auto vectorized) -> parity_error * {
                 constexpr int LANES = decltype(lanes)::value, ITEMS = decltype(items)::value;
                 const int64_t block_rows = (int64_t)warp_rows_warps * (32 / LANES) * warp_rows_unroll<ITEMS>();
                 const unsigned grid = (unsigned)((rows + block_rows - 1) / block_rows);
-                warp_rows_forward_kernel<D, LANES, ITEMS><<<grid, warp_rows_threads, 0, parity_cuda_stream(exec)>>>(
-                    x, gate, weight, y, (C *)inverse_rms->data, rows, hidden, (C)args->eps, vectorized);
+                warp_rows_forward_kernel<D, LANES, ITEMS, decltype(vectorized)::value>
+                    <<<grid, warp_rows_threads, 0, parity_cuda_stream(exec)>>>(x, gate, weight, y, (C *)inverse_rms->data,
+                                                                             rows, hidden, mean_scale, (C)args->eps);
                 PARITY_CUDA_TRY_LAUNCH("warp_rows_forward_kernel");
                 return NULL;
             });
@@ -558,7 +809,8 @@ parity_error *forward(const parity_exec *exec, const parity_rms_norm_gated_args 
         return dispatch_layout<full_vector<D>()>(layout, [&](auto vec, auto items) -> parity_error * {
             constexpr int VEC = decltype(vec)::value, ITEMS = decltype(items)::value;
             rms_norm_gated_forward_kernel<D, VEC, ITEMS><<<grid, block, 0, parity_cuda_stream(exec)>>>(
-                x, gate, weight, y, (C *)inverse_rms->data, rows, hidden, layout.threads, (C)args->eps, vectorized);
+                x, gate, weight, y, (C *)inverse_rms->data, rows, hidden, layout.threads, mean_scale, (C)args->eps,
+                vectorized);
             PARITY_CUDA_TRY_LAUNCH("rms_norm_gated_forward_kernel");
             return NULL;
         });
@@ -600,6 +852,7 @@ parity_error *backward(const parity_exec *exec, const parity_rms_norm_gated_args
         constexpr parity_dtype D = decltype(tag)::value;
         using S = typename element<D>::storage;
         using C = typename element<D>::compute;
+        const C mean_scale = row_mean_scale<C>(hidden);
         const S *x = (const S *)args->input->data, *gate = (const S *)args->gate->data;
         const S *weight = (const S *)args->weight->data, *dy = (const S *)grads->doutput->data;
         const C *inverse = (const C *)inverse_rms->data;
@@ -621,14 +874,13 @@ parity_error *backward(const parity_exec *exec, const parity_rms_norm_gated_args
                                   : NULL;
         };
         if (warp_rows) {
-            const bool vectorized = aligned16(x, gate, weight, dy, dx, dgate);
-            return dispatch_warp_layout(warp, [&](auto lanes, auto items) -> parity_error * {
+            return dispatch_warp_layout(warp, aligned16(x, gate, weight, dy, dx, dgate), [&](auto lanes, auto items, auto vectorized) -> parity_error * {
                 constexpr int LANES = decltype(lanes)::value, ITEMS = decltype(items)::value;
-                auto kernel = warp_rows_backward_kernel<D, LANES, ITEMS>;
+                auto kernel = warp_rows_backward_kernel<D, LANES, ITEMS, decltype(vectorized)::value>;
                 const int64_t step = (int64_t)warp_rows_warps * (32 / LANES) * warp_rows_unroll<ITEMS>();
                 return run(kernel, warp_rows_threads, 0, step, [&](unsigned blocks, int64_t rows_per_block, C *partial) {
                     kernel<<<blocks, warp_rows_threads, 0, parity_cuda_stream(exec)>>>(
-                        x, gate, weight, dy, inverse, dx, dgate, partial, rows, hidden, rows_per_block, vectorized);
+                        x, gate, weight, dy, inverse, dx, dgate, partial, rows, hidden, mean_scale, rows_per_block);
                 });
             });
         }
@@ -642,7 +894,7 @@ parity_error *backward(const parity_exec *exec, const parity_rms_norm_gated_args
             return run(kernel, block, shared, groups, [&](unsigned blocks, int64_t rows_per_block, C *partial) {
                 kernel<<<blocks, block, shared, parity_cuda_stream(exec)>>>(x, gate, weight, dy, inverse, dx, dgate,
                                                                             partial, rows, hidden, layout.threads,
-                                                                            rows_per_block, vectorized);
+                                                                            mean_scale, rows_per_block, vectorized);
             });
         });
     });

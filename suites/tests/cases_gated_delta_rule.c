@@ -71,7 +71,8 @@ const op_case_list gated_delta_rule_case_list = OP_CASE_LIST(gated_delta_rule_ca
 
 // The GPU backends' awkward rows (test_gated_delta_rule_gpu.c): T = 1, 63, 65 (around fla's chunk of 64)
 // and 1000; documents of 1, 15, 100, 300 and 1200 tokens; 1, 3 and 16 heads; Dk = Dv = 128 (Qwen3.5)
-// and Dk != Dv, with and without the in-kernel L2 norm; g in f32 as Qwen3.5 computes it.
+// and Dk != Dv, with and without the in-kernel L2 norm; g in f32 as Qwen3.5 computes it; a row of many
+// documents x heads.
 static const op_check_case gated_delta_rule_gpu_cases[] = {
     GDR_ROW("H=1 Dk=Dv=128 T=1 l2norm g=f32", 1, 1, 128, 128, true, true, 0, 0, 1),
     GDR_ROW("H=3 Dk=Dv=128 T=63 l2norm g=f32", 3, 3, 128, 128, true, true, 0, 0, 63),
@@ -79,6 +80,9 @@ static const op_check_case gated_delta_rule_gpu_cases[] = {
     GDR_ROW("H=16 Dk=Dv=128 T=1000 l2norm g=f32", 16, 16, 128, 128, true, true, 0, 0, 1000),
     GDR_ROW("H=3 Dk=Dv=128 docs=1,15,100,300,1200 l2norm g=f32", 3, 3, 128, 128, true, true, 0, 5, 1, 15, 100, 300, 1200),
     GDR_ROW("Hk=2 Hv=4 Dk=64 Dv=96 docs=1,15,100,300 scale=0.3", 2, 4, 64, 96, false, false, 0.3, 4, 1, 15, 100, 300),
+    // 5 documents x 16 heads x 8 column blocks > the SMs: the tensor-core state pass takes 32 columns
+    // a block (one document alone: 16)
+    GDR_ROW("H=16 Dk=Dv=128 docs=1,15,100,300,1200 l2norm g=f32", 16, 16, 128, 128, true, true, 0, 5, 1, 15, 100, 300, 1200),
 };
 const op_case_list gated_delta_rule_gpu_case_list = OP_CASE_LIST(gated_delta_rule_gpu_cases);
 

@@ -177,6 +177,15 @@ static void prove_row(const parity_backend *backend, const invariance_layout *la
     result->rows_proven++;
 }
 
+// The GPU-only rows that also prove the CUDA claims: shapes the small CPU rows cannot reach (the
+// gated delta rule's tensor-core path needs Dk, Dv multiples of 16, and its 16- or 32-column state
+// split changes with the number of documents x heads, so a document alone and in a batch take
+// different splits).
+static const op_case_list *gpu_cases_of(const char *op) {
+    if (strcmp(op, PARITY_OP_GATED_DELTA_RULE) == 0) return &gated_delta_rule_gpu_case_list;
+    return NULL;
+}
+
 // Every backend registered on `device`'s type that claims batch invariance, on every row of its op.
 static int prove_claims(parity_device device) {
     assert_ok(parity_registry_register_builtins(), "registering built-in backends");
@@ -193,6 +202,9 @@ static int prove_claims(parity_device device) {
             if (!(backend->dtypes & PARITY_DTYPE_BIT(dtypes[d]))) continue;
             for (size_t row = 0; row < cases->count; row++)
                 prove_row(backend, layout, &cases->cases[row], dtypes[d], device, &result);
+            const op_case_list *gpu_cases = device.type == PARITY_DEVICE_CUDA ? gpu_cases_of(backend->op) : NULL;
+            for (size_t row = 0; gpu_cases && row < gpu_cases->count; row++)
+                prove_row(backend, layout, &gpu_cases->cases[row], dtypes[d], device, &result);
         }
         cr_log_info("%s %s on %s: batch invariance proven on %d rows x dtypes (%d not supported)", backend->op, backend->name,
                     parity_device_type_name(device.type), result.rows_proven, result.rows_unsupported);

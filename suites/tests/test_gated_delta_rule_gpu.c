@@ -120,6 +120,7 @@ Test(gated_delta_rule_gpu, every_backend_within_2x_eager_error_of_fp64_on_awkwar
 static const char *const determinism_rows[] = {
     "H=16 Dk=Dv=128 T=1000 l2norm g=f32",
     "H=3 Dk=Dv=128 docs=1,15,100,300,1200 l2norm g=f32",
+    "H=16 Dk=Dv=128 docs=1,15,100,300,1200 l2norm g=f32",
 };
 enum { DETERMINISM_RUNS = 20 };
 
