@@ -1,6 +1,6 @@
 // test_ordered_column_sum_gpu.c: the weight and bias gradients that the CUDA eager backends sum in row
 // order (ops/core/cuda/ordered_column_sum.cuh: dweight of rms_norm (standard and offset) and of
-// rms_norm_gated, dbias of linear), in f64, f32 and bf16, on awkward shapes: rows 1, 63, 65 (a 64-row
+// rms_norm_gated, dbias of linear, gdn_gating's dA_log and ddt_bias), in f64, f32 and bf16, on awkward shapes: rows 1, 63, 65 (a 64-row
 // step and one more), 1000, 20000 (many 128-row stages, a partial last one) x hidden 1, 5 (a partial
 // column block; linear's dy rows not 16-byte aligned: one-element copies), 128 and 4096 (many column
 // blocks, 16-byte copies); 20000 x 4096 is left out (its CPU run is slow). Two claims, each bytewise:
@@ -9,7 +9,7 @@
 //   - chunk invariance: with the scratch bound lowered to 4 KiB through PARITY_ORDERED_SUM_SCRATCH_BYTES
 //     (down to one row a chunk at hidden 4096; each column's sum carried from chunk to chunk), every
 //     dweight / dbias is the unbounded run's bit for bit.
-// The norms' dweight is not compared bytewise with the CPU's: its terms dy x_hat differ by an ulp or two
+// The norms' dweight (and gdn_gating's per-head sums) is not compared bytewise with the CPU's: its terms dy x_hat differ by an ulp or two
 // between the devices (the row's inverse rms is rounded differently), which test_ops_gpu.c bounds by
 // relative error. Without a GPU every test skips visibly (gpu_skip.h).
 #include <criterion/criterion.h>
@@ -21,6 +21,7 @@
 #include "assert_ok.h"
 #include "gpu_skip.h"
 #include "op_check.h"
+#include "ops/gdn_gating/gdn_gating.h"
 #include "ops/linear/linear.h"
 #include "ops/registry.h"
 #include "ops/rms_norm/rms_norm.h"
@@ -49,6 +50,18 @@ static parity_error *rms_norm_gated_setup(op_check_state *state, const void *raw
     op_check_input(state, "weight", true, OP_CHECK_UNIFORM, 0.5, 1.5, PARITY_SHAPE(p->hidden));
     op_check_output(state, "y", true, PARITY_SHAPE(p->rows, p->hidden));
     op_check_set_attributes(state, &(parity_rms_norm_gated_args){.eps = 1e-6});
+    return NULL;
+}
+
+// rows = tokens, hidden = heads: dA_log and ddt_bias are the 2 x heads columns of one ordered sum.
+static parity_error *gdn_gating_setup(op_check_state *state, const void *raw) {
+    const sum_params *p = raw;
+    op_check_input(state, "a", true, OP_CHECK_NORMAL, 0, 1, PARITY_SHAPE(p->rows, p->hidden));
+    op_check_input(state, "b", true, OP_CHECK_NORMAL, 0, 1.5, PARITY_SHAPE(p->rows, p->hidden));
+    op_check_input(state, "A_log", true, OP_CHECK_UNIFORM, -1, 2.5, PARITY_SHAPE(p->hidden));
+    op_check_input(state, "dt_bias", true, OP_CHECK_UNIFORM, 0.5, 1.5, PARITY_SHAPE(p->hidden));
+    op_check_output_compute(state, "g", true, PARITY_SHAPE(p->rows, p->hidden));
+    op_check_output(state, "beta", true, PARITY_SHAPE(p->rows, p->hidden));
     return NULL;
 }
 
@@ -153,6 +166,14 @@ Test(ordered_column_sum_gpu, chunked_rms_norm_dweight_is_the_unchunked_bitwise) 
 
 Test(ordered_column_sum_gpu, chunked_rms_norm_offset_dweight_is_the_unchunked_bitwise) {
     check_shapes(&parity_rms_norm_op, rms_norm_setup, PARITY_RMS_NORM_OFFSET, "weight", UNCHUNKED_VS_CHUNKED);
+}
+
+Test(ordered_column_sum_gpu, chunked_gdn_gating_dA_log_is_the_unchunked_bitwise) {
+    check_shapes(&parity_gdn_gating_op, gdn_gating_setup, PARITY_RMS_NORM_STANDARD, "A_log", UNCHUNKED_VS_CHUNKED);
+}
+
+Test(ordered_column_sum_gpu, chunked_gdn_gating_ddt_bias_is_the_unchunked_bitwise) {
+    check_shapes(&parity_gdn_gating_op, gdn_gating_setup, PARITY_RMS_NORM_STANDARD, "dt_bias", UNCHUNKED_VS_CHUNKED);
 }
 
 Test(ordered_column_sum_gpu, chunked_rms_norm_gated_dweight_is_the_unchunked_bitwise) {

@@ -246,13 +246,16 @@ inline parity_error *ordered_column_sum_of(const parity_exec *exec, const typena
 // a chunk of rows at a time (one chunk unless the scratch would pass ordered_sum_scratch_bytes).
 // make_terms(row0, count, terms, ld) -> parity_error * launches the caller's kernel on exec's stream
 // (ordered_sum_term_grid(count, columns) blocks of ordered_sum_term_threads, calling ordered_sum_terms)
-// writing terms (count, ld) for rows row0 .. row0 + count - 1.
+// writing terms (count, ld) for rows row0 .. row0 + count - 1. `out` gets the sums rounded once to the
+// storage dtype, `sums` (when not NULL, device memory of `columns` compute values) the sums themselves,
+// for a caller that goes on computing with them (gdn_gating's dA_log = -sum * rate); either may be NULL.
 template <parity_dtype D, typename MakeTerms>
 parity_error *ordered_column_sum(const parity_exec *exec, parity_device device, int64_t rows, int64_t columns,
-                                 MakeTerms make_terms, typename scalar<D>::storage *out) {
+                                 MakeTerms make_terms, typename scalar<D>::storage *out,
+                                 typename scalar<D>::compute *sums = NULL) {
     using C = typename scalar<D>::compute;
     if (columns <= 0) return NULL;
-    if (rows <= 0) return ordered_column_sum_pass<D>(exec, NULL, 0, columns, columns, NULL, NULL, out); // zeros
+    if (rows <= 0) return ordered_column_sum_pass<D>(exec, NULL, 0, columns, columns, NULL, sums, out); // zeros
     const int64_t ld = ordered_sum_stride<C>(columns);
     const int64_t row_bytes = ld * (int64_t)sizeof(C);
     int64_t chunk = (int64_t)(ordered_sum_scratch_bytes() / (size_t)row_bytes);
@@ -267,7 +270,7 @@ parity_error *ordered_column_sum(const parity_exec *exec, parity_device device, 
         const bool first = row0 == 0, last = row0 + count == rows;
         PARITY_TRY(make_terms(row0, count, terms, ld));
         PARITY_TRY(ordered_column_sum_pass<D>(exec, terms, count, columns, ld, first ? NULL : carry,
-                                              last ? NULL : carry, last ? out : NULL));
+                                              last ? sums : carry, last ? out : NULL));
     }
     return NULL;
 }
