@@ -102,6 +102,40 @@ inline bool tensor_core_forward_fits(const delta_shape &shape, const void *value
 
 // ---- prepare ----
 
+// One of the 20 (16 x 8) tiles on or below the diagonal 16 x 16 blocks of X Y^T (64 x 64; X, Y (64, DK)
+// row-major in shared memory, row stride LD = 4 or 8 (mod 32)): row tile m has 2 (m + 1) of them. Sets
+// the tile's corner (m0, n0) and its product in mma.sync's accumulator layout (d0 d1 (g, 2t ..), d2 d3
+// (g + 8, 2t ..)); X and Y by ldmatrix, both converted to TF32 per use, even and odd k steps in two
+// accumulators summed at the end.
+template <int DK, int LD>
+__device__ __forceinline__ void lower_tile_product(const float *X, const float *Y, int tile, int &m0, int &n0,
+                                                   float (&out)[4]) {
+    const int lane = threadIdx.x % 32, mi = lane / 8, mr = lane % 8;
+    const int m = tile < 2 ? 0 : tile < 6 ? 1 : tile < 12 ? 2 : 3;
+    m0 = 16 * m, n0 = 8 * (tile - m * (m + 1));
+    const float *x_lane = X + (m0 + mr + 8 * (mi & 1)) * LD + 4 * (mi >> 1);
+    const float *y_lane = Y + (n0 + mr) * LD + 4 * mi;
+    float acc[2][4] = {};
+#pragma unroll
+    for (int k = 0; k < DK; k += 16) {
+        uint32_t a[2][4], bf[4];
+        load_f32_x4(a[0], x_lane + k);
+        load_f32_x4(a[1], x_lane + k + 8);
+        load_f32_x4(bf, y_lane + k);
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) a[h][e] = to_tf32(__uint_as_float(a[h][e]));
+        const uint32_t b_even[2] = {to_tf32(__uint_as_float(bf[0])), to_tf32(__uint_as_float(bf[1]))};
+        const uint32_t b_odd[2] = {to_tf32(__uint_as_float(bf[2])), to_tf32(__uint_as_float(bf[3]))};
+        mma_tf32(acc[0], a[0], b_even);
+        mma_tf32(acc[1], a[1], b_odd);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; e++) out[e] = acc[0][e] + acc[1][e];
+}
+
+
 // acc (16 x 8) += A[m0 .., k0 .. k1) B[k0 .. k1), n0 ..) in "3xTF32": each operand split into a TF32
 // high part and a TF32 remainder, hi hi + hi lo + lo hi, an f32-accurate product for the UT solve.
 // A and B row-major in shared memory (lda, ldb); k0, k1 multiples of 8.
@@ -262,33 +296,15 @@ __global__ void __launch_bounds__(tc_threads, 2)
         beta_decay[i] = i < L ? beta[i] * precise_exp(G[i]) : 0.0f;
         if (i < L) p.cumulative[s.slot * Cc + i] = G[i];
     }
-    // A: column tiles of 8 on or below the diagonal blocks (row tile m: 2 (m + 1) of them)
+    // A: the column tiles of 8 on or below the diagonal blocks, K K^T scaled
     for (int tile = warp; tile < 20; tile += tc_warps) {
-        const int m = tile < 2 ? 0 : tile < 6 ? 1 : tile < 12 ? 2 : 3;
-        const int m0 = 16 * m, n0 = 8 * (tile - m * (m + 1));
-        const float *a_lane = Ks + (m0 + mr + 8 * (mi & 1)) * ldk + 4 * (mi >> 1);
-        const float *b_lane = Ks + (n0 + mr) * ldk + 4 * mi;
-        float acc[2][4] = {};
-#pragma unroll
-        for (int k = 0; k < DK; k += 16) {
-            uint32_t a[2][4], bf[4];
-            load_f32_x4(a[0], a_lane + k);
-            load_f32_x4(a[1], a_lane + k + 8);
-            load_f32_x4(bf, b_lane + k);
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) a[h][e] = to_tf32(__uint_as_float(a[h][e]));
-            const uint32_t b_even[2] = {to_tf32(__uint_as_float(bf[0])), to_tf32(__uint_as_float(bf[1]))};
-            const uint32_t b_odd[2] = {to_tf32(__uint_as_float(bf[2])), to_tf32(__uint_as_float(bf[3]))};
-            mma_tf32(acc[0], a[0], b_even);
-            mma_tf32(acc[1], a[1], b_odd);
-        }
-        __syncwarp();
+        int m0, n0;
+        float acc[4];
+        lower_tile_product<DK, ldk>(Ks, Ks, tile, m0, n0, acc);
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int r = m0 + g + 8 * (e / 2), c = n0 + 2 * t + e % 2;
-            A[r * ldc + c] = c < r && r < L ? beta[r] * (acc[0][e] + acc[1][e]) * precise_exp(G[r] - G[c]) : 0.0f;
+            A[r * ldc + c] = c < r && r < L ? beta[r] * acc[e] * precise_exp(G[r] - G[c]) : 0.0f;
         }
     }
     // the strictly upper 16 x 16 blocks of A stay unread (tc_solve reads on and below the diagonal blocks)
@@ -566,33 +582,15 @@ template <int DK> __global__ void __launch_bounds__(tc_threads, 1) tc_output(chu
     parity_flash::copy_wait<2>();
     __syncthreads();
     const int mi = lane / 8, mr = lane % 8;
-    // P: the 20 column tiles of 8 on or below the diagonal's 16 x 16 blocks (row tile m: 2 (m + 1) of them)
+    // P: the 20 column tiles of 8 on or below the diagonal's 16 x 16 blocks, Q K^T decayed, TF32-rounded
     for (int tile = warp; tile < 20; tile += tc_warps) {
-        const int m = tile < 2 ? 0 : tile < 6 ? 1 : tile < 12 ? 2 : 3;
-        const int n = tile - m * (m + 1); // column tile of 8
-        const int m0 = 16 * m, n0 = 8 * n;
-        const float *q_lane = Qs + (m0 + mr + 8 * (mi & 1)) * ldq + 4 * (mi >> 1);
-        const float *k_lane = Ks + (n0 + mr) * ldq + 4 * mi;
-        float acc[2][4] = {};
-#pragma unroll
-        for (int k = 0; k < DK; k += 16) {
-            uint32_t a[2][4], bf[4];
-            load_f32_x4(a[0], q_lane + k);
-            load_f32_x4(a[1], q_lane + k + 8);
-            load_f32_x4(bf, k_lane + k);
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) a[h][e] = to_tf32(__uint_as_float(a[h][e]));
-            const uint32_t b_even[2] = {to_tf32(__uint_as_float(bf[0])), to_tf32(__uint_as_float(bf[1]))};
-            const uint32_t b_odd[2] = {to_tf32(__uint_as_float(bf[2])), to_tf32(__uint_as_float(bf[3]))};
-            mma_tf32(acc[0], a[0], b_even);
-            mma_tf32(acc[1], a[1], b_odd);
-        }
+        int m0, n0;
+        float acc[4];
+        lower_tile_product<DK, ldq>(Qs, Ks, tile, m0, n0, acc);
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int r = m0 + g + 8 * (e / 2), c = n0 + 2 * t + e % 2;
-            P[r * ldp + c] = c <= r && r < L ? round_tf32((acc[0][e] + acc[1][e]) * precise_exp(G[r] - G[c])) : 0.0f;
+            P[r * ldp + c] = c <= r && r < L ? round_tf32(acc[e] * precise_exp(G[r] - G[c])) : 0.0f;
         }
     }
     // the strictly upper 16 x 16 blocks of P stay unread: row tile m reads columns < 16 (m + 1)

@@ -227,11 +227,8 @@ __device__ __forceinline__ void store16_streamed(void *destination, const bits16
                  : "memory");
 }
 
-// A row vector: one streamed 16-byte load when `vectorized` (16-byte aligned), element loads otherwise
-// (the same bits either way).
-template <parity_dtype D>
-__device__ __forceinline__ bits16 load_row_vector(const typename element<D>::storage *source, bool vectorized) {
-    if (vectorized) return load16_streamed(source);
+// A vector of elements read one at a time (rows not 16-byte aligned): the same bits as a 16-byte load.
+template <parity_dtype D> __device__ __forceinline__ bits16 load_elements(const typename element<D>::storage *source) {
     typename element<D>::storage values[vector_width<D>()];
 #pragma unroll
     for (int j = 0; j < vector_width<D>(); j++) values[j] = source[j];
@@ -240,19 +237,18 @@ __device__ __forceinline__ bits16 load_row_vector(const typename element<D>::sto
     return v;
 }
 
+// A row vector: one streamed 16-byte load when `vectorized` (16-byte aligned), element loads otherwise.
+template <parity_dtype D>
+__device__ __forceinline__ bits16 load_row_vector(const typename element<D>::storage *source, bool vectorized) {
+    return vectorized ? load16_streamed(source) : load_elements<D>(source);
+}
+
 // w's vector: read by every warp, so through the read-only cache as usual.
 template <parity_dtype D>
 __device__ __forceinline__ bits16 load_weight_vector(const typename element<D>::storage *source, bool vectorized) {
-    if (vectorized) {
-        const uint4 v = *reinterpret_cast<const uint4 *>(source);
-        return bits16{{v.x, v.y, v.z, v.w}};
-    }
-    typename element<D>::storage values[vector_width<D>()];
-#pragma unroll
-    for (int j = 0; j < vector_width<D>(); j++) values[j] = source[j];
-    bits16 v;
-    memcpy(&v, values, sizeof v);
-    return v;
+    if (!vectorized) return load_elements<D>(source);
+    const uint4 v = *reinterpret_cast<const uint4 *>(source);
+    return bits16{{v.x, v.y, v.z, v.w}};
 }
 
 template <parity_dtype D>
