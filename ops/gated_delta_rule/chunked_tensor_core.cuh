@@ -59,6 +59,19 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// acc[j] (16 x 8) += a (16 x 8, one k step of 8) B[k .., n0 + 8 j ..) for the column tiles j < nj (nj <= 8):
+// B row-major in shared memory (row stride ldb; at 8 (mod 32) the lanes' (k t, n g) reads hit 32 banks),
+// read by scalar loads from b_row = B + (k + t) ldb + n0 + g and converted to TF32 per use.
+__device__ __forceinline__ void mma_row_tiles(float (&acc)[8][4], const uint32_t (&a)[4], const float *b_row, int ldb,
+                                              int nj) {
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        if (j >= nj) break;
+        const uint32_t b[2] = {to_tf32(b_row[8 * j]), to_tf32(b_row[4 * ldb + 8 * j])};
+        mma_tf32(acc[j], a, b);
+    }
+}
+
 // ---- staging ----
 
 // `count` floats from `from` into `to`, zeros from index `valid` on (4-byte cp.async: any alignment).
@@ -328,13 +341,7 @@ __global__ void __launch_bounds__(tc_threads, 2)
             const float s0 = scale[k + t], s1 = scale[k + t + 4];
             a[0] = to_tf32(__uint_as_float(a[0]) * s0), a[1] = to_tf32(__uint_as_float(a[1]) * s0);
             a[2] = to_tf32(__uint_as_float(a[2]) * s1), a[3] = to_tf32(__uint_as_float(a[3]) * s1);
-            const float *b_row = B + (k + t) * ldb + n_base + g;
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                if (j >= nj) break;
-                const uint32_t b[2] = {to_tf32(b_row[8 * j]), to_tf32(b_row[4 * ldb + 8 * j])};
-                mma_tf32(acc[j], a, b);
-            }
+            mma_row_tiles(acc, a, B + (k + t) * ldb + n_base + g, ldb, nj);
         }
 #pragma unroll
         for (int j = 0; j < 8; j++) {
@@ -609,13 +616,7 @@ template <int DK> __global__ void __launch_bounds__(tc_threads, 1) tc_output(chu
             load_f32_x4(a, q_lane + k);
 #pragma unroll
             for (int e = 0; e < 4; e++) a[e] = to_tf32(__uint_as_float(a[e]));
-            const float *b_row = Ss + (k + t) * lay.lds + n_base + g;
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                if (j >= nj) break;
-                const uint32_t b[2] = {to_tf32(b_row[8 * j]), to_tf32(b_row[4 * lay.lds + 8 * j])};
-                mma_tf32(acc[j], a, b);
-            }
+            mma_row_tiles(acc, a, Ss + (k + t) * lay.lds + n_base + g, lay.lds, nj);
         }
         const float low = precise_exp(G[m0 + g]), high = precise_exp(G[m0 + g + 8]);
 #pragma unroll
@@ -628,13 +629,7 @@ template <int DK> __global__ void __launch_bounds__(tc_threads, 1) tc_output(chu
         for (int k = 0; k < k_end; k += 8) {
             uint32_t a[4];
             load_f32_x4(a, p_lane + k); // already TF32
-            const float *b_row = Ds + (k + t) * lay.lds + n_base + g;
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                if (j >= nj) break;
-                const uint32_t b[2] = {to_tf32(b_row[8 * j]), to_tf32(b_row[4 * lay.lds + 8 * j])};
-                mma_tf32(acc[j], a, b);
-            }
+            mma_row_tiles(acc, a, Ds + (k + t) * lay.lds + n_base + g, lay.lds, nj);
         }
     }
 #pragma unroll

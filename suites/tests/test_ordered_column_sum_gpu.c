@@ -97,8 +97,17 @@ static void run_on(const op_check_case *row, parity_dtype dtype, parity_device d
     cr_assert_eq(unsetenv("PARITY_ORDERED_SUM_SCRATCH_BYTES"), 0);
 }
 
-// The gradient of `input` is byte for byte the same in the two runs of `how`.
-static void expect_bitwise(const op_check_case *row, parity_dtype dtype, const char *input, comparison how) {
+// A row of the tables: an op whose CUDA eager backward sums in row order, how to set it up, and the
+// gradients (one or two) that are such sums.
+typedef struct sum_case {
+    const parity_op_descriptor *op;
+    parity_error *(*setup)(op_check_state *, const void *);
+    parity_rms_norm_variant variant; // rms_norm only
+    const char *inputs[2];           // the second NULL when there is one
+} sum_case;
+
+// The gradients of `c`'s inputs are byte for byte the same in the two runs of `how`.
+static void expect_bitwise(const sum_case *c, const op_check_case *row, parity_dtype dtype, comparison how) {
     op_check_state first, second;
     if (how == CPU_VS_CUDA) {
         run_on(row, dtype, PARITY_CPU, false, &first);
@@ -109,22 +118,25 @@ static void expect_bitwise(const op_check_case *row, parity_dtype dtype, const c
     }
     const char *names[2] = {how == CPU_VS_CUDA ? "cpu eager" : "cuda eager",
                             how == CPU_VS_CUDA ? "cuda eager" : "cuda eager chunked"};
-    const parity_tensor *a = gradient_of(&first, input), *b = gradient_of(&second, input);
-    cr_assert(a && b && a->data && b->data, "%s [%s]: no gradient of %s", row->op->name, row->name, input);
-    cr_assert_eq(a->numel, b->numel, "%s [%s]: d%s sizes differ", row->op->name, row->name, input);
-    size_t element = parity_dtype_size(a->dtype);
-    int64_t differing = 0, first_at = -1;
-    for (int64_t i = 0; i < a->numel; i++)
-        if (memcmp((const char *)a->data + i * element, (const char *)b->data + i * element, element) != 0) {
-            if (first_at < 0) first_at = i;
-            differing++;
-        }
-    if (differing)
-        cr_expect_fail("%s [%s] %s: d%s of the %s differs from the %s's in %lld of %lld elements; "
-                       "first [%lld]: %.17g vs %.17g",
-                       row->op->name, row->name, parity_dtype_name(dtype), input, names[1], names[0],
-                       (long long)differing, (long long)a->numel, (long long)first_at,
-                       parity_tensor_get(b, first_at), parity_tensor_get(a, first_at));
+    for (int k = 0; k < 2 && c->inputs[k]; k++) {
+        const char *input = c->inputs[k];
+        const parity_tensor *a = gradient_of(&first, input), *b = gradient_of(&second, input);
+        cr_assert(a && b && a->data && b->data, "%s [%s]: no gradient of %s", row->op->name, row->name, input);
+        cr_assert_eq(a->numel, b->numel, "%s [%s]: d%s sizes differ", row->op->name, row->name, input);
+        size_t element = parity_dtype_size(a->dtype);
+        int64_t differing = 0, first_at = -1;
+        for (int64_t i = 0; i < a->numel; i++)
+            if (memcmp((const char *)a->data + i * element, (const char *)b->data + i * element, element) != 0) {
+                if (first_at < 0) first_at = i;
+                differing++;
+            }
+        if (differing)
+            cr_expect_fail("%s [%s] %s: d%s of the %s differs from the %s's in %lld of %lld elements; "
+                           "first [%lld]: %.17g vs %.17g",
+                           row->op->name, row->name, parity_dtype_name(dtype), input, names[1], names[0],
+                           (long long)differing, (long long)a->numel, (long long)first_at,
+                           parity_tensor_get(b, first_at), parity_tensor_get(a, first_at));
+    }
     op_check_release(&first);
     op_check_release(&second);
 }
@@ -132,10 +144,7 @@ static void expect_bitwise(const op_check_case *row, parity_dtype dtype, const c
 // Every (rows, hidden) of the tables but 20000 x 4096, every dtype. The chunked comparison takes rows 65
 // and 1000 (several chunks at every hidden under the 4 KiB bound) and 20000 at hidden 1 and 5; linear
 // sums f32 and f64 dy in place (no scratch), so only its bf16 rows run the chunked path there.
-static void check_shapes(const parity_op_descriptor *op, parity_error *(*setup)(op_check_state *, const void *),
-                         parity_rms_norm_variant variant, const char *input, comparison how) {
-    parity_test_require_gpu();
-    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
+static void check_shapes(const sum_case *c, comparison how) {
     int compared = 0;
     for (size_t r = 0; r < ROWS(test_rows); r++)
         for (size_t h = 0; h < ROWS(test_hidden); h++) {
@@ -144,38 +153,37 @@ static void check_shapes(const parity_op_descriptor *op, parity_error *(*setup)(
             if (how == UNCHUNKED_VS_CHUNKED && (rows < 65 || (rows > 1000 && hidden > 5))) continue;
             char name[96];
             snprintf(name, sizeof name, "rows=%lld hidden=%lld", (long long)rows, (long long)hidden);
-            sum_params params = {rows, hidden, variant};
-            op_check_case row = {op, name, setup, &params, 0, 0};
-            for (size_t d = 0; d < ROWS(test_dtypes); d++, compared++) expect_bitwise(&row, test_dtypes[d], input, how);
+            sum_params params = {rows, hidden, c->variant};
+            op_check_case row = {c->op, name, c->setup, &params, 0, 0};
+            for (size_t d = 0; d < ROWS(test_dtypes); d++, compared++) expect_bitwise(c, &row, test_dtypes[d], how);
         }
-    cr_log_info("%s d%s: %d (shape, dtype) pairs compared bitwise (%s)", op->name, input, compared,
+    cr_log_info("%s d%s%s%s: %d (shape, dtype) pairs compared bitwise (%s)", c->op->name, c->inputs[0],
+                c->inputs[1] ? ", d" : "", c->inputs[1] ? c->inputs[1] : "", compared,
                 how == CPU_VS_CUDA ? "cpu eager vs cuda eager" : "cuda eager vs cuda eager chunked");
 }
 
+static const sum_case linear_bias = {&parity_linear_op, linear_setup, PARITY_RMS_NORM_STANDARD, {"bias", NULL}};
+
+// Every sum of ordered_column_sum.cuh's callers.
+static const sum_case every_sum[] = {
+    {&parity_rms_norm_op, rms_norm_setup, PARITY_RMS_NORM_STANDARD, {"weight", NULL}},
+    {&parity_rms_norm_op, rms_norm_setup, PARITY_RMS_NORM_OFFSET, {"weight", NULL}},
+    {&parity_rms_norm_gated_op, rms_norm_gated_setup, PARITY_RMS_NORM_STANDARD, {"weight", NULL}},
+    {&parity_linear_op, linear_setup, PARITY_RMS_NORM_STANDARD, {"bias", NULL}},
+    {&parity_gdn_gating_op, gdn_gating_setup, PARITY_RMS_NORM_STANDARD, {"A_log", "dt_bias"}},
+};
+
+static void require_gpu_and_backends(void) {
+    parity_test_require_gpu();
+    assert_ok(parity_registry_register_builtins(), "registering built-in backends");
+}
+
 Test(ordered_column_sum_gpu, linear_dbias_is_the_cpu_eager_bitwise) {
-    check_shapes(&parity_linear_op, linear_setup, PARITY_RMS_NORM_STANDARD, "bias", CPU_VS_CUDA);
+    require_gpu_and_backends();
+    check_shapes(&linear_bias, CPU_VS_CUDA);
 }
 
-Test(ordered_column_sum_gpu, chunked_linear_dbias_is_the_unchunked_bitwise) {
-    check_shapes(&parity_linear_op, linear_setup, PARITY_RMS_NORM_STANDARD, "bias", UNCHUNKED_VS_CHUNKED);
-}
-
-Test(ordered_column_sum_gpu, chunked_rms_norm_dweight_is_the_unchunked_bitwise) {
-    check_shapes(&parity_rms_norm_op, rms_norm_setup, PARITY_RMS_NORM_STANDARD, "weight", UNCHUNKED_VS_CHUNKED);
-}
-
-Test(ordered_column_sum_gpu, chunked_rms_norm_offset_dweight_is_the_unchunked_bitwise) {
-    check_shapes(&parity_rms_norm_op, rms_norm_setup, PARITY_RMS_NORM_OFFSET, "weight", UNCHUNKED_VS_CHUNKED);
-}
-
-Test(ordered_column_sum_gpu, chunked_gdn_gating_dA_log_is_the_unchunked_bitwise) {
-    check_shapes(&parity_gdn_gating_op, gdn_gating_setup, PARITY_RMS_NORM_STANDARD, "A_log", UNCHUNKED_VS_CHUNKED);
-}
-
-Test(ordered_column_sum_gpu, chunked_gdn_gating_ddt_bias_is_the_unchunked_bitwise) {
-    check_shapes(&parity_gdn_gating_op, gdn_gating_setup, PARITY_RMS_NORM_STANDARD, "dt_bias", UNCHUNKED_VS_CHUNKED);
-}
-
-Test(ordered_column_sum_gpu, chunked_rms_norm_gated_dweight_is_the_unchunked_bitwise) {
-    check_shapes(&parity_rms_norm_gated_op, rms_norm_gated_setup, PARITY_RMS_NORM_STANDARD, "weight", UNCHUNKED_VS_CHUNKED);
+Test(ordered_column_sum_gpu, every_sum_chunked_is_the_unchunked_bitwise) {
+    require_gpu_and_backends();
+    for (size_t i = 0; i < ROWS(every_sum); i++) check_shapes(&every_sum[i], UNCHUNKED_VS_CHUNKED);
 }
