@@ -14,7 +14,10 @@
 // shared memory and copied out row by row, and each reverse step copies the one state it needs
 // (S_{t-1}) back in with coalesced loads into the buffer the step before has finished with, so no
 // step walks global memory with a stride (a block's chunk states, 2 MB at Dk = Dv = 128, do not stay
-// in L2). Unstaged (f64) the steps read the global states in place.
+// in L2); that copy is a cp.async in flight while the step's first three parts run. Unstaged (f64)
+// the steps read the global states in place. Every loop loads a batch of elements into registers before
+// it computes and stores them (kBatch, below): the arithmetic and its order are the element-at-a-time
+// loop's, only the loads' latencies overlap (a loop that stores cannot have its loads hoisted).
 //   dS += q do^T, dq = S do (k)  |  ddelta = dS^T k (v), dk_write = dS delta (k)  |  dinnov = ddelta beta,
 //   dbeta = <ddelta, innov> (v, thread 0)  |  dS += k (-dinnov)^T, dk_read = S' (-dinnov) (k), row sums
 //   of dS * S_{t-1} (k), dS *= exp(g)  |  dg = (sum of the row sums over k in order) exp(g) (thread 0)
@@ -58,22 +61,77 @@ __device__ delta_token<D> token_of(const delta_shape &shape, int64_t t, int64_t 
     return token;
 }
 
+// Loads go a batch at a time. The compiler cannot move a load above a store it cannot prove disjoint
+// (a generic pointer may point into shared memory), so a loop that loads and stores one element at a
+// time waits out every load's latency. Each loop below first loads kBatch elements into registers,
+// then does the same arithmetic, element by element in the same order, so no value changes.
+constexpr int kBatch = 8;
+
 // Column v of the state (element k at column[k * stride]): S *= decay; kv = S^T k; innovation = v - kv;
-// delta = innovation * beta; S += k delta. Returns delta; writes the innovation.
+// delta = innovation * beta; S += k delta. Returns delta; writes the innovation. Optionally also
+// stores the new column at copy[k * copy_stride] (a chunk state kept for the backward) and returns
+// the output o_v = S^T q (the forward's sum over k in order) in *output.
 template <parity_dtype D>
 __device__ typename scalar<D>::compute advance_column(const delta_shape &shape, const delta_token<D> &token, int64_t v,
                                                       typename scalar<D>::compute *column, int64_t stride,
-                                                      typename scalar<D>::compute *innovation) {
+                                                      typename scalar<D>::compute *innovation,
+                                                      typename scalar<D>::compute *copy = nullptr, int64_t copy_stride = 0,
+                                                      typename scalar<D>::compute *output = nullptr) {
     using C = typename scalar<D>::compute;
-    int64_t Dk = shape.key_dim;
-    for (int64_t k = 0; k < Dk; k++) column[k * stride] = column[k * stride] * token.decay;
+    const int64_t Dk = shape.key_dim;
     C memory = 0;
-    for (int64_t k = 0; k < Dk; k++) memory += column[k * stride] * token.key[k];
+    for (int64_t k0 = 0; k0 < Dk; k0 += kBatch) { // S *= decay; kv = S^T k
+        C s[kBatch], key[kBatch];
+#pragma unroll
+        for (int j = 0; j < kBatch; j++)
+            if (k0 + j < Dk) s[j] = column[(k0 + j) * stride], key[j] = token.key[k0 + j];
+#pragma unroll
+        for (int j = 0; j < kBatch; j++)
+            if (k0 + j < Dk) {
+                s[j] = s[j] * token.decay;
+                column[(k0 + j) * stride] = s[j];
+                memory += s[j] * key[j];
+            }
+    }
     C innovation_v = scalar<D>::load(token.value[v]) - memory;
     C delta = innovation_v * token.beta;
-    for (int64_t k = 0; k < Dk; k++) column[k * stride] = column[k * stride] + token.key[k] * delta;
+    C out = 0;
+    for (int64_t k0 = 0; k0 < Dk; k0 += kBatch) { // S += k delta (and o = S^T q)
+        C s[kBatch], key[kBatch], query[kBatch];
+#pragma unroll
+        for (int j = 0; j < kBatch; j++)
+            if (k0 + j < Dk) {
+                s[j] = column[(k0 + j) * stride], key[j] = token.key[k0 + j];
+                if (output) query[j] = token.query[k0 + j];
+            }
+#pragma unroll
+        for (int j = 0; j < kBatch; j++)
+            if (k0 + j < Dk) {
+                C updated = s[j] + key[j] * delta;
+                column[(k0 + j) * stride] = updated;
+                if (copy) copy[(k0 + j) * copy_stride] = updated;
+                if (output) out += updated * query[j];
+            }
+    }
     *innovation = innovation_v;
+    if (output) *output = out;
     return delta;
+}
+
+// sum over i in order of a[i * a_stride] * b[i * b_stride], i < n (both read a batch at a time)
+template <typename C, typename A, typename B>
+__device__ C ordered_dot(int64_t n, A a, int64_t a_stride, B b, int64_t b_stride) {
+    C sum = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += kBatch) {
+        C x[kBatch], y[kBatch];
+#pragma unroll
+        for (int j = 0; j < kBatch; j++)
+            if (i0 + j < n) x[j] = a[(i0 + j) * a_stride], y[j] = b[(i0 + j) * b_stride];
+#pragma unroll
+        for (int j = 0; j < kBatch; j++)
+            if (i0 + j < n) sum += x[j] * y[j];
+    }
+    return sum;
 }
 
 template <parity_dtype D>
@@ -90,10 +148,8 @@ __global__ void delta_forward(delta_shape shape, const typename scalar<D>::compu
     for (int64_t t = shape.offsets[document]; t < shape.offsets[document + 1]; t++) {
         delta_token<D> token = token_of<D>(shape, t, head, prepared_query, prepared_key, value, g, beta);
         for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
-            C innovation;
-            advance_column<D>(shape, token, v, state + v, Dv, &innovation);
-            C out = 0;
-            for (int64_t k = 0; k < Dk; k++) out += state[k * Dv + v] * token.query[k];
+            C innovation, out;
+            advance_column<D>(shape, token, v, state + v, Dv, &innovation, nullptr, 0, &out);
             output[(t * shape.value_heads + head) * Dv + v] = scalar<D>::store(out);
         }
     }
@@ -112,6 +168,15 @@ template <parity_dtype D> struct delta_gradients {
     void *dg;                                   // (N, Hv) g's dtype, may be NULL
     typename scalar<D>::storage *dbeta;        // (N, Hv), may be NULL
 };
+
+// One element global -> shared without the registers (cp.async, sm_80+): read after cp.async.wait_all
+// and a barrier. No "memory" clobber: nothing reads the destination before the wait, which has one.
+template <typename C> __device__ __forceinline__ void copy_async(C *shared_to, const C *global_from) {
+    static_assert(sizeof(C) == 4 || sizeof(C) == 8, "cp.async copies 4, 8 or 16 bytes");
+    unsigned to = (unsigned)__cvta_generic_to_shared(shared_to);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(to), "l"(global_from), "n"(sizeof(C)));
+}
+__device__ __forceinline__ void copies_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 template <parity_dtype D, bool STAGED>
 __global__ void delta_backward(delta_shape shape, delta_plan plan, const typename scalar<D>::compute *prepared_query,
@@ -140,7 +205,15 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
         for (int64_t k = 0; k < Dk; k++) dstate[k * Dvp + v] = 0;
         for (int64_t i = 0; i < length; i++) {
             if (i % chunk == 0)
-                for (int64_t k = 0; k < Dk; k++) checkpoints[(i / chunk) * state_size + k * Dv + v] = dstate[k * Dvp + v];
+                for (int64_t k0 = 0; k0 < Dk; k0 += kBatch) {
+                    C s[kBatch];
+#pragma unroll
+                    for (int j = 0; j < kBatch; j++)
+                        if (k0 + j < Dk) s[j] = dstate[(k0 + j) * Dvp + v];
+#pragma unroll
+                    for (int j = 0; j < kBatch; j++)
+                        if (k0 + j < Dk) checkpoints[(i / chunk) * state_size + (k0 + j) * Dv + v] = s[j];
+                }
             delta_token<D> token = token_of<D>(shape, start + i, head, prepared_query, prepared_key, value, g, beta);
             C innovation;
             advance_column<D>(shape, token, v, dstate + v, Dvp, &innovation);
@@ -155,19 +228,33 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
         int64_t first = c * chunk, count = length - first < chunk ? length - first : chunk;
         C *running = buffers; // STAGED: the recomputed state, then S_{i+1} of the first reverse step
         for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
-            for (int64_t k = 0; k < Dk; k++) {
-                C value_kv = checkpoints[c * state_size + k * Dv + v];
-                states[k * Dv + v] = value_kv;
-                if (STAGED) running[k * Dvp + v] = value_kv;
+            for (int64_t k0 = 0; k0 < Dk; k0 += kBatch) {
+                C s[kBatch];
+#pragma unroll
+                for (int j = 0; j < kBatch; j++)
+                    if (k0 + j < Dk) s[j] = checkpoints[c * state_size + (k0 + j) * Dv + v];
+#pragma unroll
+                for (int j = 0; j < kBatch; j++)
+                    if (k0 + j < Dk) {
+                        states[(k0 + j) * Dv + v] = s[j];
+                        if (STAGED) running[(k0 + j) * Dvp + v] = s[j];
+                    }
             }
             for (int64_t i = 0; i < count; i++) {
                 delta_token<D> token = token_of<D>(shape, start + first + i, head, prepared_query, prepared_key, value, g, beta);
                 C *next = states + (i + 1) * state_size + v;
                 if (STAGED) {
-                    deltas[i * Dv + v] = advance_column<D>(shape, token, v, running + v, Dvp, &innovations[i * Dv + v]);
-                    for (int64_t k = 0; k < Dk; k++) next[k * Dv] = running[k * Dvp + v];
+                    deltas[i * Dv + v] = advance_column<D>(shape, token, v, running + v, Dvp, &innovations[i * Dv + v], next, Dv);
                 } else {
-                    for (int64_t k = 0; k < Dk; k++) next[k * Dv] = next[k * Dv - state_size];
+                    for (int64_t k0 = 0; k0 < Dk; k0 += kBatch) {
+                        C s[kBatch];
+#pragma unroll
+                        for (int j = 0; j < kBatch; j++)
+                            if (k0 + j < Dk) s[j] = next[(k0 + j) * Dv - state_size];
+#pragma unroll
+                        for (int j = 0; j < kBatch; j++)
+                            if (k0 + j < Dk) next[(k0 + j) * Dv] = s[j];
+                    }
                     deltas[i * Dv + v] = advance_column<D>(shape, token, v, next, Dv, &innovations[i * Dv + v]);
                 }
             }
@@ -179,66 +266,80 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
             int64_t t = start + first + i, row = t * Hv + head;
             delta_token<D> token = token_of<D>(shape, t, head, prepared_query, prepared_key, value, g, beta);
             C *previous = states + i * state_size;
-            if (STAGED) { // S_i into the buffer that held S_{i+2} (read only by the last step's first loop)
+            if (STAGED) { // S_i into the buffer that held S_{i+2} (read only by the last step's first loop),
+                          // in flight while the first three parts of this step run
                 C *into = state == buffers ? buffers + Dk * Dvp : buffers;
                 for (int64_t index = threadIdx.x; index < state_size; index += blockDim.x)
-                    into[(index / Dv) * Dvp + index % Dv] = previous[index];
-                previous = into; // read after the barriers below
+                    copy_async(into + (index / Dv) * Dvp + index % Dv, previous + index);
+                previous = into; // read after the wait and the barrier below
             }
             const typename S::storage *dy = doutput + row * Dv;
             // o = S^T q: dS += q do^T; dq = S do
             for (int64_t k = threadIdx.x; k < Dk; k += blockDim.x) {
-                C dq = 0;
-                for (int64_t v = 0; v < Dv; v++) {
-                    C d = S::load(dy[v]);
-                    dstate[k * Dvp + v] = dstate[k * Dvp + v] + d * token.query[k];
-                    dq += d * state[k * ws + v];
+                C dq = 0, query_k = token.query[k];
+                for (int64_t v0 = 0; v0 < Dv; v0 += kBatch) {
+                    C d[kBatch], ds[kBatch], s[kBatch];
+#pragma unroll
+                    for (int j = 0; j < kBatch; j++)
+                        if (v0 + j < Dv) d[j] = S::load(dy[v0 + j]), ds[j] = dstate[k * Dvp + v0 + j], s[j] = state[k * ws + v0 + j];
+#pragma unroll
+                    for (int j = 0; j < kBatch; j++)
+                        if (v0 + j < Dv) {
+                            dstate[k * Dvp + v0 + j] = ds[j] + d[j] * query_k;
+                            dq += d[j] * s[j];
+                        }
                 }
                 out.dquery[row * Dk + k] = dq;
             }
             __syncthreads();
             // S = S' + k delta^T: ddelta = dS^T k; dk (write) = dS delta
-            for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
-                C sum = 0;
-                for (int64_t k = 0; k < Dk; k++) sum += dstate[k * Dvp + v] * token.key[k];
-                ddelta[v] = sum;
-            }
-            for (int64_t k = threadIdx.x; k < Dk; k += blockDim.x) {
-                C sum = 0;
-                for (int64_t v = 0; v < Dv; v++) sum += dstate[k * Dvp + v] * deltas[i * Dv + v];
-                dkey_write[k] = sum;
-            }
+            for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x)
+                ddelta[v] = ordered_dot<C>(Dk, dstate + v, Dvp, token.key, 1);
+            for (int64_t k = threadIdx.x; k < Dk; k += blockDim.x)
+                dkey_write[k] = ordered_dot<C>(Dv, dstate + k * Dvp, 1, deltas + i * Dv, 1);
             __syncthreads();
             // delta = (v - kv) * beta
             for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
                 dinnovation[v] = ddelta[v] * token.beta;
                 if (out.dvalue) out.dvalue[row * Dv + v] = S::store(dinnovation[v]);
             }
-            if (threadIdx.x == 0 && out.dbeta) {
-                C dbeta = 0;
-                for (int64_t v = 0; v < Dv; v++) dbeta += ddelta[v] * innovations[i * Dv + v];
-                out.dbeta[row] = S::store(dbeta);
-            }
+            if (threadIdx.x == 0 && out.dbeta) out.dbeta[row] = S::store(ordered_dot<C>(Dv, ddelta, 1, innovations + i * Dv, 1));
+            if (STAGED) copies_wait();
             __syncthreads();
             // kv = S'^T k, S' = S_{t-1} decay: dS' = dS + k (-dinnov)^T; dk (read) = S' (-dinnov);
-            // then S' = S_{t-1} decay: row sums of dS' * S_{t-1}, dS_{t-1} = dS' decay
+            // then S' = S_{t-1} decay: row sums of dS' * S_{t-1}, dS_{t-1} = dS' decay (one pass over the row)
             for (int64_t k = threadIdx.x; k < Dk; k += blockDim.x) {
-                C dk_read = 0;
-                for (int64_t v = 0; v < Dv; v++) {
-                    C dmemory = -dinnovation[v];
-                    dstate[k * Dvp + v] = dstate[k * Dvp + v] + dmemory * token.key[k];
-                    dk_read += dmemory * (previous[k * ws + v] * token.decay);
+                C dk_read = 0, row_sum = 0, key_k = token.key[k];
+                for (int64_t v0 = 0; v0 < Dv; v0 += kBatch) {
+                    C dinn[kBatch], ds[kBatch], p[kBatch];
+#pragma unroll
+                    for (int j = 0; j < kBatch; j++)
+                        if (v0 + j < Dv) dinn[j] = dinnovation[v0 + j], ds[j] = dstate[k * Dvp + v0 + j], p[j] = previous[k * ws + v0 + j];
+#pragma unroll
+                    for (int j = 0; j < kBatch; j++)
+                        if (v0 + j < Dv) {
+                            C dmemory = -dinn[j];
+                            C updated = ds[j] + dmemory * key_k;
+                            dk_read += dmemory * (p[j] * token.decay);
+                            row_sum += updated * p[j];
+                            dstate[k * Dvp + v0 + j] = updated * token.decay;
+                        }
                 }
                 out.dkey[row * Dk + k] = dkey_write[k] + dk_read;
-                C row_sum = 0;
-                for (int64_t v = 0; v < Dv; v++) row_sum += dstate[k * Dvp + v] * previous[k * ws + v];
                 ddecay_rows[k] = row_sum;
-                for (int64_t v = 0; v < Dv; v++) dstate[k * Dvp + v] = dstate[k * Dvp + v] * token.decay;
             }
             __syncthreads();
             if (threadIdx.x == 0 && out.dg) {
                 C ddecay = 0;
-                for (int64_t k = 0; k < Dk; k++) ddecay += ddecay_rows[k];
+                for (int64_t k0 = 0; k0 < Dk; k0 += kBatch) {
+                    C rows[kBatch];
+#pragma unroll
+                    for (int j = 0; j < kBatch; j++)
+                        if (k0 + j < Dk) rows[j] = ddecay_rows[k0 + j];
+#pragma unroll
+                    for (int j = 0; j < kBatch; j++)
+                        if (k0 + j < Dk) ddecay += rows[j];
+                }
                 store_f64(out.dg, shape.g_dtype, row, (double)(ddecay * token.decay));
             }
             state = previous; // S_i is the next step's S_{i+1}

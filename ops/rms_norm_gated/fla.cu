@@ -13,10 +13,10 @@
 //   instruction moves 512 contiguous bytes (two rows) with every lane busy. The row's sums (sum of x^2
 //   forward, <g, x_hat> backward) are a lane's own elements in order, then a butterfly over the group's
 //   lanes (__shfl_xor, offsets LANES/2 .. 1): no shared memory and no __syncthreads anywhere per row.
-//     forward:  each warp takes 2 x (32 / LANES) consecutive rows (one 16-byte vector per lane: 2 rows
-//               per lane) and issues every load of x and gate for them before its first sum, so a lane
-//               has 4 independent 16-byte loads in flight (64 bytes; 2 KiB a warp, ~64 KiB an SM at 32
-//               resident warps, twice what Little's law asks of HBM3e at ~4.8 TB/s and ~1 us latency
+//     forward:  each warp takes 32 / LANES consecutive rows (one row per lane group) and issues every
+//               load of x and gate for them before its first sum, so a lane has 2 x ITEMS independent
+//               16-byte loads in flight (at D = 128 bf16: 32 bytes, 1 KiB a warp, ~32 KiB an SM at 32
+//               resident warps, about what Little's law asks of HBM3e at ~4.8 TB/s and ~1 us latency
 //               over 132 SMs: ~29 KiB an SM). w (D elements) is read once per lane, before the rows.
 //               Bytes per row at D = 128 bf16: 256 x, 256 gate read, 256 y written, 4 (inverse rms):
 //               772, of which 768 are the bench's count (3 N D + D elements).
@@ -27,8 +27,9 @@
 //               backward) is estimated at about 2/3 of the memory time at the copy rate, hidden behind
 //               the loads of the other resident warps.
 //     backward: a grid of about as many blocks as are resident (every block walks a contiguous range
-//               of rows, 2 x (32 / LANES) rows a warp per step, their x, gate and dy loads (6 x 16
-//               bytes a lane) issued before the row sums: ~72 KiB an SM at 24 resident warps); dx and
+//               of rows, 4 x (32 / LANES) rows a warp per step with one vector a lane, else 32 / LANES,
+//               their x, gate and dy loads (12 x 16 bytes a lane at D = 128 bf16) issued before the
+//               row sums: ~96 KiB an SM at 16 resident warps); dx and
 //               dgate are written from that one read (g, rounded to the storage dtype as autograd keeps
 //               it, stays in registers in storage form, and x_hat is recomputed from x for dx).
 //               Each lane keeps its columns' share of dw in registers over all its rows; at the end the
@@ -375,15 +376,15 @@ __device__ __forceinline__ bits16 input_gradient_vector(const bits16 &x, const b
 constexpr int warp_rows_threads = 256; // 8 warps a block
 constexpr int warp_rows_warps = warp_rows_threads / 32;
 
-// Rows a lane group holds at once: 2 when a lane holds one vector of a row, else 1 (about 4 or 6
-// 16-byte loads in flight a lane, forward and backward).
-template <int ITEMS> __host__ __device__ constexpr int warp_rows_unroll() { return ITEMS == 1 ? 2 : 1; }
-
-// Resident blocks of 256 threads a multiprocessor is built for, i.e. the register budget: 64 a thread
-// forward (32 warps an SM), backward 64 with one vector a lane (32 warps, 6 16-byte loads each in
-// flight), 128 with two.
+// Rows a lane group holds at once (UNROLL) and resident blocks of 256 threads a multiprocessor is
+// built for (the register budget), measured on the H200 at 262144 x 128 bf16 (one vector a lane;
+// reports/baselines/h200/gated-delta-net, 2026-12-04): forward UNROLL 1 at 4 blocks (64 registers)
+// 84% of the copy rate (2: 78%, 4: 81%); backward UNROLL 4 at 2 blocks (128 registers) 0.097 ms
+// (1: 0.103, 2 at 4 blocks: 0.106). With two vectors a lane both are 1 (2 blocks backward).
+template <int ITEMS> __host__ __device__ constexpr int warp_rows_forward_unroll() { return 1; }
+template <int ITEMS> __host__ __device__ constexpr int warp_rows_backward_unroll() { return ITEMS == 1 ? 4 : 1; }
 constexpr int warp_rows_forward_blocks = 4;
-template <int ITEMS> constexpr int warp_rows_backward_blocks() { return ITEMS == 1 ? 4 : 2; }
+constexpr int warp_rows_backward_blocks = 2;
 
 // The sum over this lane's group of LANES consecutive lanes (a butterfly, offsets LANES/2 .. 1):
 // every lane of the group gets the same bits. Every lane of the warp must call it.
@@ -439,7 +440,7 @@ __global__ void __launch_bounds__(warp_rows_threads, warp_rows_forward_blocks)
                              typename element<D>::compute eps) {
     using C = typename element<D>::compute;
     constexpr int VEC = vector_width<D>();
-    constexpr int GROUPS = 32 / LANES, UNROLL = warp_rows_unroll<ITEMS>();
+    constexpr int GROUPS = 32 / LANES, UNROLL = warp_rows_forward_unroll<ITEMS>();
     const int lane = threadIdx.x & 31, group = lane / LANES, t = lane % LANES;
     const int64_t warp = (int64_t)blockIdx.x * warp_rows_warps + (threadIdx.x >> 5);
     const int64_t first = warp * (GROUPS * UNROLL) + group;
@@ -492,7 +493,7 @@ __global__ void __launch_bounds__(warp_rows_threads, warp_rows_forward_blocks)
 // step's rows [w R, (w + 1) R) as the forward does. dweight_partial[b] gets the block's dw (NULL:
 // no dw); dinput / dgate NULL: not written.
 template <parity_dtype D, int LANES, int ITEMS, bool VECTORIZED>
-__global__ void __launch_bounds__(warp_rows_threads, warp_rows_backward_blocks<ITEMS>())
+__global__ void __launch_bounds__(warp_rows_threads, warp_rows_backward_blocks)
     warp_rows_backward_kernel(const typename element<D>::storage *__restrict__ x,          // (N, D)
                               const typename element<D>::storage *__restrict__ gate,       // (N, D)
                               const typename element<D>::storage *__restrict__ weight,     // (D)
@@ -505,7 +506,7 @@ __global__ void __launch_bounds__(warp_rows_threads, warp_rows_backward_blocks<I
                               int64_t rows_per_block) {
     using C = typename element<D>::compute;
     constexpr int VEC = vector_width<D>();
-    constexpr int GROUPS = 32 / LANES, UNROLL = warp_rows_unroll<ITEMS>();
+    constexpr int GROUPS = 32 / LANES, UNROLL = warp_rows_backward_unroll<ITEMS>();
     constexpr int WARP_ROWS = GROUPS * UNROLL, STEP = warp_rows_warps * WARP_ROWS, WIDTH = LANES * ITEMS * VEC;
     __shared__ C combined[warp_rows_warps][WIDTH];
     const int lane = threadIdx.x & 31, group = lane / LANES, t = lane % LANES, warp = threadIdx.x >> 5;
@@ -790,7 +791,7 @@ parity_error *forward(const parity_exec *exec, const parity_rms_norm_gated_args 
         if (warp_rows) {
             return dispatch_warp_layout(warp, aligned16(x, gate, weight, y), [&](auto lanes, auto items, auto vectorized) -> parity_error * {
                 constexpr int LANES = decltype(lanes)::value, ITEMS = decltype(items)::value;
-                const int64_t block_rows = (int64_t)warp_rows_warps * (32 / LANES) * warp_rows_unroll<ITEMS>();
+                const int64_t block_rows = (int64_t)warp_rows_warps * (32 / LANES) * warp_rows_forward_unroll<ITEMS>();
                 const unsigned grid = (unsigned)((rows + block_rows - 1) / block_rows);
                 warp_rows_forward_kernel<D, LANES, ITEMS, decltype(vectorized)::value>
                     <<<grid, warp_rows_threads, 0, parity_cuda_stream(exec)>>>(x, gate, weight, y, (C *)inverse_rms->data,
@@ -873,7 +874,7 @@ parity_error *backward(const parity_exec *exec, const parity_rms_norm_gated_args
             return dispatch_warp_layout(warp, aligned16(x, gate, weight, dy, dx, dgate), [&](auto lanes, auto items, auto vectorized) -> parity_error * {
                 constexpr int LANES = decltype(lanes)::value, ITEMS = decltype(items)::value;
                 auto kernel = warp_rows_backward_kernel<D, LANES, ITEMS, decltype(vectorized)::value>;
-                const int64_t step = (int64_t)warp_rows_warps * (32 / LANES) * warp_rows_unroll<ITEMS>();
+                const int64_t step = (int64_t)warp_rows_warps * (32 / LANES) * warp_rows_backward_unroll<ITEMS>();
                 return run(kernel, warp_rows_threads, 0, step, [&](unsigned blocks, int64_t rows_per_block, C *partial) {
                     kernel<<<blocks, warp_rows_threads, 0, parity_cuda_stream(exec)>>>(
                         x, gate, weight, dy, inverse, dx, dgate, partial, rows, hidden, mean_scale, rows_per_block);
