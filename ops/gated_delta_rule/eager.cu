@@ -2,7 +2,8 @@
 // as eager.c runs it, one block per (document, value head) with the Dk x Dv state in shared memory:
 //   prepare   one thread per (token, key head): q, k L2-normalised (eps 1e-6) when use_qk_l2norm, q * scale
 //   forward   thread v owns column v of the state: S *= exp(g_t); kv = S^T k_t (sum over k in order);
-//             delta = (v_t - kv) beta_t; S += k_t delta^T; o_t = S^T q_t          (no barrier needed)
+//             delta = (v_t - kv) beta_t; S += k_t delta^T; o_t = S^T q_t   (columns independent; one
+//             barrier a token only for the token staging below)
 // Everything runs in the compute precision (f32 for f32/bf16 calls, f64 for f64), the output rounded once.
 // Backward by recomputation, in chunks of ~sqrt(L) tokens: a first sweep stores the state at the start
 // of each chunk (global scratch), then for each chunk from the last, the chunk's states are recomputed
@@ -17,7 +18,10 @@
 // in L2); that copy is a cp.async in flight while the step's first three parts run. Unstaged (f64)
 // the steps read the global states in place. Every loop loads a batch of elements into registers before
 // it computes and stores them (kBatch, below): the arithmetic and its order are the element-at-a-time
-// loop's, only the loads' latencies overlap (a loop that stores cannot have its loads hoisted).
+// loop's, only the loads' latencies overlap (a loop that stores cannot have its loads hoisted). Every
+// pass goes token by token and reads its token's vectors (q, k, v, do, the delta and innovation rows)
+// from one of two shared slots filled by cp.async while the token before computes (token staging,
+// below), so the inner loops read shared memory only.
 //   dS += q do^T, dq = S do (k)  |  ddelta = dS^T k (v), dk_write = dS delta (k)  |  dinnov = ddelta beta,
 //   dbeta = <ddelta, innov> (v, thread 0)  |  dS += k (-dinnov)^T, dk_read = S' (-dinnov) (k), row sums
 //   of dS * S_{t-1} (k), dS *= exp(g)  |  dg = (sum of the row sums over k in order) exp(g) (thread 0)
@@ -25,6 +29,7 @@
 // followed. Then one thread per (token, key head, element) finishes dquery and dkey: * scale, L2-norm
 // backward, rounded to the input dtype per value head, summed over the value heads of each key head.
 #include <math.h>
+#include <stdint.h>
 #include <vector>
 
 #include "ops/gated_delta_rule/cuda_common.cuh"
@@ -44,22 +49,6 @@ template <parity_dtype D> struct delta_token {
     typename scalar<D>::compute decay, beta;
     const typename scalar<D>::storage *value;       // (Dv)
 };
-
-template <parity_dtype D>
-__device__ delta_token<D> token_of(const delta_shape &shape, int64_t t, int64_t value_head,
-                                   const typename scalar<D>::compute *prepared_query,
-                                   const typename scalar<D>::compute *prepared_key, const typename scalar<D>::storage *value,
-                                   const void *g, const typename scalar<D>::storage *beta) {
-    using C = typename scalar<D>::compute;
-    int64_t key_row = t * shape.key_heads + value_head / shape.group, value_row = t * shape.value_heads + value_head;
-    delta_token<D> token;
-    token.query = prepared_query + key_row * shape.key_dim;
-    token.key = prepared_key + key_row * shape.key_dim;
-    token.decay = precise_exp((C)load_f64(g, shape.g_dtype, value_row));
-    token.beta = scalar<D>::load(beta[value_row]);
-    token.value = value + value_row * shape.value_dim;
-    return token;
-}
 
 // Loads go a batch at a time. The compiler cannot move a load above a store it cannot prove disjoint
 // (a generic pointer may point into shared memory), so a loop that loads and stores one element at a
@@ -134,6 +123,138 @@ __device__ C ordered_dot(int64_t n, A a, int64_t a_stride, B b, int64_t b_stride
     return sum;
 }
 
+// One element global -> shared without the registers (cp.async, sm_80+): read after cp.async.wait_all
+// and a barrier. No "memory" clobber: nothing reads the destination before the wait, which has one.
+template <typename C> __device__ __forceinline__ void copy_async(C *shared_to, const C *global_from) {
+    static_assert(sizeof(C) == 4 || sizeof(C) == 8, "cp.async copies 4, 8 or 16 bytes");
+    unsigned to = (unsigned)__cvta_generic_to_shared(shared_to);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(to), "l"(global_from), "n"(sizeof(C)));
+}
+__device__ __forceinline__ void copies_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// ---- token staging: a token's inputs in shared memory before the block's threads read them ----
+// Every thread of a step reads the same token vectors (q, k, the delta and innovation rows, do)
+// element by element; read from global memory each batch of them is a trip to L2, and a step's sums
+// are chains of such batches. So each token's vectors (and its g and beta) are copied into one of two
+// shared slots while the step before computes (cp.async; g and beta through thread 0's registers),
+// and one barrier a step makes them visible. The values read are the same, so no bit changes.
+enum token_parts : unsigned { PART_QUERY = 1, PART_KEY = 2, PART_VALUE = 4, PART_DY = 8, PART_ROWS = 16 };
+
+// Byte offsets of one slot's parts (each 16-byte aligned) and the slot's size.
+struct token_layout {
+    int64_t query, key, delta, innovation, g, beta, value, dy, bytes;
+};
+__host__ __device__ inline int64_t align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+__host__ __device__ inline token_layout token_layout_of(int64_t Dk, int64_t Dv, int64_t compute_size, int64_t storage_size) {
+    token_layout l;
+    l.query = 0;
+    l.key = l.query + align16(Dk * compute_size);
+    l.delta = l.key + align16(Dk * compute_size);
+    l.innovation = l.delta + align16(Dv * compute_size);
+    l.g = l.innovation + align16(Dv * compute_size);
+    l.beta = l.g + 16;
+    l.value = l.beta + 16;
+    l.dy = l.value + align16(Dv * storage_size);
+    l.bytes = l.dy + align16(Dv * storage_size);
+    return l;
+}
+template <parity_dtype D> int64_t token_slots_bytes(const delta_shape &shape) {
+    return 2 * token_layout_of(shape.key_dim, shape.value_dim, sizeof(typename scalar<D>::compute),
+                               sizeof(typename scalar<D>::storage)).bytes;
+}
+
+// A vector of n elements global -> shared by the block's threads, in flight until copies_wait: 4- and
+// 8-byte elements one cp.async each, 2-byte ones (bf16) in 4-byte pairs when both ends allow it, else
+// copied through registers at once.
+template <typename T> __device__ void stage_vector(T *to, const T *from, int64_t n) {
+    if constexpr (sizeof(T) >= 4) {
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) copy_async(to + i, from + i);
+    } else {
+        if (n % 2 == 0 && ((uintptr_t)to | (uintptr_t)from) % 4 == 0) {
+            for (int64_t i = threadIdx.x; i < n / 2; i += blockDim.x)
+                copy_async(reinterpret_cast<uint32_t *>(to) + i, reinterpret_cast<const uint32_t *>(from) + i);
+        } else {
+            for (int64_t i = threadIdx.x; i < n; i += blockDim.x) to[i] = from[i];
+        }
+    }
+}
+
+// The two slots of a block and the inputs they are filled from.
+template <parity_dtype D> struct token_slots {
+    using C = typename scalar<D>::compute;
+    using storage = typename scalar<D>::storage;
+    unsigned char *base; // 2 slots of layout.bytes
+    token_layout layout;
+    const delta_shape *shape;
+    int64_t head;
+    const C *prepared_query, *prepared_key;
+    const storage *value, *doutput;
+    const void *g;
+    const storage *beta;
+
+    __device__ unsigned char *slot(int which) const { return base + which * layout.bytes; }
+    __device__ C *query(int which) const { return reinterpret_cast<C *>(slot(which) + layout.query); }
+    __device__ C *key(int which) const { return reinterpret_cast<C *>(slot(which) + layout.key); }
+    __device__ C *delta(int which) const { return reinterpret_cast<C *>(slot(which) + layout.delta); }
+    __device__ C *innovation(int which) const { return reinterpret_cast<C *>(slot(which) + layout.innovation); }
+    __device__ double *g_of(int which) const { return reinterpret_cast<double *>(slot(which) + layout.g); }
+    __device__ C *beta_of(int which) const { return reinterpret_cast<C *>(slot(which) + layout.beta); }
+    __device__ storage *value_of(int which) const { return reinterpret_cast<storage *>(slot(which) + layout.value); }
+    __device__ storage *dy(int which) const { return reinterpret_cast<storage *>(slot(which) + layout.dy); }
+};
+
+// g and beta of a token in flight in thread 0's registers between issue and finish.
+template <parity_dtype D> struct token_scalars {
+    double g;
+    typename scalar<D>::compute beta;
+};
+
+// Starts copying token t's parts into slot `which` (delta / innovation rows from rows + r Dv: PART_ROWS).
+template <parity_dtype D>
+__device__ token_scalars<D> stage_issue(const token_slots<D> &slots, int which, int64_t t, unsigned parts,
+                                        const typename scalar<D>::compute *delta_row = nullptr,
+                                        const typename scalar<D>::compute *innovation_row = nullptr) {
+    const delta_shape &shape = *slots.shape;
+    const int64_t Dk = shape.key_dim, Dv = shape.value_dim;
+    const int64_t key_row = t * shape.key_heads + slots.head / shape.group, value_row = t * shape.value_heads + slots.head;
+    if (parts & PART_QUERY) stage_vector(slots.query(which), slots.prepared_query + key_row * Dk, Dk);
+    if (parts & PART_KEY) stage_vector(slots.key(which), slots.prepared_key + key_row * Dk, Dk);
+    if (parts & PART_VALUE) stage_vector(slots.value_of(which), slots.value + value_row * Dv, Dv);
+    if (parts & PART_DY) stage_vector(slots.dy(which), slots.doutput + value_row * Dv, Dv);
+    if (parts & PART_ROWS) {
+        stage_vector(slots.delta(which), delta_row, Dv);
+        stage_vector(slots.innovation(which), innovation_row, Dv);
+    }
+    token_scalars<D> scalars = {0, 0};
+    if (threadIdx.x == 0) {
+        scalars.g = load_f64(slots.g, shape.g_dtype, value_row);
+        scalars.beta = scalar<D>::load(slots.beta[value_row]);
+    }
+    return scalars;
+}
+
+// Completes slot `which`: visible to every thread after the caller's next __syncthreads.
+template <parity_dtype D> __device__ void stage_finish(const token_slots<D> &slots, int which, const token_scalars<D> &scalars) {
+    if (threadIdx.x == 0) {
+        *slots.g_of(which) = scalars.g;
+        *slots.beta_of(which) = scalars.beta;
+    }
+    copies_wait();
+}
+
+// The token in slot `which`: decay = exp(g_t) in the compute precision, beta_t, q_t and k_t prepared
+// (L2-normalised, q scaled), v_t as stored.
+template <parity_dtype D> __device__ delta_token<D> staged_token(const token_slots<D> &slots, int which) {
+    using C = typename scalar<D>::compute;
+    delta_token<D> token;
+    token.query = slots.query(which);
+    token.key = slots.key(which);
+    token.decay = precise_exp((C)*slots.g_of(which));
+    token.beta = *slots.beta_of(which);
+    token.value = slots.value_of(which);
+    return token;
+}
+
 template <parity_dtype D>
 __global__ void delta_forward(delta_shape shape, const typename scalar<D>::compute *prepared_query,
                               const typename scalar<D>::compute *prepared_key, const typename scalar<D>::storage *value,
@@ -143,15 +264,27 @@ __global__ void delta_forward(delta_shape shape, const typename scalar<D>::compu
     C *state = reinterpret_cast<C *>(shared_bytes); // (Dk, Dv)
     int64_t document = blockIdx.x / shape.value_heads, head = blockIdx.x % shape.value_heads;
     int64_t Dk = shape.key_dim, Dv = shape.value_dim;
+    const token_slots<D> slots = {shared_bytes + align16(Dk * Dv * (int64_t)sizeof(C)),
+                                  token_layout_of(Dk, Dv, sizeof(C), sizeof(typename scalar<D>::storage)),
+                                  &shape, head, prepared_query, prepared_key, value, nullptr, g, beta};
+    constexpr unsigned parts = PART_QUERY | PART_KEY | PART_VALUE;
     for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) // every thread touches only its own columns
         for (int64_t k = 0; k < Dk; k++) state[k * Dv + v] = 0;
-    for (int64_t t = shape.offsets[document]; t < shape.offsets[document + 1]; t++) {
-        delta_token<D> token = token_of<D>(shape, t, head, prepared_query, prepared_key, value, g, beta);
+    const int64_t begin = shape.offsets[document], end = shape.offsets[document + 1];
+    if (begin < end) stage_finish(slots, 0, stage_issue(slots, 0, begin, parts));
+    __syncthreads();
+    for (int64_t t = begin; t < end; t++) {
+        const int which = (int)((t - begin) & 1);
+        token_scalars<D> next = {0, 0};
+        if (t + 1 < end) next = stage_issue(slots, which ^ 1, t + 1, parts); // in flight during this token
+        delta_token<D> token = staged_token(slots, which);
         for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
             C innovation, out;
             advance_column<D>(shape, token, v, state + v, Dv, &innovation, nullptr, 0, &out);
             output[(t * shape.value_heads + head) * Dv + v] = scalar<D>::store(out);
         }
+        if (t + 1 < end) stage_finish(slots, which ^ 1, next);
+        __syncthreads();
     }
 }
 
@@ -168,15 +301,6 @@ template <parity_dtype D> struct delta_gradients {
     void *dg;                                   // (N, Hv) g's dtype, may be NULL
     typename scalar<D>::storage *dbeta;        // (N, Hv), may be NULL
 };
-
-// One element global -> shared without the registers (cp.async, sm_80+): read after cp.async.wait_all
-// and a barrier. No "memory" clobber: nothing reads the destination before the wait, which has one.
-template <typename C> __device__ __forceinline__ void copy_async(C *shared_to, const C *global_from) {
-    static_assert(sizeof(C) == 4 || sizeof(C) == 8, "cp.async copies 4, 8 or 16 bytes");
-    unsigned to = (unsigned)__cvta_generic_to_shared(shared_to);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(to), "l"(global_from), "n"(sizeof(C)));
-}
-__device__ __forceinline__ void copies_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 template <parity_dtype D, bool STAGED>
 __global__ void delta_backward(delta_shape shape, delta_plan plan, const typename scalar<D>::compute *prepared_query,
@@ -199,11 +323,23 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
     C *states = checkpoints + chunks * state_size;          // (chunk + 1, Dk, Dv): the chunk's states
     C *innovations = states + (chunk + 1) * state_size;     // (chunk, Dv)
     C *deltas = innovations + chunk * Dv;                   // (chunk, Dv)
+    const token_slots<D> slots = {shared_bytes + align16((int64_t)((unsigned char *)(ddecay_rows + Dk) - shared_bytes)),
+                                  token_layout_of(Dk, Dv, sizeof(C), sizeof(typename S::storage)),
+                                  &shape, head, prepared_query, prepared_key, value, doutput, g, beta};
+    constexpr unsigned sweep_parts = PART_KEY | PART_VALUE, step_parts = PART_QUERY | PART_KEY | PART_DY | PART_ROWS;
 
-    // 1. forward sweep, column by column, keeping the state at the start of every chunk
-    for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
+    // 1. forward sweep, token by token (a thread's columns are its own), keeping the state at the start
+    // of every chunk
+    for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x)
         for (int64_t k = 0; k < Dk; k++) dstate[k * Dvp + v] = 0;
-        for (int64_t i = 0; i < length; i++) {
+    if (length > 0) stage_finish(slots, 0, stage_issue(slots, 0, start, sweep_parts));
+    __syncthreads();
+    for (int64_t i = 0; i < length; i++) {
+        const int which = (int)(i & 1);
+        token_scalars<D> pending = {0, 0};
+        if (i + 1 < length) pending = stage_issue(slots, which ^ 1, start + i + 1, sweep_parts);
+        delta_token<D> token = staged_token(slots, which);
+        for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
             if (i % chunk == 0)
                 for (int64_t k0 = 0; k0 < Dk; k0 += kBatch) {
                     C s[kBatch];
@@ -214,12 +350,12 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
                     for (int j = 0; j < kBatch; j++)
                         if (k0 + j < Dk) checkpoints[(i / chunk) * state_size + (k0 + j) * Dv + v] = s[j];
                 }
-            delta_token<D> token = token_of<D>(shape, start + i, head, prepared_query, prepared_key, value, g, beta);
             C innovation;
             advance_column<D>(shape, token, v, dstate + v, Dvp, &innovation);
         }
+        if (i + 1 < length) stage_finish(slots, which ^ 1, pending);
+        __syncthreads();
     }
-    __syncthreads();
     for (int64_t i = threadIdx.x; i < Dk * Dvp; i += blockDim.x) dstate[i] = 0; // nothing flows in from the next document
     __syncthreads();
 
@@ -240,8 +376,15 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
                         if (STAGED) running[(k0 + j) * Dvp + v] = s[j];
                     }
             }
-            for (int64_t i = 0; i < count; i++) {
-                delta_token<D> token = token_of<D>(shape, start + first + i, head, prepared_query, prepared_key, value, g, beta);
+        }
+        stage_finish(slots, 0, stage_issue(slots, 0, start + first, sweep_parts));
+        __syncthreads();
+        for (int64_t i = 0; i < count; i++) {
+            const int which = (int)(i & 1);
+            token_scalars<D> pending = {0, 0};
+            if (i + 1 < count) pending = stage_issue(slots, which ^ 1, start + first + i + 1, sweep_parts);
+            delta_token<D> token = staged_token(slots, which);
+            for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
                 C *next = states + (i + 1) * state_size + v;
                 if (STAGED) {
                     deltas[i * Dv + v] = advance_column<D>(shape, token, v, running + v, Dvp, &innovations[i * Dv + v], next, Dv);
@@ -258,13 +401,24 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
                     deltas[i * Dv + v] = advance_column<D>(shape, token, v, next, Dv, &innovations[i * Dv + v]);
                 }
             }
+            if (i + 1 < count) stage_finish(slots, which ^ 1, pending);
+            __syncthreads();
         }
+        // the last step's token (the delta and innovation rows were written by this block above)
+        stage_finish(slots, (int)((count - 1) & 1),
+                     stage_issue(slots, (int)((count - 1) & 1), start + first + count - 1, step_parts,
+                                 deltas + (count - 1) * Dv, innovations + (count - 1) * Dv));
         __syncthreads();
         const int64_t ws = STAGED ? Dvp : Dv; // a working state's row stride
         const C *state = STAGED ? running : states + count * state_size;
         for (int64_t i = count - 1; i >= 0; i--) {
             int64_t t = start + first + i, row = t * Hv + head;
-            delta_token<D> token = token_of<D>(shape, t, head, prepared_query, prepared_key, value, g, beta);
+            const int which = (int)(i & 1);
+            token_scalars<D> pending = {0, 0}; // the step before's token, in flight during this step
+            if (i > 0) pending = stage_issue(slots, which ^ 1, t - 1, step_parts, deltas + (i - 1) * Dv, innovations + (i - 1) * Dv);
+            delta_token<D> token = staged_token(slots, which);
+            const typename S::storage *dy = slots.dy(which);
+            const C *delta_row = slots.delta(which), *innovation_row = slots.innovation(which);
             C *previous = states + i * state_size;
             if (STAGED) { // S_i into the buffer that held S_{i+2} (read only by the last step's first loop),
                           // in flight while the first three parts of this step run
@@ -273,7 +427,6 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
                     copy_async(into + (index / Dv) * Dvp + index % Dv, previous + index);
                 previous = into; // read after the wait and the barrier below
             }
-            const typename S::storage *dy = doutput + row * Dv;
             // o = S^T q: dS += q do^T; dq = S do
             for (int64_t k = threadIdx.x; k < Dk; k += blockDim.x) {
                 C dq = 0, query_k = token.query[k];
@@ -296,15 +449,16 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
             for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x)
                 ddelta[v] = ordered_dot<C>(Dk, dstate + v, Dvp, token.key, 1);
             for (int64_t k = threadIdx.x; k < Dk; k += blockDim.x)
-                dkey_write[k] = ordered_dot<C>(Dv, dstate + k * Dvp, 1, deltas + i * Dv, 1);
+                dkey_write[k] = ordered_dot<C>(Dv, dstate + k * Dvp, 1, delta_row, 1);
             __syncthreads();
             // delta = (v - kv) * beta
             for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
                 dinnovation[v] = ddelta[v] * token.beta;
                 if (out.dvalue) out.dvalue[row * Dv + v] = S::store(dinnovation[v]);
             }
-            if (threadIdx.x == 0 && out.dbeta) out.dbeta[row] = S::store(ordered_dot<C>(Dv, ddelta, 1, innovations + i * Dv, 1));
-            if (STAGED) copies_wait();
+            if (threadIdx.x == 0 && out.dbeta) out.dbeta[row] = S::store(ordered_dot<C>(Dv, ddelta, 1, innovation_row, 1));
+            if (i > 0) stage_finish(slots, which ^ 1, pending); // and S_i's copy (STAGED): cp.async.wait_all
+            else copies_wait();
             __syncthreads();
             // kv = S'^T k, S' = S_{t-1} decay: dS' = dS + k (-dinnov)^T; dk (read) = S' (-dinnov);
             // then S' = S_{t-1} decay: row sums of dS' * S_{t-1}, dS_{t-1} = dS' decay (one pass over the row)
@@ -360,7 +514,7 @@ parity_error *gated_delta_rule_cuda_eager_forward(const parity_exec *exec, const
         prepared_qk prepared;
         PARITY_TRY(prepare_qk<D>(exec, args, call, &prepared));
         if (shape.documents * shape.value_heads == 0) return (parity_error *)NULL;
-        size_t shared = (size_t)(shape.key_dim * shape.value_dim) * sizeof(C);
+        size_t shared = (size_t)(align16(shape.key_dim * shape.value_dim * (int64_t)sizeof(C)) + token_slots_bytes<D>(shape));
         PARITY_TRY(allow_shared(delta_forward<D>, shared, call.sizes, args->query->device.index));
         const cudaStream_t stream = parity_cuda_stream(exec);
         delta_forward<D>
@@ -414,8 +568,9 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_exec *exec, cons
             size_t vectors = (size_t)(2 * shape.value_dim + 2 * shape.key_dim) * sizeof(C);
             int limit = 0;
             PARITY_CUDA_TRY(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device.index));
-            const bool staged = padded * 3 + vectors <= (size_t)limit;
-            size_t shared = padded * (staged ? 3 : 1) + vectors;
+            const size_t slots = (size_t)token_slots_bytes<D>(shape);
+            const bool staged = (size_t)align16((int64_t)(padded * 3 + vectors)) + slots <= (size_t)limit;
+            size_t shared = (size_t)align16((int64_t)(padded * (staged ? 3 : 1) + vectors)) + slots;
             auto kernel = staged ? delta_backward<D, true> : delta_backward<D, false>;
             PARITY_TRY(allow_shared(kernel, shared, call.sizes, device.index));
             delta_gradients<D> out = {dprepared.dquery.data<C>(), dprepared.dkey.data<C>(),
