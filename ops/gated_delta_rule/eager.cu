@@ -61,13 +61,12 @@ constexpr int kBatch = 8;
 // stores the new column at copy[k * copy_stride] (a chunk state kept for the backward) and returns
 // the output o_v = S^T q (the forward's sum over k in order) in *output.
 template <parity_dtype D>
-__device__ typename scalar<D>::compute advance_column(const delta_shape &shape, const delta_token<D> &token, int64_t v,
+__device__ __forceinline__ typename scalar<D>::compute advance_column(int64_t Dk, const delta_token<D> &token, int64_t v,
                                                       typename scalar<D>::compute *column, int64_t stride,
                                                       typename scalar<D>::compute *innovation,
                                                       typename scalar<D>::compute *copy = nullptr, int64_t copy_stride = 0,
                                                       typename scalar<D>::compute *output = nullptr) {
     using C = typename scalar<D>::compute;
-    const int64_t Dk = shape.key_dim;
     C memory = 0;
     for (int64_t k0 = 0; k0 < Dk; k0 += kBatch) { // S *= decay; kv = S^T k
         C s[kBatch], key[kBatch];
@@ -255,7 +254,36 @@ template <parity_dtype D> __device__ delta_token<D> staged_token(const token_slo
     return token;
 }
 
-template <parity_dtype D>
+// The kernels are built twice: for Dk = Dv = 128 (Qwen3.5, Qwen3-Next: DK, DV, the block size and every
+// loop bound compile-time constants, so the batched loops unroll without guards and the shared
+// indices fold) and for any dims (DK = DV = 0: read from the shape). The same code, the same arithmetic.
+__host__ __device__ constexpr int64_t block_threads(int64_t width) { return width < 32 ? 32 : width > 1024 ? 1024 : (width + 31) / 32 * 32; }
+
+// ordered_dot of (a, b) over n and of (c, d) over m at once, in one loop: two independent chains whose
+// latencies overlap; each sum is ordered_dot's, term by term in order.
+template <typename C, typename A, typename B, typename E, typename F>
+__device__ void ordered_dot_pair(int64_t n, A a, int64_t a_stride, B b, int64_t b_stride, C *first, int64_t m, E c,
+                                 int64_t c_stride, F d, int64_t d_stride, C *second) {
+    C sum = 0, other = 0;
+    const int64_t longest = n > m ? n : m;
+    for (int64_t i0 = 0; i0 < longest; i0 += kBatch) {
+        C x[kBatch], y[kBatch], u[kBatch], w[kBatch];
+#pragma unroll
+        for (int j = 0; j < kBatch; j++) {
+            if (i0 + j < n) x[j] = a[(i0 + j) * a_stride], y[j] = b[(i0 + j) * b_stride];
+            if (i0 + j < m) u[j] = c[(i0 + j) * c_stride], w[j] = d[(i0 + j) * d_stride];
+        }
+#pragma unroll
+        for (int j = 0; j < kBatch; j++) {
+            if (i0 + j < n) sum += x[j] * y[j];
+            if (i0 + j < m) other += u[j] * w[j];
+        }
+    }
+    *first = sum;
+    *second = other;
+}
+
+template <parity_dtype D, int DK, int DV>
 __global__ void delta_forward(delta_shape shape, const typename scalar<D>::compute *prepared_query,
                               const typename scalar<D>::compute *prepared_key, const typename scalar<D>::storage *value,
                               const void *g, const typename scalar<D>::storage *beta, typename scalar<D>::storage *output) {
@@ -263,12 +291,13 @@ __global__ void delta_forward(delta_shape shape, const typename scalar<D>::compu
     extern __shared__ unsigned char shared_bytes[];
     C *state = reinterpret_cast<C *>(shared_bytes); // (Dk, Dv)
     int64_t document = blockIdx.x / shape.value_heads, head = blockIdx.x % shape.value_heads;
-    int64_t Dk = shape.key_dim, Dv = shape.value_dim;
+    const int64_t Dk = DK ? DK : shape.key_dim, Dv = DV ? DV : shape.value_dim;
+    const int64_t threads = DK ? block_threads(DV) : blockDim.x;
     const token_slots<D> slots = {shared_bytes + align16(Dk * Dv * (int64_t)sizeof(C)),
                                   token_layout_of(Dk, Dv, sizeof(C), sizeof(typename scalar<D>::storage)),
                                   &shape, head, prepared_query, prepared_key, value, nullptr, g, beta};
     constexpr unsigned parts = PART_QUERY | PART_KEY | PART_VALUE;
-    for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) // every thread touches only its own columns
+    for (int64_t v = threadIdx.x; v < Dv; v += threads) // every thread touches only its own columns
         for (int64_t k = 0; k < Dk; k++) state[k * Dv + v] = 0;
     const int64_t begin = shape.offsets[document], end = shape.offsets[document + 1];
     if (begin < end) stage_finish(slots, 0, stage_issue(slots, 0, begin, parts));
@@ -278,9 +307,9 @@ __global__ void delta_forward(delta_shape shape, const typename scalar<D>::compu
         token_scalars<D> next = {0, 0};
         if (t + 1 < end) next = stage_issue(slots, which ^ 1, t + 1, parts); // in flight during this token
         delta_token<D> token = staged_token(slots, which);
-        for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
+        for (int64_t v = threadIdx.x; v < Dv; v += threads) {
             C innovation, out;
-            advance_column<D>(shape, token, v, state + v, Dv, &innovation, nullptr, 0, &out);
+            advance_column<D>(Dk, token, v, state + v, Dv, &innovation, nullptr, 0, &out);
             output[(t * shape.value_heads + head) * Dv + v] = scalar<D>::store(out);
         }
         if (t + 1 < end) stage_finish(slots, which ^ 1, next);
@@ -302,7 +331,7 @@ template <parity_dtype D> struct delta_gradients {
     typename scalar<D>::storage *dbeta;        // (N, Hv), may be NULL
 };
 
-template <parity_dtype D, bool STAGED>
+template <parity_dtype D, bool STAGED, int DK, int DV>
 __global__ void delta_backward(delta_shape shape, delta_plan plan, const typename scalar<D>::compute *prepared_query,
                                const typename scalar<D>::compute *prepared_key, const typename scalar<D>::storage *value,
                                const void *g, const typename scalar<D>::storage *beta,
@@ -311,7 +340,8 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
     using S = scalar<D>;
     using C = typename S::compute;
     extern __shared__ unsigned char shared_bytes[];
-    int64_t Dk = shape.key_dim, Dv = shape.value_dim, state_size = Dk * Dv, Hv = shape.value_heads;
+    const int64_t Dk = DK ? DK : shape.key_dim, Dv = DV ? DV : shape.value_dim, state_size = Dk * Dv, Hv = shape.value_heads;
+    const int64_t threads = DK ? block_threads(DK > DV ? DK : DV) : blockDim.x;
     int64_t Dvp = Dv + 1;                            // dS's padded row: a warp's rows k spread over the banks
     C *dstate = reinterpret_cast<C *>(shared_bytes); // (Dk, Dv + 1); the running state during the first sweep
     C *buffers = dstate + Dk * Dvp;                  // STAGED: two working states (Dk, Dv + 1)
@@ -330,7 +360,7 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
 
     // 1. forward sweep, token by token (a thread's columns are its own), keeping the state at the start
     // of every chunk
-    for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x)
+    for (int64_t v = threadIdx.x; v < Dv; v += threads)
         for (int64_t k = 0; k < Dk; k++) dstate[k * Dvp + v] = 0;
     if (length > 0) stage_finish(slots, 0, stage_issue(slots, 0, start, sweep_parts));
     __syncthreads();
@@ -339,7 +369,7 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
         token_scalars<D> pending = {0, 0};
         if (i + 1 < length) pending = stage_issue(slots, which ^ 1, start + i + 1, sweep_parts);
         delta_token<D> token = staged_token(slots, which);
-        for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
+        for (int64_t v = threadIdx.x; v < Dv; v += threads) {
             if (i % chunk == 0)
                 for (int64_t k0 = 0; k0 < Dk; k0 += kBatch) {
                     C s[kBatch];
@@ -351,19 +381,19 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
                         if (k0 + j < Dk) checkpoints[(i / chunk) * state_size + (k0 + j) * Dv + v] = s[j];
                 }
             C innovation;
-            advance_column<D>(shape, token, v, dstate + v, Dvp, &innovation);
+            advance_column<D>(Dk, token, v, dstate + v, Dvp, &innovation);
         }
         if (i + 1 < length) stage_finish(slots, which ^ 1, pending);
         __syncthreads();
     }
-    for (int64_t i = threadIdx.x; i < Dk * Dvp; i += blockDim.x) dstate[i] = 0; // nothing flows in from the next document
+    for (int64_t i = threadIdx.x; i < Dk * Dvp; i += threads) dstate[i] = 0; // nothing flows in from the next document
     __syncthreads();
 
     // 2. chunks from the last: recompute the chunk's states, then reverse steps
     for (int64_t c = chunks - 1; c >= 0; c--) {
         int64_t first = c * chunk, count = length - first < chunk ? length - first : chunk;
         C *running = buffers; // STAGED: the recomputed state, then S_{i+1} of the first reverse step
-        for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
+        for (int64_t v = threadIdx.x; v < Dv; v += threads) {
             for (int64_t k0 = 0; k0 < Dk; k0 += kBatch) {
                 C s[kBatch];
 #pragma unroll
@@ -384,10 +414,10 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
             token_scalars<D> pending = {0, 0};
             if (i + 1 < count) pending = stage_issue(slots, which ^ 1, start + first + i + 1, sweep_parts);
             delta_token<D> token = staged_token(slots, which);
-            for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
+            for (int64_t v = threadIdx.x; v < Dv; v += threads) {
                 C *next = states + (i + 1) * state_size + v;
                 if (STAGED) {
-                    deltas[i * Dv + v] = advance_column<D>(shape, token, v, running + v, Dvp, &innovations[i * Dv + v], next, Dv);
+                    deltas[i * Dv + v] = advance_column<D>(Dk, token, v, running + v, Dvp, &innovations[i * Dv + v], next, Dv);
                 } else {
                     for (int64_t k0 = 0; k0 < Dk; k0 += kBatch) {
                         C s[kBatch];
@@ -398,7 +428,7 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
                         for (int j = 0; j < kBatch; j++)
                             if (k0 + j < Dk) next[(k0 + j) * Dv] = s[j];
                     }
-                    deltas[i * Dv + v] = advance_column<D>(shape, token, v, next, Dv, &innovations[i * Dv + v]);
+                    deltas[i * Dv + v] = advance_column<D>(Dk, token, v, next, Dv, &innovations[i * Dv + v]);
                 }
             }
             if (i + 1 < count) stage_finish(slots, which ^ 1, pending);
@@ -423,12 +453,12 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
             if (STAGED) { // S_i into the buffer that held S_{i+2} (read only by the last step's first loop),
                           // in flight while the first three parts of this step run
                 C *into = state == buffers ? buffers + Dk * Dvp : buffers;
-                for (int64_t index = threadIdx.x; index < state_size; index += blockDim.x)
-                    copy_async(into + (index / Dv) * Dvp + index % Dv, previous + index);
+                for (int64_t k = 0; k < Dk; k++) // row by row: no division in the index
+                    for (int64_t v = threadIdx.x; v < Dv; v += threads) copy_async(into + k * Dvp + v, previous + k * Dv + v);
                 previous = into; // read after the wait and the barrier below
             }
             // o = S^T q: dS += q do^T; dq = S do
-            for (int64_t k = threadIdx.x; k < Dk; k += blockDim.x) {
+            for (int64_t k = threadIdx.x; k < Dk; k += threads) {
                 C dq = 0, query_k = token.query[k];
                 for (int64_t v0 = 0; v0 < Dv; v0 += kBatch) {
                     C d[kBatch], ds[kBatch], s[kBatch];
@@ -445,14 +475,21 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
                 out.dquery[row * Dk + k] = dq;
             }
             __syncthreads();
-            // S = S' + k delta^T: ddelta = dS^T k; dk (write) = dS delta
-            for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x)
-                ddelta[v] = ordered_dot<C>(Dk, dstate + v, Dvp, token.key, 1);
-            for (int64_t k = threadIdx.x; k < Dk; k += blockDim.x)
-                dkey_write[k] = ordered_dot<C>(Dv, dstate + k * Dvp, 1, delta_row, 1);
+            // S = S' + k delta^T: ddelta = dS^T k; dk (write) = dS delta (a thread with both a column v and
+            // a row k sums the two together)
+            if (threadIdx.x < Dv && threadIdx.x < Dk && Dv <= threads && Dk <= threads) {
+                const int64_t vk = threadIdx.x;
+                ordered_dot_pair<C>(Dk, dstate + vk, Dvp, token.key, 1, &ddelta[vk], Dv, dstate + vk * Dvp, 1, delta_row, 1,
+                                    &dkey_write[vk]);
+            } else {
+                for (int64_t v = threadIdx.x; v < Dv; v += threads)
+                    ddelta[v] = ordered_dot<C>(Dk, dstate + v, Dvp, token.key, 1);
+                for (int64_t k = threadIdx.x; k < Dk; k += threads)
+                    dkey_write[k] = ordered_dot<C>(Dv, dstate + k * Dvp, 1, delta_row, 1);
+            }
             __syncthreads();
             // delta = (v - kv) * beta
-            for (int64_t v = threadIdx.x; v < Dv; v += blockDim.x) {
+            for (int64_t v = threadIdx.x; v < Dv; v += threads) {
                 dinnovation[v] = ddelta[v] * token.beta;
                 if (out.dvalue) out.dvalue[row * Dv + v] = S::store(dinnovation[v]);
             }
@@ -462,7 +499,7 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
             __syncthreads();
             // kv = S'^T k, S' = S_{t-1} decay: dS' = dS + k (-dinnov)^T; dk (read) = S' (-dinnov);
             // then S' = S_{t-1} decay: row sums of dS' * S_{t-1}, dS_{t-1} = dS' decay (one pass over the row)
-            for (int64_t k = threadIdx.x; k < Dk; k += blockDim.x) {
+            for (int64_t k = threadIdx.x; k < Dk; k += threads) {
                 C dk_read = 0, row_sum = 0, key_k = token.key[k];
                 for (int64_t v0 = 0; v0 < Dv; v0 += kBatch) {
                     C dinn[kBatch], ds[kBatch], p[kBatch];
@@ -515,10 +552,10 @@ parity_error *gated_delta_rule_cuda_eager_forward(const parity_exec *exec, const
         PARITY_TRY(prepare_qk<D>(exec, args, call, &prepared));
         if (shape.documents * shape.value_heads == 0) return (parity_error *)NULL;
         size_t shared = (size_t)(align16(shape.key_dim * shape.value_dim * (int64_t)sizeof(C)) + token_slots_bytes<D>(shape));
-        PARITY_TRY(allow_shared(delta_forward<D>, shared, call.sizes, args->query->device.index));
+        auto kernel = shape.key_dim == 128 && shape.value_dim == 128 ? delta_forward<D, 128, 128> : delta_forward<D, 0, 0>;
+        PARITY_TRY(allow_shared(kernel, shared, call.sizes, args->query->device.index));
         const cudaStream_t stream = parity_cuda_stream(exec);
-        delta_forward<D>
-            <<<(unsigned)(shape.documents * shape.value_heads), threads_for(shape.value_dim), shared, stream>>>(
+        kernel<<<(unsigned)(shape.documents * shape.value_heads), threads_for(shape.value_dim), shared, stream>>>(
                 shape, prepared.query.data<C>(), prepared.key.data<C>(),
                 static_cast<const storage *>(args->value->data), args->g->data,
                 static_cast<const storage *>(args->beta->data), static_cast<storage *>(args->output->data));
@@ -571,7 +608,9 @@ parity_error *gated_delta_rule_cuda_eager_backward(const parity_exec *exec, cons
             const size_t slots = (size_t)token_slots_bytes<D>(shape);
             const bool staged = (size_t)align16((int64_t)(padded * 3 + vectors)) + slots <= (size_t)limit;
             size_t shared = (size_t)align16((int64_t)(padded * (staged ? 3 : 1) + vectors)) + slots;
-            auto kernel = staged ? delta_backward<D, true> : delta_backward<D, false>;
+            const bool square128 = shape.key_dim == 128 && shape.value_dim == 128;
+            auto kernel = staged ? (square128 ? delta_backward<D, true, 128, 128> : delta_backward<D, true, 0, 0>)
+                                 : (square128 ? delta_backward<D, false, 128, 128> : delta_backward<D, false, 0, 0>);
             PARITY_TRY(allow_shared(kernel, shared, call.sizes, device.index));
             delta_gradients<D> out = {dprepared.dquery.data<C>(), dprepared.dkey.data<C>(),
                                       grads->dvalue ? static_cast<storage *>(grads->dvalue->data) : nullptr,
