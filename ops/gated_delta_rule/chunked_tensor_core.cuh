@@ -18,11 +18,12 @@
 //     at a time; A = K K^T on tensor cores; T = (I + A)^-1 by tc_solve (16 x 16 diagonal blocks by
 //     substitution in registers, merged to 64 x 64 by 3xTF32 products: f32-accurate); w = T diag(beta
 //     exp(G)) K and u = T diag(beta) V (the diagonal applied to T's fragments as they are read).
-//   states (per document, value head, NC = 16 or 32 state columns; 8 warps): the next chunk's w, K, u
+//   states (per document, value head, NC = 16, 32 or 64 state columns; 8 warps): the next chunk's w, K, u
 //     and G are copied (cp.async, double buffered) while this one computes; S (Dk x NC) lives in the
 //     warps' accumulators and goes to the scratch from them; delta = u - w S (A = w, B = S^T by
 //     ldmatrix), S = exp(G_last) S + K^T diag(exp(G_last - G)) delta; two barriers a chunk. NC = 16
-//     while the blocks do not fill the SMs, else 32 (half the bytes staged per state column).
+//     while the blocks do not fill the SMs, else 32 (half the bytes staged per state column), or 64
+//     where the blocks still fill them (the launcher says what was measured).
 //   output (per chunk, value head; 8 warps, a block an SM): Q, K, G, then S_c, then delta staged in
 //     three cp.async groups; P = Q K^T o Dm (lower triangle) while S_c and delta arrive; O =
 //     diag(exp(G)) Q S_c + P delta, a warp one 16-row tile over half the columns.
@@ -680,14 +681,25 @@ inline parity_error *run_tensor_core_forward(const parity_exec *exec, const pari
         tc_prepare<64><<<slots, tc_threads, shared, stream>>>(plan, value, beta, keep_solve);
     }
     PARITY_CUDA_TRY_LAUNCH("tc_prepare");
-    // 16 state columns a block while that leaves SMs idle (one document, few heads), else 32: half
-    // the staged bytes per column. The split does not change a single sum (the columns of S never mix).
-    int sms = 0;
+    // State columns a block: 16 while that leaves SMs idle (one document, few heads), else 32 (half the
+    // staged bytes per column), or 64 where 64 still gives every SM a block (w and K, 64 KB of a
+    // chunk's staging, shared by twice the columns). Measured on the H200 (2026-12-04, bf16, forward):
+    // 4x4096x32x128x128 2.88 ms at 32, 2.62 at 64; 1x8192x16x128x128 0.94 at 16, 1.02 at 32, 1.20 at
+    // 64. The split does not change a single sum (the columns of S never mix): same bits at 16, 32, 64.
+    // A width whose staging does not fit the device's shared memory is not taken (64 needs 219 KiB at Dk 128).
+    int sms = 0, shared_limit = 0;
     PARITY_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    PARITY_CUDA_TRY(cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const auto fits = [&](size_t floats) { return floats * sizeof(float) <= (size_t)shared_limit; };
+    const bool fits32 = fits(Dk == 128 ? tc_states_layout<32, 128>::floats : tc_states_layout<32, 64>::floats);
+    const bool fits64 = fits(Dk == 128 ? tc_states_layout<64, 128>::floats : tc_states_layout<64, 64>::floats);
     const int64_t sequences = plan.shape.documents * plan.shape.value_heads;
-    const bool wide = Dv % 32 == 0 && sequences * (Dv / 16) > sms;
+    const int columns = Dv % 32 != 0 || sequences * (Dv / 16) <= sms || !fits32 ? 16
+                        : Dv % 64 == 0 && sequences * (Dv / 64) >= sms && fits64 ? 64
+                                                                                 : 32;
     parity_error *(*launch)(const chunk_plan<PARITY_BF16> &, const delta_call &, int, int64_t, cudaStream_t) =
-        Dk == 128 ? (wide ? launch_states<32, 128> : launch_states<16, 128>) : (wide ? launch_states<32, 64> : launch_states<16, 64>);
+        Dk == 128 ? (columns == 64 ? launch_states<64, 128> : columns == 32 ? launch_states<32, 128> : launch_states<16, 128>)
+                  : (columns == 64 ? launch_states<64, 64> : columns == 32 ? launch_states<32, 64> : launch_states<16, 64>);
     PARITY_TRY(launch(plan, call, device, sequences, stream));
     PARITY_CUDA_TRY_LAUNCH("tc_states");
     if (output) {
