@@ -31,7 +31,7 @@ endif
 CC := gcc
 WARNINGS := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS := -std=c11 -O2 -g -D_GNU_SOURCE -fno-fast-math -ffp-contract=off $(WARNINGS) -I. $(HDF5_CFLAGS) -MMD -MP
-LDLIBS := $(HDF5_LIBS) -lyaml -lcjson -lsqlite3 -lopenblas $(MPI_LIBS) -lpthread -lm
+LDLIBS := $(HDF5_LIBS) -lyaml -lcjson -lsqlite3 -lopenblas $(MPI_LIBS) -lpthread -lm -ldl
 NVCCFLAGS := -std=c++17 -O2 -g -lineinfo -I. -Xcompiler -Wall,-Wno-unused-parameter -MMD -MP
 NVCC_GENCODE := $(if $(filter sm_90a,$(CUDA_ARCH)),-gencode=arch=compute_90a$(comma)code=sm_90a,-arch=$(CUDA_ARCH))
 comma := ,
@@ -77,7 +77,7 @@ TEST_PROGRAM := $(BUILD)/parity-tests
 # directory, else from this copy beside the binary, so a copied build directory carries them.
 BENCH_TARGETS := $(BUILD)/bench_targets.tsv
 
-.PHONY: all deps test run nightly clean check-format mutation-check print-config FORCE
+.PHONY: all deps test run nightly install clean check-format mutation-check print-config FORCE
 .DEFAULT_GOAL := all
 
 all: print-config $(PROGRAM) $(BENCH_TARGETS)
@@ -106,18 +106,27 @@ $(LIBRARY): $(OBJECTS)
 	@rm -f $@
 	ar rcs $@ $^
 
+# -rdynamic: the executable exports its symbols, so a backend plugin (ops/plugin_api.h) resolves its
+# calls into parity (parity_registry_add, PARITY_ERROR, ...) against the running binary.
 $(PROGRAM): $(BUILD)/harness/cli/main.o $(LIBRARY)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ $(LDLIBS)
 
 $(BENCH_TARGETS): harness/bench/targets.tsv
 	@mkdir -p $(@D)
 	cp $< $@
 
 $(TEST_PROGRAM): $(TEST_OBJECTS) $(LIBRARY)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ $(LDLIBS) -lcriterion
+
+# The test plugins (suites/plugins/test_plugin.c, one shared library per variant; test_plugins.c).
+TEST_PLUGIN_VARIANTS := good bad_version no_register duplicate unknown_op unresolved fails
+TEST_PLUGINS := $(TEST_PLUGIN_VARIANTS:%=$(BUILD)/plugins/test_%.so)
+$(BUILD)/plugins/test_%.so: suites/plugins/test_plugin.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -fPIC -shared $(if $(filter good,$*),,-DPLUGIN_$(shell echo $* | tr a-z A-Z)) $(LDFLAGS) -o $@ $<
 
 # Tests run from the repository root; --jobs 2 matches the CI machine.
-test: print-config $(TEST_PROGRAM) $(PROGRAM) $(BENCH_TARGETS)
+test: print-config $(TEST_PROGRAM) $(PROGRAM) $(BENCH_TARGETS) $(TEST_PLUGINS)
 	@echo "parity: running tests ($(if $(filter 1,$(WITH_CUDA)),CUDA build,CPU-only build))"
 	$(if $(filter 1,$(SAN)),LSAN_OPTIONS=suppressions=$(CURDIR)/mk/lsan.supp )$(TEST_PROGRAM) --jobs=2 $(TEST_ARGS)
 
@@ -136,6 +145,24 @@ nightly: $(PROGRAM)
 # and the table of which test or run caught it (minutes: each row rebuilds and runs its detectors).
 mutation-check:
 	@tools/mutation_check $(MUTATION_ARGS)
+
+# make install PREFIX=DIR: the parity command, its bench targets, and what a backend plugin builds
+# against (every header of ops/, as ops/..., under include/parity; ops/plugin_api.h says how) with a
+# pkg-config file: cc $$(pkg-config --cflags parity) -fPIC -shared -o my_backend.so my_backend.c
+# (PKG_CONFIG_PATH=DIR/lib/pkgconfig). A plugin links nothing: it resolves parity's functions from
+# the running `parity`.
+PREFIX ?= /usr/local
+PLUGIN_HEADERS := $(shell find ops -name '*.h' -o -name '*.cuh' 2>/dev/null | sort)
+install: $(PROGRAM) $(BENCH_TARGETS)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/parity
+	install -m 755 $(PROGRAM) $(DESTDIR)$(PREFIX)/bin/parity
+	install -m 644 $(BENCH_TARGETS) $(DESTDIR)$(PREFIX)/bin/bench_targets.tsv
+	for header in $(PLUGIN_HEADERS); do install -D -m 644 $$header $(DESTDIR)$(PREFIX)/include/parity/$$header; done
+	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include/parity' '' 'Name: parity' \
+	  'Description: backend plugin API of parity (ops/plugin_api.h): plugins link nothing, parity exports its symbols' \
+	  "Version: $$(sed -n 's/^#define PARITY_VERSION \"\(.*\)\"/\1/p' harness/cli/version.h)" \
+	  'Cflags: -I$${includedir}' 'Libs:' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/parity.pc
+	@echo "parity: installed under $(DESTDIR)$(PREFIX)"
 
 clean:
 	rm -rf build build-san build-fuzz

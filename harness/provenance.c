@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "harness/plugins/plugins.h"
 #include "harness/text.h"
 #include "ops/core/cuda_api.h"
 
@@ -90,4 +91,9 @@ void parity_provenance_collect(parity_device device, int argc, char **argv, pari
         if (out->driver_version[0]) parity_text_extend(out->libraries, sizeof out->libraries, ", driver %s", out->driver_version);
     }
     for (int i = 0; i < argc; i++) parity_text_extend(out->command, sizeof out->command, "%s%s", i ? " " : "", argv[i]);
+    for (size_t i = 0; i < parity_plugin_count(); i++) {
+        const parity_plugin_info *plugin = parity_plugin_at(i);
+        parity_text_extend(out->plugins, sizeof out->plugins, "%s%s (sha256 %s, %zu backend%s)", i ? "; " : "", plugin->path,
+                           plugin->sha256, plugin->backends, plugin->backends == 1 ? "" : "s");
+    }
 }

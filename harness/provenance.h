@@ -16,6 +16,7 @@ typedef struct parity_provenance {
     char libraries[512];     // "HDF5 1.10.8, OpenBLAS 0.3.21 ..., libyaml 0.2.5, cJSON 1.7.15, CUDA runtime 13.0"
     char driver_version[32], cuda_version[32];
     char command[1024];      // the command line, arguments separated by spaces
+    char plugins[1024];      // the backend plugins loaded: "PATH (sha256 HEX, N backends); ..." or ""
 } parity_provenance;
 
 void parity_provenance_collect(parity_device device, int argc, char **argv, parity_provenance *out);

@@ -81,6 +81,34 @@ parity_error *parity_registry_add(const parity_backend *backend) {
     return error;
 }
 
+void parity_registry_truncate(size_t count) {
+    pthread_mutex_lock(&registry_lock);
+    while (entry_count > count) {
+        registry_entry *entry = entries[--entry_count];
+        for (int s = 0; s < 4; s++) free(entry->owned_strings[s]);
+        free(entry);
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+parity_error *parity_registry_set_origin(size_t from, const char *origin) {
+    parity_error *error = NULL;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = from; i < entry_count && !error; i++) {
+        char *copy = copy_string(origin ? origin : "builtin");
+        if (!copy) {
+            error = PARITY_ERROR(PARITY_ERROR_MEMORY, "setting the origin of backend %s/%s", entries[i]->backend.op,
+                                 entries[i]->backend.name);
+            break;
+        }
+        free(entries[i]->owned_strings[3]);
+        entries[i]->owned_strings[3] = copy;
+        entries[i]->backend.origin = copy;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return error;
+}
+
 void parity_registry_clear(void) {
     pthread_mutex_lock(&registry_lock);
     for (size_t i = 0; i < entry_count; i++) {

@@ -87,6 +87,10 @@ struct parity_backend {
 parity_error *parity_registry_add(const parity_backend *backend);
 // Removes every registration (tests); built-ins come back with parity_registry_register_builtins.
 void parity_registry_clear(void);
+// Removes the registrations made after the first `count` (a plugin refused at load leaves none behind).
+void parity_registry_truncate(size_t count);
+// Sets the origin of every registration after the first `from` (a plugin's backends: "plugin PATH").
+parity_error *parity_registry_set_origin(size_t from, const char *origin);
 // Registers every backend built into this binary (idempotent).
 parity_error *parity_registry_register_builtins(void);
 

@@ -163,6 +163,7 @@ static void append_context(parity_text *html, const parity_results_context *cont
     append_context_item(html, "driver", context->driver_version);
     append_context_item(html, "CUDA", context->cuda_version);
     append_context_item(html, "libraries", context->libraries);
+    append_context_item(html, "plugins", context->plugins);
     append_context_item(html, "command", context->command);
     append_context_item(html, "started", context->started);
     append_context_item(html, "finished", context->finished);

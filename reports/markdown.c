@@ -45,6 +45,7 @@ static void append_header(parity_text *md, const parity_results *results) {
     append_context_row(md, "date", date);
     append_context_row(md, "interrupted", context->interrupted);
     append_context_row(md, "command", context->command);
+    append_context_row(md, "plugins", context->plugins);
     append_context_row(md, "tolerance rule", context->tolerance_rule);
     append_context_row(md, "timing", context->timing_method);
     parity_text_append(md, "\n");

@@ -74,6 +74,7 @@ typedef struct parity_results_context {
     char driver_version[32], cuda_version[32];
     char libraries[512];     // "OpenBLAS 0.3.21, HDF5 1.10.8, cuBLAS 13.0, NCCL 2.28"
     char command[1024];
+    char plugins[1024];             // backend plugins loaded ("PATH (sha256 HEX, N backends); ..."), "" for none
     char started[32], finished[32]; // ISO 8601 UTC
     char tolerance_rule[512];       // "parity: max(k * eager error, floor); k = 2 loss-like, 3 gradients"
     char timing_method[512];        // "CUDA events, 3 warm-up, median of 10; ..." / "wall clock ..."

@@ -44,6 +44,7 @@ static cJSON *context_json(const parity_results_context *context) {
     cJSON_AddStringToObject(object, "cuda_version", context->cuda_version);
     cJSON_AddStringToObject(object, "libraries", context->libraries);
     cJSON_AddStringToObject(object, "command", context->command);
+    cJSON_AddStringToObject(object, "plugins", context->plugins);
     cJSON_AddStringToObject(object, "started", context->started);
     cJSON_AddStringToObject(object, "finished", context->finished);
     cJSON_AddStringToObject(object, "tolerance_rule", context->tolerance_rule);
@@ -238,7 +239,10 @@ static parity_error *read_context(const char *path, const cJSON *root, parity_re
     PARITY_TRY(read_string(&place, object, "timing_method", context->timing_method, sizeof context->timing_method));
     // Optional: results.json files written before these fields lack them (a run that went to its end).
     context->interrupted[0] = '\0';
+    context->plugins[0] = '\0';
     context->combos_selected = 0;
+    if (cJSON_GetObjectItemCaseSensitive(object, "plugins"))
+        PARITY_TRY(read_string(&place, object, "plugins", context->plugins, sizeof context->plugins));
     if (cJSON_GetObjectItemCaseSensitive(object, "interrupted"))
         PARITY_TRY(read_string(&place, object, "interrupted", context->interrupted, sizeof context->interrupted));
     if (cJSON_GetObjectItemCaseSensitive(object, "combos_selected")) {

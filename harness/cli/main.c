@@ -1,13 +1,16 @@
-// main.c: the `parity` command. Takes the global --verbose out of the arguments, installs the
-// SIGINT/SIGTERM handler (interrupt.h), registers the built-in backends, then dispatches to a
-// subcommand from the table below; the only place in parity that exits.
+// main.c: the `parity` command. Takes the global --verbose and --plugin options out of the
+// arguments, installs the SIGINT/SIGTERM handler (interrupt.h), registers the built-in backends and
+// the plugins' (harness/plugins/plugins.h), then dispatches to a subcommand from the table below;
+// the only place in parity that exits.
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness/cli/cli_support.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/interrupt.h"
 #include "harness/cli/version.h"
+#include "harness/plugins/plugins.h"
 #include "ops/core/cuda_api.h"
 #include "ops/registry.h"
 
@@ -61,7 +64,13 @@ static void print_usage(FILE *stream) {
     fprintf(stream,
             "\n"
             "options of every command:\n"
-            "  --verbose  errors also say where in parity's source they arose (file:line of each step)\n"
+            "  --verbose      errors also say where in parity's source they arose (file:line of each step)\n"
+            "  --plugin PATH  load backends from a shared library (repeatable; ops/plugin_api.h); they join\n"
+            "                 every matrix and `parity list backends` shows them as \"plugin PATH\"\n"
+            "\n"
+            "environment:\n"
+            "  PARITY_PLUGINS  plugins to load, paths separated by ':' (the --plugin options are added to it,\n"
+            "                  so ranks that parity starts under mpirun load them too)\n"
             "\n"
             "exit status: 0 success; 1 the command ran and found failures; 2 usage error, invalid config or\n"
             "             an unavailable backend; 3 unreadable input file, device or system failure;\n"
@@ -119,6 +128,7 @@ static int run(int argc, char **argv) {
         }
     }
     parity_error *error = parity_registry_register_builtins();
+    if (!error) error = parity_plugins_load_list(getenv(PARITY_PLUGINS_VARIABLE));
     if (error) return parity_cli_report_error(name, error);
     return command->run(argc - 1, argv + 1);
 }
@@ -136,8 +146,57 @@ static bool take_verbose(int *argc, char **argv) {
     return verbose;
 }
 
+// Removes every --plugin PATH / --plugin=PATH from argv and appends the paths to PARITY_PLUGINS (the
+// one list the plugins are loaded from, inherited by ranks relaunched under mpirun). False (after a
+// message) when a --plugin has no path or the environment cannot be set.
+static bool take_plugins(int *argc, char **argv) {
+    const char *inherited = getenv(PARITY_PLUGINS_VARIABLE);
+    size_t size = (inherited ? strlen(inherited) : 0) + 1;
+    for (int i = 1; i < *argc; i++) size += strlen(argv[i]) + 1;
+    char *list = malloc(size);
+    if (!list) return false;
+    snprintf(list, size, "%s", inherited ? inherited : "");
+    bool changed = false, ok = true;
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *path = NULL;
+        if (strcmp(argv[i], "--plugin") == 0) {
+            if (i + 1 >= *argc || argv[i + 1][0] == '\0') {
+                fprintf(stderr, "parity: option --plugin needs the path of a shared library\n");
+                ok = false;
+                break;
+            }
+            path = argv[++i];
+        } else if (strncmp(argv[i], "--plugin=", 9) == 0) {
+            path = argv[i] + 9;
+            if (!path[0]) {
+                fprintf(stderr, "parity: option --plugin needs the path of a shared library\n");
+                ok = false;
+                break;
+            }
+        } else {
+            argv[kept++] = argv[i];
+            continue;
+        }
+        if (list[0]) strcat(list, ":");
+        strcat(list, path);
+        changed = true;
+    }
+    if (ok) {
+        argv[kept] = NULL;
+        *argc = kept;
+        if (changed && setenv(PARITY_PLUGINS_VARIABLE, list, 1) != 0) {
+            fprintf(stderr, "parity: cannot set %s for the plugins\n", PARITY_PLUGINS_VARIABLE);
+            ok = false;
+        }
+    }
+    free(list);
+    return ok;
+}
+
 int main(int argc, char **argv) {
     parity_error_show_locations(take_verbose(&argc, argv));
+    if (!take_plugins(&argc, argv)) return PARITY_EXIT_CONFIG;
     parity_cli_interrupts_install(NULL); // run and golden generate ask for a graceful stop
     return run(argc, argv);
 }

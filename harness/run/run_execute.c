@@ -139,6 +139,7 @@ static void fill_context(const parity_suite *suite, const parity_run_plan *plan,
     parity_text_format(context->cuda_version, sizeof context->cuda_version, "%s", provenance.cuda_version);
     parity_text_format(context->libraries, sizeof context->libraries, "%s", provenance.libraries);
     parity_text_format(context->command, sizeof context->command, "%s", provenance.command);
+    parity_text_format(context->plugins, sizeof context->plugins, "%s", provenance.plugins);
     parity_text_format(context->started, sizeof context->started, "%s", provenance.created);
     if (suite->tolerance == PARITY_RULE_PARITY)
         parity_text_format(context->tolerance_rule, sizeof context->tolerance_rule, "%s (jitter_runs %d: over %d run%s)",
