@@ -229,9 +229,10 @@ template <typename Kernel> parity_error *allow_shared(Kernel kernel, size_t byte
     return NULL;
 }
 
-unsigned threads_for(int64_t width) {
-    int64_t threads = (width + 31) / 32 * 32;
-    return (unsigned)(threads < 32 ? 32 : threads > 1024 ? 1024 : threads);
+// Threads of a block whose threads take `width` rows or columns: a multiple of 32 in [32, 1024]
+// (constexpr: eager.cu's kernels built for fixed dims know their block size at compile time).
+__host__ __device__ constexpr unsigned threads_for(int64_t width) {
+    return (unsigned)((width + 31) / 32 * 32 < 32 ? 32 : (width + 31) / 32 * 32 > 1024 ? 1024 : (width + 31) / 32 * 32);
 }
 
 // q and k prepared (N, Hk, Dk) in the compute dtype, with their inverse norms (N, Hk).

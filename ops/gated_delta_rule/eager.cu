@@ -254,11 +254,6 @@ template <parity_dtype D> __device__ delta_token<D> staged_token(const token_slo
     return token;
 }
 
-// The kernels are built twice: for Dk = Dv = 128 (Qwen3.5, Qwen3-Next: DK, DV, the block size and every
-// loop bound compile-time constants, so the batched loops unroll without guards and the shared
-// indices fold) and for any dims (DK = DV = 0: read from the shape). The same code, the same arithmetic.
-__host__ __device__ constexpr int64_t block_threads(int64_t width) { return width < 32 ? 32 : width > 1024 ? 1024 : (width + 31) / 32 * 32; }
-
 // ordered_dot of (a, b) over n and of (c, d) over m at once, in one loop: two independent chains whose
 // latencies overlap; each sum is ordered_dot's, term by term in order.
 template <typename C, typename A, typename B, typename E, typename F>
@@ -283,6 +278,9 @@ __device__ void ordered_dot_pair(int64_t n, A a, int64_t a_stride, B b, int64_t 
     *second = other;
 }
 
+// The kernels are built twice: for Dk = Dv = 128 (Qwen3.5, Qwen3-Next: DK, DV, the block size and every
+// loop bound compile-time constants, so the batched loops unroll without guards and the shared
+// indices fold) and for any dims (DK = DV = 0: read from the shape). The same code, the same arithmetic.
 template <parity_dtype D, int DK, int DV>
 __global__ void delta_forward(delta_shape shape, const typename scalar<D>::compute *prepared_query,
                               const typename scalar<D>::compute *prepared_key, const typename scalar<D>::storage *value,
@@ -292,7 +290,7 @@ __global__ void delta_forward(delta_shape shape, const typename scalar<D>::compu
     C *state = reinterpret_cast<C *>(shared_bytes); // (Dk, Dv)
     int64_t document = blockIdx.x / shape.value_heads, head = blockIdx.x % shape.value_heads;
     const int64_t Dk = DK ? DK : shape.key_dim, Dv = DV ? DV : shape.value_dim;
-    const int64_t threads = DK ? block_threads(DV) : blockDim.x;
+    const int64_t threads = DK ? threads_for(DV) : blockDim.x;
     const token_slots<D> slots = {shared_bytes + align16(Dk * Dv * (int64_t)sizeof(C)),
                                   token_layout_of(Dk, Dv, sizeof(C), sizeof(typename scalar<D>::storage)),
                                   &shape, head, prepared_query, prepared_key, value, nullptr, g, beta};
@@ -341,7 +339,7 @@ __global__ void delta_backward(delta_shape shape, delta_plan plan, const typenam
     using C = typename S::compute;
     extern __shared__ unsigned char shared_bytes[];
     const int64_t Dk = DK ? DK : shape.key_dim, Dv = DV ? DV : shape.value_dim, state_size = Dk * Dv, Hv = shape.value_heads;
-    const int64_t threads = DK ? block_threads(DK > DV ? DK : DV) : blockDim.x;
+    const int64_t threads = DK ? threads_for(DK > DV ? DK : DV) : blockDim.x;
     int64_t Dvp = Dv + 1;                            // dS's padded row: a warp's rows k spread over the banks
     C *dstate = reinterpret_cast<C *>(shared_bytes); // (Dk, Dv + 1); the running state during the first sweep
     C *buffers = dstate + Dk * Dvp;                  // STAGED: two working states (Dk, Dv + 1)
