@@ -381,7 +381,7 @@ constexpr int warp_rows_warps = warp_rows_threads / 32;
 // reports/baselines/h200/gated-delta-net, 2026-12-04): forward UNROLL 1 at 4 blocks (64 registers)
 // 84% of the copy rate (2: 78%, 4: 81%); backward UNROLL 4 at 2 blocks (128 registers) 0.097 ms
 // (1: 0.103, 2 at 4 blocks: 0.106). With two vectors a lane both are 1 (2 blocks backward).
-template <int ITEMS> __host__ __device__ constexpr int warp_rows_forward_unroll() { return 1; }
+constexpr int warp_rows_forward_unroll = 1;
 template <int ITEMS> __host__ __device__ constexpr int warp_rows_backward_unroll() { return ITEMS == 1 ? 4 : 1; }
 constexpr int warp_rows_forward_blocks = 4;
 constexpr int warp_rows_backward_blocks = 2;
@@ -440,7 +440,7 @@ __global__ void __launch_bounds__(warp_rows_threads, warp_rows_forward_blocks)
                              typename element<D>::compute eps) {
     using C = typename element<D>::compute;
     constexpr int VEC = vector_width<D>();
-    constexpr int GROUPS = 32 / LANES, UNROLL = warp_rows_forward_unroll<ITEMS>();
+    constexpr int GROUPS = 32 / LANES, UNROLL = warp_rows_forward_unroll;
     const int lane = threadIdx.x & 31, group = lane / LANES, t = lane % LANES;
     const int64_t warp = (int64_t)blockIdx.x * warp_rows_warps + (threadIdx.x >> 5);
     const int64_t first = warp * (GROUPS * UNROLL) + group;
@@ -791,7 +791,7 @@ parity_error *forward(const parity_exec *exec, const parity_rms_norm_gated_args 
         if (warp_rows) {
             return dispatch_warp_layout(warp, aligned16(x, gate, weight, y), [&](auto lanes, auto items, auto vectorized) -> parity_error * {
                 constexpr int LANES = decltype(lanes)::value, ITEMS = decltype(items)::value;
-                const int64_t block_rows = (int64_t)warp_rows_warps * (32 / LANES) * warp_rows_forward_unroll<ITEMS>();
+                const int64_t block_rows = (int64_t)warp_rows_warps * (32 / LANES) * warp_rows_forward_unroll;
                 const unsigned grid = (unsigned)((rows + block_rows - 1) / block_rows);
                 warp_rows_forward_kernel<D, LANES, ITEMS, decltype(vectorized)::value>
                     <<<grid, warp_rows_threads, 0, parity_cuda_stream(exec)>>>(x, gate, weight, y, (C *)inverse_rms->data,
