@@ -37,6 +37,11 @@ static const registry_entry *find_locked(const char *op, const char *name, parit
     return NULL;
 }
 
+static void free_entry(registry_entry *entry) {
+    for (int s = 0; s < 4; s++) free(entry->owned_strings[s]);
+    free(entry);
+}
+
 parity_error *parity_registry_add(const parity_backend *backend) {
     if (!backend || !backend->op || !backend->op[0] || !backend->name || !backend->name[0])
         return PARITY_ERROR(PARITY_ERROR_USAGE, "backend registration needs an op and a name");
@@ -66,8 +71,7 @@ parity_error *parity_registry_add(const parity_backend *backend) {
         entry->owned_strings[2] = copy_string(backend->description ? backend->description : "");
         entry->owned_strings[3] = copy_string(backend->origin ? backend->origin : "builtin");
         if (!entry->owned_strings[0] || !entry->owned_strings[1] || !entry->owned_strings[2] || !entry->owned_strings[3]) {
-            for (int i = 0; i < 4; i++) free(entry->owned_strings[i]);
-            free(entry);
+            free_entry(entry);
             error = PARITY_ERROR(PARITY_ERROR_MEMORY, "registering backend %s/%s", backend->op, backend->name);
         } else {
             entry->backend.op = entry->owned_strings[0];
@@ -83,18 +87,14 @@ parity_error *parity_registry_add(const parity_backend *backend) {
 
 void parity_registry_truncate(size_t count) {
     pthread_mutex_lock(&registry_lock);
-    while (entry_count > count) {
-        registry_entry *entry = entries[--entry_count];
-        for (int s = 0; s < 4; s++) free(entry->owned_strings[s]);
-        free(entry);
-    }
+    while (entry_count > count) free_entry(entries[--entry_count]);
     pthread_mutex_unlock(&registry_lock);
 }
 
 parity_error *parity_registry_set_origin(size_t from, const char *origin) {
     parity_error *error = NULL;
     pthread_mutex_lock(&registry_lock);
-    for (size_t i = from; i < entry_count && !error; i++) {
+    for (size_t i = from; i < entry_count; i++) {
         char *copy = copy_string(origin ? origin : "builtin");
         if (!copy) {
             error = PARITY_ERROR(PARITY_ERROR_MEMORY, "setting the origin of backend %s/%s", entries[i]->backend.op,
@@ -111,10 +111,7 @@ parity_error *parity_registry_set_origin(size_t from, const char *origin) {
 
 void parity_registry_clear(void) {
     pthread_mutex_lock(&registry_lock);
-    for (size_t i = 0; i < entry_count; i++) {
-        for (int s = 0; s < 4; s++) free(entries[i]->owned_strings[s]);
-        free(entries[i]);
-    }
+    for (size_t i = 0; i < entry_count; i++) free_entry(entries[i]);
     free(entries);
     entries = NULL;
     entry_count = entry_capacity = 0;

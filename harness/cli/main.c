@@ -158,29 +158,19 @@ static bool take_plugins(int *argc, char **argv) {
     snprintf(list, size, "%s", inherited ? inherited : "");
     bool changed = false, ok = true;
     int kept = 1;
-    for (int i = 1; i < *argc; i++) {
+    for (int i = 1; i < *argc && ok; i++) {
         const char *path = NULL;
-        if (strcmp(argv[i], "--plugin") == 0) {
-            if (i + 1 >= *argc || argv[i + 1][0] == '\0') {
-                fprintf(stderr, "parity: option --plugin needs the path of a shared library\n");
-                ok = false;
-                break;
-            }
-            path = argv[++i];
-        } else if (strncmp(argv[i], "--plugin=", 9) == 0) {
-            path = argv[i] + 9;
-            if (!path[0]) {
-                fprintf(stderr, "parity: option --plugin needs the path of a shared library\n");
-                ok = false;
-                break;
-            }
-        } else {
+        parity_cli_option_match match = parity_cli_option_value(*argc, argv, &i, "--plugin", &path);
+        if (match == PARITY_CLI_OPTION_NO_MATCH) {
             argv[kept++] = argv[i];
-            continue;
+        } else if (match == PARITY_CLI_OPTION_MISSING_VALUE || !path[0]) {
+            if (match == PARITY_CLI_OPTION_MATCHED) fprintf(stderr, "parity: option --plugin needs a value\n");
+            ok = false;
+        } else {
+            if (list[0]) strcat(list, ":");
+            strcat(list, path);
+            changed = true;
         }
-        if (list[0]) strcat(list, ":");
-        strcat(list, path);
-        changed = true;
     }
     if (ok) {
         argv[kept] = NULL;

@@ -51,8 +51,12 @@ Test(plugins, each_refusal_is_a_usage_error_with_its_reason, .timeout = 120) {
     }
     command_result missing = run_parity("list backends --plugin");
     cr_expect_eq(missing.exit_code, 2, "--plugin without a path: exit %d\n%s", missing.exit_code, missing.output);
-    cr_expect(strstr(missing.output, "--plugin needs the path") != NULL, "%s", missing.output);
+    cr_expect(strstr(missing.output, "option --plugin needs a value") != NULL, "%s", missing.output);
     free(missing.output);
+    command_result empty = run_parity("list backends --plugin=");
+    cr_expect_eq(empty.exit_code, 2, "--plugin= : exit %d\n%s", empty.exit_code, empty.output);
+    cr_expect(strstr(empty.output, "option --plugin needs a value") != NULL, "%s", empty.output);
+    free(empty.output);
 }
 
 Test(plugins, the_good_plugin_is_listed_with_its_origin_both_ways, .timeout = 120) {
