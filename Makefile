@@ -119,7 +119,7 @@ $(TEST_PROGRAM): $(TEST_OBJECTS) $(LIBRARY)
 	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ $(LDLIBS) -lcriterion
 
 # The test plugins (suites/plugins/test_plugin.c, one shared library per variant; test_plugins.c).
-TEST_PLUGIN_VARIANTS := good bad_version no_register duplicate unknown_op unresolved fails
+TEST_PLUGIN_VARIANTS := good bad_version no_register duplicate unknown_op unresolved fails out_of_bounds nan nondeterministic
 TEST_PLUGINS := $(TEST_PLUGIN_VARIANTS:%=$(BUILD)/plugins/test_%.so)
 $(BUILD)/plugins/test_%.so: suites/plugins/test_plugin.c | deps
 	@mkdir -p $(@D)

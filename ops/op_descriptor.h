@@ -1,7 +1,7 @@
 // op_descriptor.h: one record per op (ops/<op>/descriptor.c), the single description of an op that
 // its three users share, as ggml's test-backend-ops uses one struct for its eval, grad and perf modes:
 //   the autograd node (models/autograd/node_op.h) runs forward and backward on tape variables,
-//   the op tests (suites/tests/op_check.h) run them on the rows of suites/tests/cases_<op>.c,
+//   the op tests (ops/testing/op_check.h) run them on the rows of ops/testing/cases/cases_<op>.c,
 //   `parity bench` (harness/bench/) times them and turns times into GB/s or TFLOP/s.
 // A descriptor names the op's tensors (slots, in a fixed order) and where each goes in the op's args
 // and grads structs, so one args builder (parity_op_build_args/grads) fills them from tensors given by

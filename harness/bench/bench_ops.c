@@ -29,6 +29,7 @@ enum { BENCH_MAX_TENSORS = 13 }; // gated_delta_rule has 13: 5 inputs, cu_seqlen
 
 struct parity_bench_inputs {
     const parity_op_descriptor *op;
+    parity_dtype dtype; // of the activations (some tensors are in its compute dtype, or int)
     parity_tensor storage[BENCH_MAX_TENSORS]; // the device tensors, released by parity_bench_teardown
     int count;
     parity_tensor *tensors[PARITY_OP_MAX_SLOTS];   // by slot
@@ -487,8 +488,18 @@ parity_error *parity_bench_setup(const parity_bench_op *op, const parity_bench_s
     *out = in;
     if (!in) return PARITY_ERROR(PARITY_ERROR_MEMORY, "bench %s: inputs", op->descriptor->name);
     in->op = op->descriptor;
+    in->dtype = dtype;
     return op->setup(shape, dtype, device, in);
 }
+
+const parity_tensor *parity_bench_inputs_tensor(const parity_bench_inputs *inputs, int slot, bool *has_gradient) {
+    *has_gradient = slot >= 0 && slot < PARITY_OP_MAX_SLOTS && inputs->gradients[slot] != NULL;
+    return slot >= 0 && slot < PARITY_OP_MAX_SLOTS ? inputs->tensors[slot] : NULL;
+}
+
+const void *parity_bench_inputs_attributes(const parity_bench_inputs *inputs) { return inputs->attributes; }
+
+parity_dtype parity_bench_inputs_dtype(const parity_bench_inputs *inputs) { return inputs->dtype; }
 
 parity_error *parity_bench_forward(const parity_exec *exec, const parity_bench_op *op, parity_bench_inputs *inputs,
                                    const void *kernels,

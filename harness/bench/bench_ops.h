@@ -76,6 +76,13 @@ parity_error *parity_bench_backward(const parity_exec *exec, const parity_bench_
                                     const void *kernels, const parity_saved *saved);
 void parity_bench_teardown(parity_bench_inputs *inputs); // NULL is a no-op
 
+// What the inputs hold, for the correctness check on them (bench_check.h): the tensor of a slot
+// (NULL: the call leaves it out) and whether it has a gradient buffer (an input's) or an incoming
+// gradient (an output's); the attributes (op->attributes_size bytes); the activations' dtype.
+const parity_tensor *parity_bench_inputs_tensor(const parity_bench_inputs *inputs, int slot, bool *has_gradient);
+const void *parity_bench_inputs_attributes(const parity_bench_inputs *inputs);
+parity_dtype parity_bench_inputs_dtype(const parity_bench_inputs *inputs);
+
 // Parses "16384x4096" into `shape` for `op`; SHAPE error naming the op's format otherwise.
 parity_error *parity_bench_parse_shape(const parity_bench_op *op, const char *text, parity_bench_shape *shape);
 // "16384x4096".

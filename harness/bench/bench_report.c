@@ -253,6 +253,13 @@ static parity_error *read_row(const char *path, const cJSON *item, int index, pa
     copy_string(row->status, sizeof row->status, item, "status");
     row->is_peer = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "peer"));
     row->is_part = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "part"));
+    const cJSON *check = cJSON_GetObjectItemCaseSensitive(item, "check");
+    row->check_ratio = NAN;
+    if (cJSON_IsObject(check)) { // optional: reports written before the correctness column have none
+        copy_string(row->check, sizeof row->check, check, "outcome");
+        copy_string(row->check_detail, sizeof row->check_detail, check, "detail");
+        row->check_ratio = number_or(check, "ratio", NAN);
+    }
     const cJSON *timing = cJSON_GetObjectItemCaseSensitive(item, "timing");
     row->ok = cJSON_IsObject(timing);
     row->extra_peak_bytes = -1;
@@ -310,6 +317,13 @@ parity_error *parity_bench_read_report(const char *path, parity_bench_report *re
         read_count(path, "context", context, "flop_bound_runs", &c->flop_bound_runs, &error);
         copy_string(c->peers_file, sizeof c->peers_file, context, "peers_file");
         copy_string(c->torch_version, sizeof c->torch_version, context, "torch");
+        // optional: reports written before CPU benches and the correctness column are CUDA ones without it
+        snprintf(c->device_type, sizeof c->device_type, "cuda");
+        snprintf(c->gemm_name, sizeof c->gemm_name, "cuBLAS bf16 GEMM");
+        copy_string(c->device_type, sizeof c->device_type, context, "device_type");
+        copy_string(c->gemm_name, sizeof c->gemm_name, context, "gemm");
+        c->checked = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(context, "checked"));
+        c->check_max_elements = (int64_t)number_or(context, "check_max_elements", 0);
         if (!error && (!c->device_name[0] || !(c->copy_gigabytes_per_second > 0)))
             error = PARITY_ERROR(PARITY_ERROR_DATA, "%s: context.device and a positive context.copy_gigabytes_per_second are required",
                                  path);
@@ -328,6 +342,11 @@ parity_error *parity_bench_read_report(const char *path, parity_bench_report *re
 
 // ---- formatting ----
 
+// The runs a parity row takes unless its budget cuts them (flop-bound rows, and every row on the cpu).
+static int expected_runs(const parity_bench_context *c, const parity_bench_result *row) {
+    return row->flops > 0 ? c->flop_bound_runs : c->runs;
+}
+
 static const char *format_bytes(double bytes, char *buffer, size_t size) {
     if (bytes < 0) snprintf(buffer, size, "-");
     else snprintf(buffer, size, "%.2f GiB", bytes / gibibyte);
@@ -339,12 +358,21 @@ static void format_rate(const parity_bench_result *row, char *rate, size_t rate_
         snprintf(rate, rate_size, "-");
         snprintf(fraction, fraction_size, "-");
     } else if (row->flops > 0) {
-        snprintf(rate, rate_size, "%.0f TFLOP/s", row->teraflops);
+        snprintf(rate, rate_size, row->teraflops >= 1 ? "%.0f TFLOP/s" : "%.2g TFLOP/s", row->teraflops);
         snprintf(fraction, fraction_size, row->gemm_fraction > 0 ? "%.0f%% gemm" : "-", 100 * row->gemm_fraction);
     } else {
-        snprintf(rate, rate_size, "%.0f GB/s", row->gigabytes_per_second);
+        snprintf(rate, rate_size, row->gigabytes_per_second >= 1 ? "%.0f GB/s" : "%.2g GB/s", row->gigabytes_per_second);
         snprintf(fraction, fraction_size, row->copy_fraction > 0 ? "%.0f%% copy" : "-", 100 * row->copy_fraction);
     }
+}
+
+// "pass 0.43", "FAIL 3.10", "not supported", "not checked", "-" (no check).
+static void format_check(const parity_bench_result *row, char *buffer, size_t size) {
+    if (!row->check[0]) snprintf(buffer, size, "-");
+    else if (!strcmp(row->check, "pass") || !strcmp(row->check, "fail")) {
+        if (isfinite(row->check_ratio)) snprintf(buffer, size, "%s %.2f", strcmp(row->check, "fail") ? "pass" : "FAIL", row->check_ratio);
+        else snprintf(buffer, size, "%s", strcmp(row->check, "fail") ? "pass" : "FAIL");
+    } else snprintf(buffer, size, "%s", row->check);
 }
 
 static void format_speedup(const parity_bench_result *row, char *buffer, size_t size) {
@@ -355,26 +383,33 @@ static void format_speedup(const parity_bench_result *row, char *buffer, size_t 
 
 void parity_bench_print_table(const parity_bench_report *report, FILE *stream, bool use_color) {
     const parity_bench_context *c = &report->context;
-    fprintf(stream, "device   %s (SM %d.%d, %d SMs, L2 %.0f MiB), CUDA runtime %s, driver %s\n", c->device_name,
-            c->compute_capability / 10, c->compute_capability % 10, c->multiprocessors, c->l2_bytes / 1048576.0,
-            c->runtime, c->driver);
-    fprintf(stream, "ceilings copy %.0f GB/s (2 GiB, read + write, noise %.1f%%), cuBLAS bf16 GEMM %lld^3 %.0f TFLOP/s (noise %.1f%%)\n",
-            c->copy_gigabytes_per_second, 100 * c->copy_timing.noise, (long long)c->gemm_n, c->gemm_teraflops,
-            100 * c->gemm_timing.noise);
-    fprintf(stream, "timing   CUDA events, L2 flushed (%.0f MiB written) before each run, %d warm-up, median of %d runs (%d for flop-bound ops, "
+    bool cpu = strcmp(c->device_type, "cpu") == 0;
+    if (cpu) fprintf(stream, "device   %s\n", c->device_name);
+    else
+        fprintf(stream, "device   %s (SM %d.%d, %d SMs, L2 %.0f MiB), CUDA runtime %s, driver %s\n", c->device_name,
+                c->compute_capability / 10, c->compute_capability % 10, c->multiprocessors, c->l2_bytes / 1048576.0,
+                c->runtime, c->driver);
+    fprintf(stream, "ceilings copy %.0f GB/s (%.0f MiB, read + write, noise %.1f%%), %s %lld^3 %.3g TFLOP/s (noise %.1f%%)\n",
+            c->copy_gigabytes_per_second, c->copy_bytes / 1048576.0, 100 * c->copy_timing.noise, c->gemm_name,
+            (long long)c->gemm_n, c->gemm_teraflops, 100 * c->gemm_timing.noise);
+    fprintf(stream, "timing   %s, %s flushed (%.0f MiB written) before each run, %d warm-up, median of %d runs (%d for flop-bound ops, "
                     "fewer, at least %d, where they would pass %.0f s: the row says how many)\n",
-            c->flush_bytes / 1048576.0, c->warmup, c->runs, c->flop_bound_runs, PARITY_BENCH_MIN_RUNS,
-            PARITY_BENCH_FLOP_BOUND_ROW_BUDGET_MS / 1000);
+            cpu ? "monotonic clock" : "CUDA events", cpu ? "caches" : "L2", c->flush_bytes / 1048576.0, c->warmup, c->runs,
+            c->flop_bound_runs, PARITY_BENCH_MIN_RUNS, PARITY_BENCH_FLOP_BOUND_ROW_BUDGET_MS / 1000);
+    if (c->checked)
+        fprintf(stream, "check    each backend on these inputs vs %s eager fp64: worst ratio to 2x eager's error (fail > 1)\n",
+                c->device_type);
     if (c->peers_file[0]) fprintf(stream, "peers    %s (torch %s); 'vs torch' = torch median / parity median\n", c->peers_file, c->torch_version);
-    static const char *const headers[] = {"op shape dtype", "pass", "backend", "median ms (noise)", "rate", "of ceiling",
-                                          "extra peak", "vs torch"};
-    parity_text_table *table = parity_text_table_new(8, headers);
+    static const char *const headers[] = {"op shape dtype", "pass", "backend", "check", "median ms (noise)", "rate",
+                                          "of ceiling", "extra peak", "vs torch"};
+    parity_text_table *table = parity_text_table_new(9, headers);
     if (!table) return;
     for (size_t i = 0; i < report->count; i++) {
         const parity_bench_result *row = &report->results[i];
-        char what[128], median[64], rate[32], fraction[32], extra[32], speedup[16];
+        char what[128], median[64], rate[32], fraction[32], extra[32], speedup[16], check[48];
         snprintf(what, sizeof what, "%s %s %s", row->op, row->shape, row->dtype);
-        if (row->ok && !row->is_peer && row->flops > 0 && row->timing.runs < c->flop_bound_runs)
+        format_check(row, check, sizeof check);
+        if (row->ok && !row->is_peer && row->timing.runs < expected_runs(c, row))
             snprintf(median, sizeof median, "%.4f (%.1f%%, %d runs)", row->timing.median_ms, 100 * row->timing.noise,
                      row->timing.runs);
         else if (row->ok) snprintf(median, sizeof median, "%.4f (%.1f%%)", row->timing.median_ms, 100 * row->timing.noise);
@@ -382,7 +417,7 @@ void parity_bench_print_table(const parity_bench_report *report, FILE *stream, b
         format_rate(row, rate, sizeof rate, fraction, sizeof fraction);
         format_bytes(row->extra_peak_bytes, extra, sizeof extra);
         format_speedup(row, speedup, sizeof speedup);
-        const char *cells[] = {what, row->pass, row->backend, median, rate, fraction, extra, speedup};
+        const char *cells[] = {what, row->pass, row->backend, check, median, rate, fraction, extra, speedup};
         parity_text_table_add_row(table, cells);
     }
     parity_text_table_print(table, stream, use_color);
@@ -442,6 +477,16 @@ static parity_error *json_body(const parity_bench_report *report, const parity_b
     cJSON_AddNumberToObject(context, "flop_bound_runs", c->flop_bound_runs);
     cJSON_AddStringToObject(context, "peers_file", c->peers_file);
     cJSON_AddStringToObject(context, "torch", c->torch_version);
+    cJSON_AddStringToObject(context, "device_type", c->device_type);
+    cJSON_AddStringToObject(context, "gemm", c->gemm_name);
+    cJSON_AddBoolToObject(context, "checked", c->checked);
+    if (c->checked) {
+        cJSON_AddNumberToObject(context, "check_max_elements", (double)c->check_max_elements);
+        cJSON_AddStringToObject(context, "check_means",
+                                "each parity backend's forward and gradients on the benched inputs against the device's "
+                                "eager in fp64: ratio = max|c - t| / (2 max|eager - t| + floor max|t|), the worst tensor's; "
+                                "fail on a ratio above 1, NaN/Inf, an out-of-bounds write or broken claimed determinism");
+    }
     cJSON_AddStringToObject(context, "extra_peak_bytes_means",
                             "device memory at the fwd+bwd peak beyond what was held before it; for parity rows the "
                             "inputs and the caller's gradient buffers (gradient_bytes) were held before, for torch rows "
@@ -458,6 +503,12 @@ static parity_error *json_body(const parity_bench_report *report, const parity_b
         cJSON_AddBoolToObject(object, "peer", row->is_peer);
         if (row->is_part) cJSON_AddBoolToObject(object, "part", true);
         cJSON_AddStringToObject(object, "status", row->status);
+        if (row->check[0]) {
+            cJSON *check = cJSON_AddObjectToObject(object, "check");
+            cJSON_AddStringToObject(check, "outcome", row->check);
+            if (isfinite(row->check_ratio)) cJSON_AddNumberToObject(check, "ratio", row->check_ratio);
+            cJSON_AddStringToObject(check, "detail", row->check_detail);
+        }
         if (row->ok) {
             cJSON_AddItemToObject(object, "timing", timing_json(&row->timing));
             cJSON_AddNumberToObject(object, "bytes", row->bytes);
@@ -554,10 +605,10 @@ static void target_line(const parity_bench_report *report, const parity_bench_ta
     fprintf(stream, "| %s | %s | %s |\n", target->what, measured, verdict);
 }
 
-// ", 5 runs" for a flop-bound parity row that took fewer runs than the report's count (its budget), else "".
+// ", 5 runs" for a parity row that took fewer runs than the report's count (its budget), else "".
 static const char *few_runs(const parity_bench_report *report, const parity_bench_result *row, char *buffer, size_t size) {
     buffer[0] = '\0';
-    if (!row->is_peer && row->flops > 0 && row->timing.runs < report->context.flop_bound_runs)
+    if (!row->is_peer && row->ok && row->timing.runs < expected_runs(&report->context, row))
         snprintf(buffer, size, ", %d runs", row->timing.runs);
     return buffer;
 }
@@ -572,12 +623,25 @@ static parity_error *markdown_at(const parity_bench_report *report, const parity
                                  FILE *stream) {
     const parity_bench_context *c = &report->context;
     fprintf(stream, "%s parity bench: %s\n\n", heading(level), c->device_name);
-    fprintf(stream, "CUDA runtime %s, driver %s, SM %d.%d, %d SMs, L2 %.0f MiB. Ceilings measured in the same run: "
-                    "device copy **%.0f GB/s** (2 GiB, read + write, noise %.1f%%), cuBLAS bf16 GEMM %lld^3 **%.0f TFLOP/s** "
-                    "(noise %.1f%%).\n\n",
-            c->runtime, c->driver, c->compute_capability / 10, c->compute_capability % 10, c->multiprocessors,
-            c->l2_bytes / 1048576.0, c->copy_gigabytes_per_second, 100 * c->copy_timing.noise, (long long)c->gemm_n,
-            c->gemm_teraflops, 100 * c->gemm_timing.noise);
+    bool cpu = strcmp(c->device_type, "cpu") == 0;
+    if (cpu)
+        fprintf(stream, "Ceilings measured in the same run: memcpy **%.0f GB/s** (%.0f MiB, read + write, noise %.1f%%), %s "
+                        "%lld^3 **%.3g TFLOP/s** (noise %.1f%%).\n\n",
+                c->copy_gigabytes_per_second, c->copy_bytes / 1048576.0, 100 * c->copy_timing.noise, c->gemm_name,
+                (long long)c->gemm_n, c->gemm_teraflops, 100 * c->gemm_timing.noise);
+    else
+        fprintf(stream, "CUDA runtime %s, driver %s, SM %d.%d, %d SMs, L2 %.0f MiB. Ceilings measured in the same run: "
+                        "device copy **%.0f GB/s** (2 GiB, read + write, noise %.1f%%), cuBLAS bf16 GEMM %lld^3 **%.0f TFLOP/s** "
+                        "(noise %.1f%%).\n\n",
+                c->runtime, c->driver, c->compute_capability / 10, c->compute_capability % 10, c->multiprocessors,
+                c->l2_bytes / 1048576.0, c->copy_gigabytes_per_second, 100 * c->copy_timing.noise, (long long)c->gemm_n,
+                c->gemm_teraflops, 100 * c->gemm_timing.noise);
+    if (cpu) fprintf(stream, "Timing on the cpu: the monotonic clock around each call, caches flushed by the write below; ");
+    if (c->checked)
+        fprintf(stream, "Check: before timing, each backend's forward and gradients on the very inputs timed against %s eager in "
+                        "fp64: the worst tensor's ratio of max|c - t| to 2 max|eager - t| + floor max|t| (`parity check op`'s "
+                        "rule; above 1 fails, as do NaN/Inf, out-of-bounds writes and broken claimed determinism).\n\n",
+                c->device_type);
     fprintf(stream, "Timing: CUDA events around each call, L2 flushed (%.0f MiB written) before every run, %d warm-up runs, "
                     "median of %d runs (%d for the flop-bound cross_entropy, attention, moe_experts and gated_delta_rule, fewer where they would pass "
                     "%.0f s, at least %d: the noise column says how many); noise = median absolute deviation / "
@@ -595,8 +659,9 @@ static parity_error *markdown_at(const parity_bench_report *report, const parity
     fprintf(stream, "%s Targets\n\n| target | parity (the best backend unless the target names one) | verdict |\n|---|---|---|\n",
             heading(level + 1));
     for (size_t t = 0; t < targets->count; t++) target_line(report, &targets->items[t], stream);
-    fprintf(stream, "\n%s Results\n\n| op | shape | dtype | pass | backend | median ms | noise | rate | of ceiling | extra peak | gradients | vs torch |\n"
-                    "|---|---|---|---|---|---|---|---|---|---|---|---|\n", heading(level + 1));
+    fprintf(stream, "\n%s Results\n\n| op | shape | dtype | pass | backend |%s median ms | noise | rate | of ceiling | extra peak | gradients | vs torch |\n"
+                    "|---|---|---|---|---|%s---|---|---|---|---|---|---|\n", heading(level + 1), c->checked ? " check |" : "",
+            c->checked ? "---|" : "");
     for (size_t i = 0; i < report->count; i++) {
         const parity_bench_result *row = &report->results[i];
         char rate[32], fraction[32], extra[32], gradients[32], speedup[16], runs[32];
@@ -604,13 +669,19 @@ static parity_error *markdown_at(const parity_bench_report *report, const parity
         format_bytes(row->extra_peak_bytes, extra, sizeof extra);
         format_bytes(row->ok && !strcmp(row->pass, "fwd+bwd") ? row->gradient_bytes : -1, gradients, sizeof gradients);
         format_speedup(row, speedup, sizeof speedup);
+        char check[64] = "";
+        if (c->checked) {
+            char cell[48];
+            format_check(row, cell, sizeof cell);
+            snprintf(check, sizeof check, " %s |", cell);
+        }
         if (row->ok)
-            fprintf(stream, "| %s | %s | %s | %s | %s | %.4f | %.1f%%%s | %s | %s | %s | %s | %s |\n", row->op, row->shape,
-                    row->dtype, row->pass, row->backend, row->timing.median_ms, 100 * row->timing.noise,
+            fprintf(stream, "| %s | %s | %s | %s | %s |%s %.4f | %.1f%%%s | %s | %s | %s | %s | %s |\n", row->op, row->shape,
+                    row->dtype, row->pass, row->backend, check, row->timing.median_ms, 100 * row->timing.noise,
                     few_runs(report, row, runs, sizeof runs), rate, fraction, extra, gradients, speedup);
         else
-            fprintf(stream, "| %s | %s | %s | %s | %s | %s | | | | | | |\n", row->op, row->shape, row->dtype, row->pass,
-                    row->backend, row->status);
+            fprintf(stream, "| %s | %s | %s | %s | %s |%s %s | | | | | | |\n", row->op, row->shape, row->dtype, row->pass,
+                    row->backend, check, row->status);
     }
     return ferror(stream) ? PARITY_ERROR(PARITY_ERROR_IO, "parity bench: writing Markdown failed") : NULL;
 }

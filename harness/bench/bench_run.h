@@ -1,7 +1,8 @@
-// bench_run.h: `parity bench op` as a library call: measures the device's ceilings, then for every
-// requested op, shape and backend times the forward ("fwd", where the op has one worth timing alone)
-// and the forward + backward ("fwd+bwd") on the same random inputs, and measures the fwd+bwd's
-// extra peak device memory. Results are rows of a report (bench_report.h prints, writes and reads it).
+// bench_run.h: `parity bench op` as a library call, on a CUDA device or the cpu: measures the device's
+// ceilings, then for every requested op, shape and backend checks its results on the inputs it will
+// time (the correctness column, bench_check.h), times the forward ("fwd", where the op has one worth
+// timing alone) and the forward + backward ("fwd+bwd") on the same random inputs, and measures the
+// fwd+bwd's extra peak memory. Results are rows of a report (bench_report.h prints, writes and reads it).
 #ifndef PARITY_BENCH_RUN_H
 #define PARITY_BENCH_RUN_H
 
@@ -39,6 +40,12 @@ typedef struct parity_bench_result {
     double gradient_bytes;     // the gradient buffers the caller owns (not in extra_peak_bytes for parity rows)
     double peer_median_ms;     // the first PyTorch peer of the same op/pass/shape/dtype (0: none)
     char peer[64];
+    // The correctness column (bench_check.h: op_verdict.h's check on these very inputs, against the
+    // device's eager in fp64): "pass", "fail", "not supported", "not checked"; "" for a peer, or when
+    // the run was made with --no-check.
+    char check[16];
+    double check_ratio;        // the worst tensor's ratio to its allowance (NaN when none was compared)
+    char check_detail[200];    // the worst tensor, or why it failed / was not checked
 } parity_bench_result;
 
 typedef struct parity_bench_context {
@@ -55,6 +62,10 @@ typedef struct parity_bench_context {
     int warmup, runs, flop_bound_runs;
     char peers_file[256]; // "" when no peers were read
     char torch_version[32];
+    char device_type[8];  // "cuda" or "cpu" ("cuda" for reports written before CPU benches)
+    char gemm_name[48];   // the GEMM ceiling's kind: "cuBLAS bf16 GEMM", "OpenBLAS fp32 GEMM"
+    bool checked;         // the rows carry the correctness column
+    int64_t check_max_elements;
 } parity_bench_context;
 
 typedef struct parity_bench_report {
@@ -74,6 +85,8 @@ typedef struct parity_bench_options {
     parity_device device;
     int warmup, runs;                  // memory-bound ops; flop-bound ops use flop_bound_runs
     int flop_bound_runs;
+    bool check;                        // the correctness column (bench_check.h) for every parity row
+    int64_t check_max_elements;        // inputs with a larger tensor are "not checked" (0: no limit)
 } parity_bench_options;
 
 // Runs everything into `report` (which the caller releases). Per-backend failures become rows with
@@ -81,7 +94,7 @@ typedef struct parity_bench_options {
 parity_error *parity_bench_run(const parity_bench_options *options, parity_bench_report *report);
 parity_error *parity_bench_report_add(parity_bench_report *report, const parity_bench_result *result);
 void parity_bench_report_release(parity_bench_report *report);
-// True when some parity row ended in an error (not "not supported").
+// True when some parity row ended in an error (not "not supported") or failed its check.
 bool parity_bench_report_has_errors(const parity_bench_report *report);
 
 #ifdef __cplusplus

@@ -1,4 +1,5 @@
-// bench_timer.cu: CUDA events, the L2 flush and the two ceilings of bench_timer.h, on the stream of the
+// bench_timer.cu: CUDA events, the L2 flush and the two ceilings of bench_timer.h on a CUDA device
+// (bench_timer_cuda.h; bench_timer.c dispatches to them), on the stream of the
 // bench's execution context.
 #include <algorithm>
 #include <vector>
@@ -7,7 +8,7 @@
 #include "ops/core/cuda/exec_stream.cuh"
 
 extern "C" {
-#include "harness/bench/bench_timer.h"
+#include "harness/bench/bench_timer_cuda.h"
 #include "ops/core/cuda/blas.h"
 #include "ops/core/rng.h"
 #include "ops/core/tensor.h"
@@ -17,7 +18,7 @@ static const double min_warmup_ms = 200; // device time of warm-up calls per mea
 static const int max_warmup_calls = 20000;
 static const int busy_writes = 400; // 400 back-to-back writes of the flush buffer: some 30 ms of device time
 
-struct parity_bench_timer {
+struct parity_bench_cuda_timer {
     const parity_exec *exec;
     cudaStream_t stream; // exec's
     int device;
@@ -26,7 +27,7 @@ struct parity_bench_timer {
     cudaEvent_t start, stop;
 };
 
-extern "C" parity_error *parity_bench_timer_open(const parity_exec *exec, parity_bench_timer **out) {
+extern "C" parity_error *parity_bench_cuda_timer_open(const parity_exec *exec, parity_bench_cuda_timer **out) {
     *out = nullptr;
     if (exec->device.type != PARITY_DEVICE_CUDA)
         return PARITY_ERROR(PARITY_ERROR_USAGE, "parity bench: the timer needs a CUDA execution context");
@@ -34,7 +35,7 @@ extern "C" parity_error *parity_bench_timer_open(const parity_exec *exec, parity
     PARITY_CUDA_TRY(cudaSetDevice(device_index));
     int l2_bytes = 0;
     PARITY_CUDA_TRY(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device_index));
-    parity_bench_timer *timer = new parity_bench_timer();
+    parity_bench_cuda_timer *timer = new parity_bench_cuda_timer();
     timer->exec = exec;
     timer->stream = parity_cuda_stream(exec);
     timer->device = device_index;
@@ -43,7 +44,7 @@ extern "C" parity_error *parity_bench_timer_open(const parity_exec *exec, parity
     if (status == cudaSuccess) status = cudaEventCreate(&timer->start);
     if (status == cudaSuccess) status = cudaEventCreate(&timer->stop);
     if (status != cudaSuccess) {
-        parity_bench_timer_close(timer);
+        parity_bench_cuda_timer_close(timer);
         return PARITY_ERROR(PARITY_ERROR_DEVICE, "parity bench: setting up the timer on cuda:%d failed: %s", device_index,
                             cudaGetErrorString(status));
     }
@@ -51,7 +52,7 @@ extern "C" parity_error *parity_bench_timer_open(const parity_exec *exec, parity
     return NULL;
 }
 
-extern "C" void parity_bench_timer_close(parity_bench_timer *timer) {
+extern "C" void parity_bench_cuda_timer_close(parity_bench_cuda_timer *timer) {
     if (!timer) return;
     cudaSetDevice(timer->device);
     if (timer->flush) cudaFree(timer->flush);
@@ -60,9 +61,9 @@ extern "C" void parity_bench_timer_close(parity_bench_timer *timer) {
     delete timer;
 }
 
-extern "C" size_t parity_bench_timer_flush_bytes(const parity_bench_timer *timer) { return timer ? timer->flush_bytes : 0; }
+extern "C" size_t parity_bench_cuda_timer_flush_bytes(const parity_bench_cuda_timer *timer) { return timer ? timer->flush_bytes : 0; }
 
-extern "C" parity_error *parity_bench_timer_measure(parity_bench_timer *timer, parity_bench_step step,
+extern "C" parity_error *parity_bench_cuda_timer_measure(parity_bench_cuda_timer *timer, parity_bench_step step,
                                                     parity_bench_step after, void *context, int warmup, int runs,
                                                     parity_bench_timing *out) {
     PARITY_CUDA_TRY(cudaSetDevice(timer->device));
@@ -142,7 +143,7 @@ parity_error *gemm_step(void *raw) {
 
 } // namespace
 
-extern "C" parity_error *parity_bench_copy_ceiling(parity_bench_timer *timer, size_t bytes, int runs,
+extern "C" parity_error *parity_bench_cuda_copy_ceiling(parity_bench_cuda_timer *timer, size_t bytes, int runs,
                                                    parity_bench_timing *timing, double *gigabytes_per_second) {
     PARITY_CUDA_TRY(cudaSetDevice(timer->device));
     void *source = nullptr, *destination = nullptr;
@@ -153,14 +154,14 @@ extern "C" parity_error *parity_bench_copy_ceiling(parity_bench_timer *timer, si
                                                 : PARITY_ERROR(PARITY_ERROR_DEVICE, "parity bench: copy buffers of %zu bytes: %s",
                                                                bytes, cudaGetErrorString(status));
     copy_context context = {destination, source, bytes, timer->stream};
-    if (!error) error = parity_bench_timer_measure(timer, copy_step, NULL, &context, 3, runs, timing);
+    if (!error) error = parity_bench_cuda_timer_measure(timer, copy_step, NULL, &context, 3, runs, timing);
     if (!error) *gigabytes_per_second = 2.0 * (double)bytes / (timing->median_ms * 1e-3) / 1e9;
     cudaFree(source);
     if (destination) cudaFree(destination);
     return error;
 }
 
-extern "C" parity_error *parity_bench_gemm_ceiling(parity_bench_timer *timer, int64_t n, int runs,
+extern "C" parity_error *parity_bench_cuda_gemm_ceiling(parity_bench_cuda_timer *timer, int64_t n, int runs,
                                                    parity_bench_timing *timing, double *teraflops) {
     parity_device device = {PARITY_DEVICE_CUDA, timer->device};
     parity_tensor a = {}, b = {}, c = {};
@@ -175,7 +176,7 @@ extern "C" parity_error *parity_bench_gemm_ceiling(parity_bench_timer *timer, in
     if (!error) {
         gemm_context context = {timer->exec,
                                 parity_cuda_gemm_packed(PARITY_BF16, 1, n, n, n, false, false, a.data, b.data, c.data)};
-        error = parity_bench_timer_measure(timer, gemm_step, NULL, &context, 3, runs, timing);
+        error = parity_bench_cuda_timer_measure(timer, gemm_step, NULL, &context, 3, runs, timing);
     }
     if (!error) *teraflops = 2.0 * (double)n * (double)n * (double)n / (timing->median_ms * 1e-3) / 1e12;
     parity_tensor_release(&a);

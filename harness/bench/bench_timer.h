@@ -1,9 +1,11 @@
-// bench_timer.h: GPU timing for `parity bench` (implemented in bench_timer.cu; bench_timer_without_cuda.c
-// answers UNAVAILABLE in a CPU-only build). Each measured call is preceded by an L2 flush (a write of
-// a buffer at least 4x the L2, so no input is still cached) and timed with CUDA events around the call
-// alone, all on the bench's execution context's stream; warm-up calls come first. Also the two ceilings every result is compared with, measured in
-// the same process: device-to-device copy bandwidth (bytes read + written) and the cuBLAS bf16 GEMM
-// rate (parity_cuda_gemm, 2 n^3 flops, random inputs).
+// bench_timer.h: timing for `parity bench`, on the device of the bench's execution context
+// (bench_timer.c). On a CUDA context (bench_timer.cu; bench_timer_without_cuda.c answers UNAVAILABLE in
+// a CPU-only build) each measured call is preceded by an L2 flush (a write of a buffer at least 4x the
+// L2, so no input is still cached) and timed with CUDA events around the call alone, all on the
+// context's stream; on the cpu the monotonic clock around the call, after a write of a buffer 4x the
+// last-level cache. Warm-up calls come first. Also the two ceilings every result is compared with,
+// measured in the same process: copy bandwidth (bytes read + written; device-to-device, or memcpy)
+// and the GEMM rate (cuBLAS bf16 via parity_cuda_gemm, or OpenBLAS fp32; 2 n^3 flops).
 #ifndef PARITY_BENCH_TIMER_H
 #define PARITY_BENCH_TIMER_H
 

@@ -16,26 +16,31 @@
 #include "ops/registry.h"
 
 enum { MAX_LIST = 32 };
+#define DEFAULT_CHECK_MAX_ELEMENTS ((int64_t)1 << 28) // 256 Mi elements: every default shape but the largest
 
 void parity_command_bench_usage(FILE *stream) {
     fprintf(stream,
-            "usage: parity bench op OP|all --device cuda[:N] [--backends a,b,...] [--shape S]... [--dtype bf16|fp32|fp64]\n"
-            "                      [--runs N] [--warmup N] [--peers FILE] [--json] [--output FILE] [--markdown FILE]\n"
+            "usage: parity bench op OP|all --device cpu|cuda[:N] [--backends a,b,...] [--shape S]... [--dtype bf16|fp32|fp64]\n"
+            "                      [--runs N] [--warmup N] [--no-check] [--check-max-elements N] [--peers FILE] [--json]\n"
+            "                      [--output FILE] [--markdown FILE]\n"
             "       parity bench render REPORT.json [--json] [--markdown FILE] [--readme FILE]\n"
             "       parity bench comm [--ranks N] ... (the collectives over MPI; below)\n"
             "\n"
-            "Times the CUDA backends of an op side by side on the same random inputs: CUDA events around each\n"
-            "call, warm-up calls first, the L2 flushed before every run, the median of the runs with its noise\n"
-            "(median absolute deviation / median). Reports GB/s (bytes that must move) or TFLOP/s and the share\n"
-            "of the device copy bandwidth and of the cuBLAS bf16 GEMM rate, both measured in the same run, and\n"
-            "for fwd+bwd the extra peak device memory.\n"
+            "Times the backends of an op on one device side by side on the same random inputs: CUDA events\n"
+            "around each call (on the cpu the monotonic clock), warm-up calls first, the L2 (last-level cache)\n"
+            "flushed before every run, the median of the runs with its noise (median absolute deviation /\n"
+            "median). Reports GB/s (bytes that must move) or TFLOP/s and the share of the copy bandwidth and of\n"
+            "the GEMM rate (cuBLAS bf16; on the cpu OpenBLAS fp32), both measured in the same run, and for\n"
+            "fwd+bwd the extra peak memory. Before timing a backend its results on those very inputs are\n"
+            "checked (the check column): `parity check op`'s rule against that device's eager in fp64 (2x\n"
+            "eager's error in the same dtype, NaN/Inf, out-of-bounds writes, determinism when claimed).\n"
             "\n"
             "  OP              one of:");
     for (size_t i = 0; i < parity_bench_op_count(); i++) fprintf(stream, " %s", parity_bench_op_at(i)->descriptor->name);
     fprintf(stream,
             "; all = every one\n"
-            "  --device D      cuda or cuda:N (required: bench times CUDA backends)\n"
-            "  --backends L    comma-separated backend names (default: every backend of the op on cuda)\n"
+            "  --device D      cpu, cuda or cuda:N (required)\n"
+            "  --backends L    comma-separated backend names (default: every backend of the op on the device)\n"
             "  --shape S       a shape in the op's format, repeatable (default: the op's default shapes,\n"
             "                  those of perf-anchors.md first); formats:\n");
     for (size_t i = 0; i < parity_bench_op_count(); i++) {
@@ -51,6 +56,9 @@ void parity_command_bench_usage(FILE *stream) {
             "                  pass 2 s: slow\n"
             "                  backends; at least 20 is what the baselines use)\n"
             "  --warmup N      untimed runs first (default 5)\n"
+            "  --no-check      leave the check column out (no eager reference is computed)\n"
+            "  --check-max-elements N  inputs with a tensor larger than N elements are \"not checked\" (the check\n"
+            "                  copies every tensor to the host; default 2^28; 0 = no limit)\n"
             "  --peers FILE    PyTorch peers written by tools/bench_torch_peers.py: printed beside, with speedups\n"
             "  --json          print the report as JSON instead of the table\n"
             "  --output FILE   also write the JSON report to FILE\n"
@@ -64,8 +72,8 @@ void parity_command_bench_usage(FILE *stream) {
             "render re-reads a report written with --output (a committed baseline, say) and prints it again, or\n"
             "writes it as Markdown or into a baseline README: no GPU needed.\n"
             "\n"
-            "exit status: 0 ok; 1 a backend failed while timed; 2 usage error, unknown op or backend, no CUDA\n"
-            "             device; 3 unreadable peers file or device failure\n"
+            "exit status: 0 ok; 1 a backend failed while timed or failed its check; 2 usage error, unknown op or\n"
+            "             backend, no CUDA device; 3 unreadable peers file or device failure\n"
             "\n");
     parity_command_bench_comm_usage(stream);
 }
@@ -85,6 +93,8 @@ typedef struct bench_arguments {
     const char *peers, *output, *markdown, *readme;
     bool json;
     bool render; // `parity bench render REPORT.json`: arguments->op is the file
+    bool no_check;
+    int64_t check_max_elements;
 } bench_arguments;
 
 static bool parse_count(const char *name, const char *value, int minimum, int *out) {
@@ -102,6 +112,7 @@ static int parse_arguments(int argc, char **argv, bench_arguments *arguments) {
     arguments->dtype = PARITY_BF16;
     arguments->runs = 30;
     arguments->warmup = 5;
+    arguments->check_max_elements = DEFAULT_CHECK_MAX_ELEMENTS;
     if (argc < 3 || (strcmp(argv[1], "op") != 0 && strcmp(argv[1], "render") != 0)) {
         fprintf(stderr, "parity bench: expected 'parity bench op OP|all ...', 'parity bench render REPORT.json' or "
                         "'parity bench comm ...' (see parity bench --help)\n");
@@ -162,6 +173,15 @@ static int parse_arguments(int argc, char **argv, bench_arguments *arguments) {
         else if (OPTION("--output")) arguments->output = value;
         else if (OPTION("--markdown")) arguments->markdown = value;
         else if (OPTION("--readme")) arguments->readme = value;
+        else if (OPTION("--check-max-elements")) {
+            char *end = NULL;
+            long long parsed = match == PARITY_CLI_OPTION_MATCHED ? strtoll(value, &end, 10) : 0;
+            if (match == PARITY_CLI_OPTION_MATCHED && (!*value || *end || parsed < 0)) {
+                fprintf(stderr, "parity bench: --check-max-elements '%s' is not an integer >= 0\n", value);
+                return PARITY_EXIT_CONFIG;
+            }
+            arguments->check_max_elements = parsed;
+        } else if (strcmp(argv[i], "--no-check") == 0) arguments->no_check = true;
         else if (strcmp(argv[i], "--json") == 0) arguments->json = true;
         else {
             fprintf(stderr, "parity bench: unknown argument '%s' (see parity bench --help)\n", argv[i]);
@@ -179,7 +199,12 @@ static int parse_arguments(int argc, char **argv, bench_arguments *arguments) {
         return PARITY_EXIT_OK;
     }
     if (!arguments->device_given) {
-        fprintf(stderr, "parity bench: --device is required (cuda or cuda:N)\n");
+        fprintf(stderr, "parity bench: --device is required (cpu, cuda or cuda:N)\n");
+        return PARITY_EXIT_CONFIG;
+    }
+    if (arguments->device.type != PARITY_DEVICE_CPU && arguments->device.type != PARITY_DEVICE_CUDA) {
+        fprintf(stderr, "parity bench: --device %s: bench times cpu and CUDA backends\n",
+                parity_device_type_name(arguments->device.type));
         return PARITY_EXIT_CONFIG;
     }
     return PARITY_EXIT_OK;
@@ -254,11 +279,12 @@ int parity_command_bench(int argc, char **argv) {
             parity_error *error = parity_bench_parse_shape(ops[0], arguments.shapes[s], &shape);
             if (error) return parity_cli_report_error("bench", error);
         }
-        // a named backend must exist on cuda for this op (availability is checked when it runs)
+        // a named backend must exist on the device for this op (availability is checked when it runs)
+        const char *device_type = parity_device_type_name(arguments.device.type);
         for (size_t b = 0; b < arguments.backend_count; b++)
-            if (!parity_registry_find(ops[0]->descriptor->name, arguments.backends[b], PARITY_DEVICE_CUDA)) {
-                fprintf(stderr, "parity bench: %s has no backend '%s' on cuda (see parity list backends --device cuda)\n",
-                        ops[0]->descriptor->name, arguments.backends[b]);
+            if (!parity_registry_find(ops[0]->descriptor->name, arguments.backends[b], arguments.device.type)) {
+                fprintf(stderr, "parity bench: %s has no backend '%s' on %s (see parity list backends --device %s)\n",
+                        ops[0]->descriptor->name, arguments.backends[b], device_type, device_type);
                 return PARITY_EXIT_CONFIG;
             }
     }
@@ -274,6 +300,8 @@ int parity_command_bench(int argc, char **argv) {
         .warmup = arguments.warmup,
         .runs = arguments.runs,
         .flop_bound_runs = arguments.runs_given ? arguments.runs : 20,
+        .check = !arguments.no_check,
+        .check_max_elements = arguments.check_max_elements,
     };
     parity_bench_report report;
     memset(&report, 0, sizeof report);

@@ -40,6 +40,10 @@ void parity_command_run_usage(FILE *stream);
 int parity_command_golden(int argc, char **argv);
 void parity_command_golden_usage(FILE *stream);
 
+// parity check op: an op's backends against eager fp64 on every row of its table (ggml test-backend-ops).
+int parity_command_check(int argc, char **argv);
+void parity_command_check_usage(FILE *stream);
+
 // parity bench op: CUDA backends of an op side by side, against the device's ceilings and PyTorch.
 int parity_command_bench(int argc, char **argv);
 void parity_command_bench_usage(FILE *stream);

@@ -10,7 +10,7 @@
 
 #include "ops/core/error.h"
 
-enum { PARITY_TEXT_TABLE_MAX_COLUMNS = 8 };
+enum { PARITY_TEXT_TABLE_MAX_COLUMNS = 12 };
 
 typedef struct parity_text_table parity_text_table;
 

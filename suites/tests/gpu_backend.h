@@ -4,7 +4,7 @@
 #ifndef PARITY_TESTS_GPU_BACKEND_H
 #define PARITY_TESTS_GPU_BACKEND_H
 
-#include "op_check.h"
+#include "ops/testing/op_check.h"
 #include "ops/registry.h"
 
 // The backend `name` of `op` registered on cuda and available on cuda:0; NULL otherwise, with the

@@ -11,7 +11,7 @@
 #include "ops/attention/flash_attention_4.h"
 #include "ops/registry.h"
 #include "suites/tests/exec_fixture.h"
-#include "worst_error.h"
+#include "ops/testing/worst_error.h"
 
 typedef struct naive_case {
     int64_t lengths[4]; // 0-terminated

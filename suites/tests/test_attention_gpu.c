@@ -39,9 +39,9 @@
 #include "assert_ok.h"
 #include "gpu_backend.h"
 #include "gpu_skip.h"
-#include "op_cases.h"
+#include "ops/testing/op_cases.h"
 #include "ops/attention/attention.h"
-#include "worst_error.h"
+#include "ops/testing/worst_error.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
 

@@ -80,7 +80,7 @@ Test(bench, command_line_errors_have_documented_exit_codes) {
         {"bench op rms_norm --device cuda --dtype fp16", 2, "--dtype 'fp16' is not bf16, fp32 or fp64"},
         {"bench op rms_norm --device cuda --runs 0", 2, "--runs '0' is not an integer >= 1"},
         {"bench op rms_norm --device cuda --frobnicate", 2, "unknown argument '--frobnicate'"},
-        {"bench op rms_norm --device cpu", 2, "bench times CUDA backends; use --device cuda"},
+        {"bench op rms_norm --device npu", 2, "--device npu: bench times cpu and CUDA backends"},
         {"bench render /nonexistent/parity/bench.json", 3, "cannot open /nonexistent/parity/bench.json"},
         {"bench render " BASELINE " --device cuda", 2, "takes only --json, --markdown and --readme"},
     };

@@ -21,9 +21,10 @@
 #include "assert_ok.h"
 #include "harness/bench/bench_ops.h"
 #include "models/autograd/nodes.h"
-#include "op_cases.h"
+#include "ops/testing/op_cases.h"
 #include "ops/attention/block_mask.h"
 #include "ops/attention/block_mask_reference.h"
+#include "suites/tests/exec_fixture.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
 #define MAX_DOCUMENTS 6

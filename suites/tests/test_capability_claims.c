@@ -21,7 +21,7 @@
 
 #include "assert_ok.h"
 #include "gpu_skip.h"
-#include "op_cases.h"
+#include "ops/testing/op_cases.h"
 #include "ops/rms_norm/rms_norm.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))

@@ -14,7 +14,8 @@
 #include "ops/core/rng.h"
 #include "ops/gated_delta_rule/gated_delta_rule.h"
 #include "ops/registry.h"
-#include "op_cases.h"
+#include "ops/testing/op_cases.h"
+#include "suites/tests/exec_fixture.h"
 
 static const int64_t document_lengths[] = {3, 1, 5};
 enum { document_count = 3, packed_tokens = 9 };

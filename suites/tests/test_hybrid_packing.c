@@ -13,7 +13,7 @@
 
 #include "models/model.h"
 #include "suites/tests/exec_fixture.h"
-#include "worst_error.h"
+#include "ops/testing/worst_error.h"
 
 static const char config_json[] =
     "{\"model_type\":\"qwen3_5_text\",\"vocab_size\":29,\"hidden_size\":16,\"intermediate_size\":12,\"num_hidden_layers\":2,"

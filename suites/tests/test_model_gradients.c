@@ -15,7 +15,7 @@
 
 #include "models/model.h"
 #include "suites/tests/exec_fixture.h"
-#include "worst_error.h"
+#include "ops/testing/worst_error.h"
 
 typedef struct model_row {
     const char *name;

@@ -19,9 +19,9 @@
 #include <string.h>
 
 #include "assert_ok.h"
-#include "op_cases.h"
+#include "ops/testing/op_cases.h"
 #include "ops/rms_norm/rms_norm.h"
-#include "worst_error.h"
+#include "ops/testing/worst_error.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "assert_ok.h"
-#include "op_cases.h"
+#include "ops/testing/op_cases.h"
 
 static const double default_finite_difference_tolerance = 1e-6;
 

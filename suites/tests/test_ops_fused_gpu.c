@@ -25,7 +25,7 @@
 
 #include "assert_ok.h"
 #include "gpu_skip.h"
-#include "op_cases.h"
+#include "ops/testing/op_cases.h"
 #include "ops/attention/attention.h"
 #include "ops/attention/flash_attention_4.h"
 #include "ops/core/cpu_math.h"
@@ -33,6 +33,7 @@
 #include "ops/rms_norm/rms_norm.h"
 #include "ops/rotary/rotary.h"
 #include "ops/swiglu/swiglu.h"
+#include "suites/tests/exec_fixture.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
 

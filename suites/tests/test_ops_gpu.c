@@ -18,10 +18,11 @@
 
 #include "assert_ok.h"
 #include "gpu_skip.h"
-#include "op_cases.h"
+#include "ops/testing/op_cases.h"
 #include "ops/core/cpu_gemm.h"
 #include "ops/core/cuda/blas.h"
 #include "ops/core/cuda/elementwise.h"
+#include "suites/tests/exec_fixture.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
 

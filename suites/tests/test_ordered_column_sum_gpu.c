@@ -20,7 +20,7 @@
 
 #include "assert_ok.h"
 #include "gpu_skip.h"
-#include "op_check.h"
+#include "ops/testing/op_check.h"
 #include "ops/gdn_gating/gdn_gating.h"
 #include "ops/linear/linear.h"
 #include "ops/registry.h"

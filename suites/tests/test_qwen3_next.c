@@ -20,7 +20,7 @@
 #include "models/checkpoint/safetensors.h"
 #include "models/model.h"
 #include "suites/tests/exec_fixture.h"
-#include "worst_error.h"
+#include "ops/testing/worst_error.h"
 
 // Hk = 2, Hv = 4 (r = 2), Dk = 4, Dv = 3; four experts, a linear and a full-attention layer.
 #define SHARED_FIELDS                                                                                                  \

@@ -9,7 +9,7 @@
 
 #include "ops/core/dtype.h"
 #include "ops/rotary/frequencies.h"
-#include "worst_error.h"
+#include "ops/testing/worst_error.h"
 
 #define MAX_FREQUENCIES 8
 
