@@ -27,7 +27,7 @@ enum { MAX_BACKENDS = 32, MAX_SHAPES = 32, MAX_ROWS = 256 };
 
 void parity_command_check_usage(FILE *stream) {
     fprintf(stream,
-            "usage: parity check op OP [--backend B[,B...]]... [--device cpu|cuda[:N]] [--dtype T[,T...]]...\n"
+            "usage: parity check op OP|all [--backend B[,B...]]... [--device cpu|cuda[:N]] [--dtype T[,T...]]...\n"
             "                         [--shapes S[,S...]]... [--filter GLOB] [--reference-device D] [--repeats N]\n"
             "                         [--seed N] [--tensors] [--with-test-backends] [--json] [--output FILE]\n"
             "                         [--plugin LIB.so]...\n"
@@ -43,7 +43,9 @@ void parity_command_check_usage(FILE *stream) {
             "backend that claims determinism differs between runs. A backend that refuses a row or a dtype is\n"
             "\"not supported\", with its reason: a third outcome, never a pass.\n"
             "\n"
-            "  OP                    an op with rows: rms_norm, attention, ... (parity list backends names them)\n"
+            "  OP                    an op with rows: rms_norm, attention, ... (parity list backends names them);\n"
+            "                        all = every op, each with its own table (one that has nothing to check\n"
+            "                        here, say only the reference's eager, is a \"skipped\" line)\n"
             "  --backend L           backends to check (repeatable, comma-separated; default: every backend of\n"
             "                        the op on --device, test-only ones left out, eager too unless --device is\n"
             "                        the reference device; one that cannot run on this device at all is a\n"
@@ -500,6 +502,57 @@ static parity_error *check_all(const check_arguments *arguments, const check_pla
     return NULL;
 }
 
+// Plans and checks one op into `results` (its verdicts) and `counts`. In a run over every op
+// (`all`), an op with nothing to check here (only the reference's eager, none of the named
+// backends, no row the filter keeps) is skipped with a line, not an error.
+static parity_error *check_op(const check_arguments *arguments, const parity_op_descriptor *op, bool all, cJSON *results,
+                              check_counts *counts, bool *checked) {
+    *checked = false;
+    check_plan plan = {.op = op};
+    if (all && arguments->backend_count) {
+        bool has_one = false;
+        for (size_t b = 0; b < arguments->backend_count && !has_one; b++)
+            has_one = parity_registry_find(op->name, arguments->backends[b], arguments->device.type) != NULL;
+        if (!has_one) return NULL;
+    }
+    parity_error *error = plan_backends(arguments, &plan);
+    if (!error) error = plan_rows(arguments, &plan);
+    if (!error && plan.row_count == 0)
+        error = PARITY_ERROR(PARITY_ERROR_USAGE, "check %s: no row to check%s%s%s", op->name,
+                             arguments->filter ? " (--filter '" : "", arguments->filter ? arguments->filter : "",
+                             arguments->filter ? "' matches none)" : "");
+    if (error && all && parity_error_kind_of(error) != PARITY_ERROR_DEVICE && parity_error_kind_of(error) != PARITY_ERROR_MEMORY) {
+        if (!arguments->json) printf("skipped: %s\n\n", parity_error_message(error));
+        parity_error_free(error);
+        plan_release(&plan);
+        return NULL;
+    }
+    if (error) {
+        plan_release(&plan);
+        return error;
+    }
+    char device_text[32], reference_text[32];
+    parity_device_format(arguments->device, device_text, sizeof device_text);
+    parity_device_format(arguments->reference_device, reference_text, sizeof reference_text);
+    if (!arguments->json) {
+        printf("parity check op %s: %zu row%s x %zu dtype%s x %zu backend%s on %s, against eager fp64 on %s\n", op->name,
+               plan.row_count, plan.row_count == 1 ? "" : "s", arguments->dtype_count, arguments->dtype_count == 1 ? "" : "s",
+               plan.backend_count, plan.backend_count == 1 ? "" : "s", device_text, reference_text);
+        print_header();
+    }
+    error = check_all(arguments, &plan, results, counts);
+    plan_release(&plan);
+    *checked = true;
+    return error;
+}
+
+static void add_summary(cJSON *object, const check_counts *counts) {
+    cJSON *summary = cJSON_AddObjectToObject(object, "summary");
+    cJSON_AddNumberToObject(summary, "pass", counts->pass);
+    cJSON_AddNumberToObject(summary, "fail", counts->fail);
+    cJSON_AddNumberToObject(summary, "not_supported", counts->unsupported);
+}
+
 int parity_command_check(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -514,48 +567,59 @@ int parity_command_check(int argc, char **argv) {
         parity_error *error = parity_test_backends_register();
         if (error) return parity_cli_report_error("check", error);
     }
-    check_plan plan = {0};
-    plan.op = parity_builtin_op_find(arguments.op);
-    if (!plan.op) {
+    bool all = strcmp(arguments.op, "all") == 0;
+    const parity_op_descriptor *single = all ? NULL : parity_builtin_op_find(arguments.op);
+    if (!all && !single) {
         char known[1024] = "";
         for (size_t i = 0; i < parity_builtin_op_count(); i++)
             snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", parity_builtin_op_at(i)->name);
-        fprintf(stderr, "parity check: unknown op '%s' (ops: %s)\n", arguments.op, known);
+        fprintf(stderr, "parity check: unknown op '%s' (ops: %s; all = every one)\n", arguments.op, known);
         return PARITY_EXIT_CONFIG;
     }
-    parity_error *error = plan_backends(&arguments, &plan);
-    if (!error) error = plan_rows(&arguments, &plan);
-    if (!error && plan.row_count == 0)
-        error = PARITY_ERROR(PARITY_ERROR_USAGE, "check %s: no row to check%s%s%s", plan.op->name,
-                             arguments.filter ? " (--filter '" : "", arguments.filter ? arguments.filter : "",
-                             arguments.filter ? "' matches none)" : "");
-    if (error) {
-        plan_release(&plan);
-        return parity_cli_report_error("check", error);
+    if (all && arguments.shape_count) {
+        fprintf(stderr, "parity check: --shapes needs a single op (shape formats differ from op to op)\n");
+        return PARITY_EXIT_CONFIG;
     }
 
     char device_text[32], reference_text[32];
     parity_device_format(arguments.device, device_text, sizeof device_text);
     parity_device_format(arguments.reference_device, reference_text, sizeof reference_text);
-    if (!arguments.json) {
-        printf("parity check op %s: %zu row%s x %zu dtype%s x %zu backend%s on %s, against eager fp64 on %s\n", plan.op->name,
-               plan.row_count, plan.row_count == 1 ? "" : "s", arguments.dtype_count, arguments.dtype_count == 1 ? "" : "s",
-               plan.backend_count, plan.backend_count == 1 ? "" : "s", device_text, reference_text);
-        print_header();
-    }
     cJSON *report = cJSON_CreateObject();
-    cJSON_AddStringToObject(report, "op", plan.op->name);
+    cJSON_AddStringToObject(report, "op", arguments.op);
     cJSON_AddStringToObject(report, "device", device_text);
     cJSON_AddStringToObject(report, "reference_device", reference_text);
     cJSON_AddNumberToObject(report, "seed", (double)arguments.seed);
-    cJSON *results = cJSON_AddArrayToObject(report, "results");
+    cJSON *results = all ? NULL : cJSON_AddArrayToObject(report, "results");
+    cJSON *ops = all ? cJSON_AddArrayToObject(report, "ops") : NULL;
     check_counts counts = {0};
-    error = check_all(&arguments, &plan, results, &counts);
-    plan_release(&plan);
-    cJSON *summary = cJSON_AddObjectToObject(report, "summary");
-    cJSON_AddNumberToObject(summary, "pass", counts.pass);
-    cJSON_AddNumberToObject(summary, "fail", counts.fail);
-    cJSON_AddNumberToObject(summary, "not_supported", counts.unsupported);
+    parity_error *error = NULL;
+    size_t checked_ops = 0;
+    for (size_t i = 0; !error && i < (all ? parity_builtin_op_count() : 1); i++) {
+        const parity_op_descriptor *op = all ? parity_builtin_op_at(i) : single;
+        check_counts op_counts = {0};
+        cJSON *op_report = NULL, *op_results = results;
+        if (all) {
+            op_report = cJSON_CreateObject();
+            cJSON_AddStringToObject(op_report, "op", op->name);
+            op_results = cJSON_AddArrayToObject(op_report, "results");
+        }
+        bool checked;
+        error = check_op(&arguments, op, all, op_results, &op_counts, &checked);
+        if (all && checked) {
+            add_summary(op_report, &op_counts);
+            cJSON_AddItemToArray(ops, op_report);
+            if (!arguments.json)
+                printf("%s: %d pass, %d FAIL, %d not supported\n\n", op->name, op_counts.pass, op_counts.fail,
+                       op_counts.unsupported);
+        } else if (all) cJSON_Delete(op_report);
+        checked_ops += checked;
+        counts.pass += op_counts.pass;
+        counts.fail += op_counts.fail;
+        counts.unsupported += op_counts.unsupported;
+    }
+    if (!error && all && !checked_ops)
+        error = PARITY_ERROR(PARITY_ERROR_USAGE, "check all: no op has a backend and a row to check on %s", device_text);
+    add_summary(report, &counts);
     if (error) {
         cJSON_Delete(report);
         return parity_cli_report_error("check", error);
@@ -564,6 +628,9 @@ int parity_command_check(int argc, char **argv) {
     cJSON_Delete(report);
     if (!text) return parity_cli_report_error("check", PARITY_ERROR(PARITY_ERROR_MEMORY, "the JSON report"));
     if (arguments.json) printf("%s\n", text);
+    else if (all)
+        printf("%zu op%s checked: %d pass, %d FAIL, %d not supported\n", checked_ops, checked_ops == 1 ? "" : "s", counts.pass,
+               counts.fail, counts.unsupported);
     else printf("%d pass, %d FAIL, %d not supported\n", counts.pass, counts.fail, counts.unsupported);
     if (arguments.output) {
         error = parity_write_file_atomic(arguments.output, text, strlen(text), true);

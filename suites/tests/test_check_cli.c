@@ -85,6 +85,10 @@ Test(check_cli, shapes_filters_json_and_repeats, .timeout = 300) {
         {"check op rms_norm --backend eager --filter 'offset rows=2*' --dtype fp64 --repeats 5 --json", 0,
          {"\"repeats\":\t5", "\"deterministic\":\ttrue", "\"pass\":\t1"}, NULL},
         {"check op cross_entropy --backend chunk_loss --dtype fp64 --shapes 64x32x100", 0, {"shape 64x32x100", "pass"}, NULL},
+        // every op: those with a backend besides the reference are checked, the others skipped with why
+        {"check op all --dtype fp64", 0,
+         {"cross_entropy: ", "skipped: check add: no backend to check on cpu", "ops checked: "}, "FAIL  "},
+        {"check op all --dtype bf16 --plugin @/test_good.so --backend plugin_copy", 0, {"1 op checked: 8 pass"}, "attention"},
     };
     run_rows(rows, ROWS(rows));
 }
@@ -94,6 +98,7 @@ Test(check_cli, usage_mistakes_are_exit_2_naming_what_is_wrong, .timeout = 120) 
         {"check", 2, {"expected 'parity check op OP"}, NULL},
         {"check op", 2, {"expected 'parity check op OP"}, NULL},
         {"check op nope", 2, {"unknown op 'nope'", "rms_norm"}, NULL},
+        {"check op all --backend eager --shapes 4x4", 2, {"--shapes needs a single op"}, NULL},
         {"check op rms_norm --backend nope", 2, {"no backend 'nope' on cpu (registered there: eager)"}, NULL},
         {"check op rms_norm", 2, {"no backend to check on cpu (eager there is the reference"}, NULL},
         {"check op rms_norm --backend eager --dtype fp16", 2, {"--dtype 'fp16' is not bf16, fp32 or fp64"}, NULL},
