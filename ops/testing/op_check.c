@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops/core/cpu_math.h"
+#include "ops/testing/blocks.h"
 #include "ops/testing/worst_error.h"
 
 static op_check_tensor *next_slot(op_check_state *state, const char *name) {
@@ -17,9 +18,31 @@ static op_check_tensor *next_slot(op_check_state *state, const char *name) {
     return slot;
 }
 
+// ---- element loops, on every core (blocks.h) ----
+
+typedef struct rounded_copy {
+    parity_tensor *destination;
+    const parity_tensor *source; // NULL: NaN everywhere (poison)
+    parity_dtype precision;
+} rounded_copy;
+
+static void rounded_copy_block(void *raw, int64_t block, int64_t begin, int64_t end) {
+    const rounded_copy *copy = raw;
+    for (int64_t i = begin; i < end; i++)
+        parity_tensor_set(copy->destination, i,
+                          copy->source ? parity_round_to_dtype(parity_tensor_get(copy->source, i), copy->precision) : NAN);
+}
+
+// destination[i] = source[i] rounded to `precision` (then stored in the destination's dtype).
+static void copy_rounded(parity_tensor *destination, const parity_tensor *source, parity_dtype precision) {
+    rounded_copy copy = {destination, source, precision};
+    op_check_for_blocks(destination->numel, rounded_copy_block, &copy);
+}
+
 static void poison(parity_tensor *tensor) {
     if (!tensor->data || !parity_dtype_is_float(tensor->dtype)) return;
-    for (int64_t i = 0; i < tensor->numel; i++) parity_tensor_set(tensor, i, NAN);
+    rounded_copy copy = {tensor, NULL, tensor->dtype};
+    op_check_for_blocks(tensor->numel, rounded_copy_block, &copy);
 }
 
 // An input of `dtype` whose values are first rounded to `precision`.
@@ -38,8 +61,7 @@ static parity_tensor *make_input(op_check_state *state, const char *name, bool d
                             fill == OP_CHECK_UNIFORM ? PARITY_RNG_UNIFORM : PARITY_RNG_NORMAL, a, b);
     if (!error) error = parity_tensor_alloc(&slot->value, dtype, PARITY_CPU, ndim, shape);
     if (!error) {
-        for (int64_t i = 0; i < exact.numel; i++)
-            parity_tensor_set(&slot->value, i, parity_round_to_dtype(parity_tensor_get(&exact, i), precision));
+        copy_rounded(&slot->value, &exact, precision);
         if (differentiable) error = parity_tensor_alloc(&slot->gradient, dtype, PARITY_CPU, ndim, shape);
     }
     parity_tensor_release(&exact);
@@ -70,8 +92,7 @@ parity_tensor *op_check_input_copy(op_check_state *state, const char *name, bool
     parity_error *error = parity_tensor_to(&host, source, PARITY_CPU, is_float ? PARITY_F64 : source->dtype);
     if (!error) error = parity_tensor_alloc(&slot->value, dtype, PARITY_CPU, source->ndim, source->shape);
     if (!error && !is_float) memcpy(slot->value.data, host.data, parity_tensor_nbytes(&host));
-    for (int64_t i = 0; !error && is_float && i < host.numel; i++)
-        parity_tensor_set(&slot->value, i, parity_round_to_dtype(parity_tensor_get(&host, i), precision));
+    if (!error && is_float) copy_rounded(&slot->value, &host, precision);
     if (!error && slot->differentiable) error = parity_tensor_alloc(&slot->gradient, dtype, PARITY_CPU, source->ndim, source->shape);
     parity_tensor_release(&host);
     if (error) { parity_error_free(error); return NULL; }
@@ -106,9 +127,7 @@ static parity_tensor *make_output(op_check_state *state, const char *name, bool 
             if (!error) {
                 error = parity_rng_fill(NULL, &exact, parity_rng_stream_named(state->seed, stream_name),
                                         PARITY_RNG_UNIFORM, -1, 1);
-                for (int64_t i = 0; !error && i < exact.numel; i++)
-                    parity_tensor_set(&slot->gradient, i,
-                                      parity_round_to_dtype(parity_tensor_get(&exact, i), precision));
+                if (!error) copy_rounded(&slot->gradient, &exact, precision);
                 parity_tensor_release(&exact);
             }
         }
@@ -384,14 +403,36 @@ parity_error *op_check_rerun(const op_check_case *test_case, op_check_state *sta
 
 // Records in report->non_finite the first NaN/Inf element of `tensor` ("<prefix><name>[i]"), unless
 // an earlier one is recorded.
+typedef struct non_finite_job {
+    const parity_tensor *tensor;
+    int64_t *first; // per block: its first NaN/Inf element, or -1
+} non_finite_job;
+
+static void non_finite_block(void *raw, int64_t block, int64_t begin, int64_t end) {
+    const non_finite_job *job = raw;
+    job->first[block] = -1;
+    for (int64_t i = begin; i < end; i++)
+        if (!isfinite(parity_tensor_get(job->tensor, i))) {
+            job->first[block] = i;
+            return;
+        }
+}
+
 static void note_non_finite(op_check_error_report *report, const parity_tensor *tensor, const char *prefix,
                             const char *name) {
     if (report->non_finite[0] || !tensor->data || !parity_dtype_is_float(tensor->dtype)) return;
-    for (int64_t i = 0; i < tensor->numel; i++)
-        if (!isfinite(parity_tensor_get(tensor, i))) {
-            snprintf(report->non_finite, sizeof report->non_finite, "%s%s[%lld]", prefix, name, (long long)i);
-            return;
-        }
+    int64_t blocks = op_check_block_count(tensor->numel), first = -1;
+    int64_t *firsts = calloc(blocks > 0 ? (size_t)blocks : 1, sizeof *firsts);
+    if (!firsts) { // out of memory: the serial scan
+        for (int64_t i = 0; i < tensor->numel && first < 0; i++)
+            if (!isfinite(parity_tensor_get(tensor, i))) first = i;
+    } else {
+        non_finite_job job = {tensor, firsts};
+        op_check_for_blocks(tensor->numel, non_finite_block, &job);
+        for (int64_t b = 0; b < blocks && first < 0; b++) first = firsts[b];
+        free(firsts);
+    }
+    if (first >= 0) snprintf(report->non_finite, sizeof report->non_finite, "%s%s[%lld]", prefix, name, (long long)first);
 }
 
 // The run's outputs and the input gradients its backward wrote, in slot order.
@@ -627,17 +668,58 @@ parity_error *op_check_finite_differences(const op_check_case *test_case, const 
     return error;
 }
 
+// Per block of two same-sized tensors: the squared difference and squared reference sums, the largest
+// |difference| (NaN when the candidate has a NaN/Inf there) and |reference|, and whether a NaN is in one
+// and not the other (or in the candidate).
+typedef struct pair_partial {
+    double squared_error, squared_reference, max_error, max_reference;
+    bool nan_mismatch;
+} pair_partial;
+
+typedef struct pair_job {
+    const parity_tensor *reference, *candidate;
+    pair_partial *partials;
+} pair_job;
+
+static void pair_block(void *raw, int64_t block, int64_t begin, int64_t end) {
+    const pair_job *job = raw;
+    pair_partial partial = {0};
+    for (int64_t i = begin; i < end; i++) {
+        double r = parity_tensor_get(job->reference, i), c = parity_tensor_get(job->candidate, i);
+        if (isnan(r) != isnan(c) || isnan(c)) partial.nan_mismatch = true;
+        partial.max_error = parity_test_max(partial.max_error, isfinite(c) ? fabs(c - r) : NAN);
+        partial.max_reference = parity_test_max(partial.max_reference, fabs(r));
+        partial.squared_error += (c - r) * (c - r);
+        partial.squared_reference += r * r;
+    }
+    job->partials[block] = partial;
+}
+
+// The partials of every block combined in block order (the same sums whatever the core count).
+static bool compare_pair(const parity_tensor *reference, const parity_tensor *candidate, pair_partial *out) {
+    memset(out, 0, sizeof *out);
+    int64_t blocks = op_check_block_count(reference->numel);
+    pair_partial *partials = calloc(blocks > 0 ? (size_t)blocks : 1, sizeof *partials);
+    if (!partials) return false;
+    pair_job job = {reference, candidate, partials};
+    op_check_for_blocks(reference->numel, pair_block, &job);
+    for (int64_t b = 0; b < blocks; b++) {
+        out->squared_error += partials[b].squared_error;
+        out->squared_reference += partials[b].squared_reference;
+        out->max_error = parity_test_max(out->max_error, partials[b].max_error);
+        out->max_reference = parity_test_max(out->max_reference, partials[b].max_reference);
+        out->nan_mismatch |= partials[b].nan_mismatch;
+    }
+    free(partials);
+    return true;
+}
+
 double op_check_relative_error(const parity_tensor *reference, const parity_tensor *candidate) {
     if (reference->numel != candidate->numel) return INFINITY;
-    double difference = 0, norm = 0;
-    for (int64_t i = 0; i < reference->numel; i++) {
-        double a = parity_tensor_get(reference, i), b = parity_tensor_get(candidate, i);
-        if (isnan(a) != isnan(b) || isnan(b)) return INFINITY;
-        difference += (a - b) * (a - b);
-        norm += a * a;
-    }
-    if (norm == 0) return sqrt(difference);
-    return sqrt(difference / norm);
+    pair_partial pair;
+    if (!compare_pair(reference, candidate, &pair) || pair.nan_mismatch) return INFINITY;
+    if (pair.squared_reference == 0) return sqrt(pair.squared_error);
+    return sqrt(pair.squared_error / pair.squared_reference);
 }
 
 parity_error *op_check_compare_states(const op_check_state *reference, const op_check_state *candidate,
@@ -682,16 +764,12 @@ parity_error *op_check_max_errors(const op_check_state *reference, const op_chec
             return PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s: more than %d tensors to compare", reference->case_name, capacity);
         op_check_max_error *entry = &errors[(*count)++];
         snprintf(entry->tensor, sizeof entry->tensor, "%s%s", a->is_output ? "" : "d", a->name);
-        entry->max_error = 0;
-        entry->max_reference = 0;
-        double squared_error = 0, squared_reference = 0;
-        for (int64_t j = 0; j < x->numel; j++) {
-            double r = parity_tensor_get(x, j), c = parity_tensor_get(y, j);
-            entry->max_error = parity_test_max(entry->max_error, isfinite(c) ? fabs(c - r) : NAN);
-            entry->max_reference = parity_test_max(entry->max_reference, fabs(r));
-            squared_error += (c - r) * (c - r);
-            squared_reference += r * r;
-        }
+        pair_partial pair;
+        if (!compare_pair(x, y, &pair))
+            return PARITY_ERROR(PARITY_ERROR_MEMORY, "%s: comparing %s", reference->case_name, entry->tensor);
+        entry->max_error = pair.max_error;
+        entry->max_reference = pair.max_reference;
+        double squared_error = pair.squared_error, squared_reference = pair.squared_reference;
         // NaN/Inf in the candidate makes the sum NaN/Inf; an all-zero reference gives the error's own RMS
         entry->relative_rms = !isfinite(squared_error) ? NAN
                               : squared_reference > 0 ? sqrt(squared_error / squared_reference)
