@@ -185,7 +185,7 @@ parity_error *op_verdict_judge(const op_check_case *test_case, op_verdict_option
         if (error) break;
         verdict->repeats = r + 1;
         if (again.guard_damage[0] && !verdict->guard_damage[0])
-            snprintf(verdict->guard_damage, sizeof verdict->guard_damage, "%.110s (run %d)", again.guard_damage, r + 1);
+            snprintf(verdict->guard_damage, sizeof verdict->guard_damage, "%.100s (run %d)", again.guard_damage, r + 1);
         if (verdict->deterministic && !op_check_bitwise_equal(&candidate, &again, verdict->differing, sizeof verdict->differing))
             verdict->deterministic = false;
         op_check_release(&again);
