@@ -40,10 +40,9 @@ static const parity_command commands[] = {
      parity_command_compare, parity_command_compare_usage},
     {"dashboard", "the history as a static site: latest run per suite/device, grid, tokens/s trends, regressions marked",
      parity_command_dashboard, parity_command_dashboard_usage},
-    {"check", "check an op's backends against eager fp64 on every row of its table: error per tensor vs 2x eager's, "
-              "out-of-bounds writes, determinism",
+    {"check", "an op's backends against eager fp64 on every row of its table (2x eager's error, NaN, bounds, determinism)",
      parity_command_check, parity_command_check_usage},
-    {"bench", "time the CUDA backends of an op side by side (GB/s or TFLOP/s, % of the device ceilings, PyTorch peers)",
+    {"bench", "time an op's backends side by side on cpu or cuda, each checked first (GB/s or TFLOP/s, % of ceilings, peers)",
      parity_command_bench, parity_command_bench_usage},
 };
 static const size_t command_count = sizeof commands / sizeof commands[0];
