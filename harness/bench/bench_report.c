@@ -366,7 +366,7 @@ static void format_rate(const parity_bench_result *row, char *rate, size_t rate_
     }
 }
 
-// "pass 0.43", "FAIL 3.10", "not supported", "not checked", "-" (no check).
+// "pass 0.43", "FAIL 3.10", "not supported", "not checked", "reference", "-" (no check).
 static void format_check(const parity_bench_result *row, char *buffer, size_t size) {
     if (!row->check[0]) snprintf(buffer, size, "-");
     else if (!strcmp(row->check, "pass") || !strcmp(row->check, "fail")) {

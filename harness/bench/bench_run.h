@@ -41,8 +41,8 @@ typedef struct parity_bench_result {
     double peer_median_ms;     // the first PyTorch peer of the same op/pass/shape/dtype (0: none)
     char peer[64];
     // The correctness column (bench_check.h: op_verdict.h's check on these very inputs, against the
-    // device's eager in fp64): "pass", "fail", "not supported", "not checked"; "" for a peer, or when
-    // the run was made with --no-check.
+    // device's eager in fp64): "pass", "fail", "not supported", "not checked", "reference" (eager
+    // itself); "" for a peer, or when the run was made with --no-check.
     char check[16];
     double check_ratio;        // the worst tensor's ratio to its allowance (NaN when none was compared)
     char check_detail[200];    // the worst tensor, or why it failed / was not checked

@@ -119,12 +119,15 @@ Test(check_cli, usage_mistakes_are_exit_2_naming_what_is_wrong, .timeout = 120) 
 Test(check_cli, bench_on_the_cpu_has_a_check_column, .timeout = 300) {
     static const check_row rows[] = {
         {"bench op rms_norm --device cpu --shape 512x256 --runs 3 --warmup 1", 0,
-         {"OpenBLAS fp32 GEMM", "check", "pass 0."}, "FAIL"},
+         {"OpenBLAS fp32 GEMM", "check", "eager    reference"}, "FAIL"},
+        {"bench op rms_norm --device cpu --shape 512x256 --runs 3 --warmup 1 --plugin @/test_good.so", 0,
+         {"plugin_copy  pass 0."}, "FAIL"},
         {"bench op rms_norm --device cpu --shape 512x256 --runs 3 --warmup 1 --plugin @/test_nan.so", 1,
          {"plugin_copy", "FAIL", "dweight[3] is NaN/Inf"}, NULL},
         {"bench op rms_norm --device cpu --shape 512x256 --runs 3 --warmup 1 --no-check", 0, {"fwd+bwd"}, "pass 0."},
-        {"bench op rms_norm --device cpu --shape 512x256 --runs 3 --warmup 1 --check-max-elements 1000", 0,
-         {"not checked", "over --check-max-elements 1000"}, NULL},
+        {"bench op rms_norm --device cpu --shape 512x256 --runs 3 --warmup 1 --check-max-elements 1000 --plugin "
+         "@/test_good.so",
+         0, {"not checked", "over --check-max-elements 1000"}, NULL},
     };
     run_rows(rows, ROWS(rows));
 }
