@@ -73,17 +73,22 @@ void parity_command_check_usage(FILE *stream) {
             OP_CHECK_GUARD_BYTES);
 }
 
+// The comma-separated items of repeated options (--backend, --shapes): copies of the values, which
+// the items point into.
+typedef struct option_list {
+    char text[1024];
+    size_t used; // bytes of text taken, each copy with its terminator
+    const char *items[MAX_BACKENDS > MAX_SHAPES ? MAX_BACKENDS : MAX_SHAPES];
+    size_t count, capacity;
+} option_list;
+
 typedef struct check_arguments {
     const char *op;
-    char backend_text[1024];
-    const char *backends[MAX_BACKENDS];
-    size_t backend_count;
+    option_list backends; // items: the backend names
     parity_device device, reference_device;
     parity_dtype dtypes[3];
     size_t dtype_count;
-    char shape_text[1024];
-    const char *shapes[MAX_SHAPES];
-    size_t shape_count;
+    option_list shapes;   // items: the shapes, in the op's bench format
     const char *filter;
     int repeats;
     uint64_t seed;
@@ -91,26 +96,25 @@ typedef struct check_arguments {
     const char *output;
 } check_arguments;
 
-// Appends the comma-separated items of `value` to `items` (copied into `text`, which they point into).
-static bool split_list(const char *option, const char *value, char *text, size_t text_size, const char **items,
-                       size_t *count, size_t capacity) {
-    size_t used = strlen(text);
-    if (used + strlen(value) + 2 > text_size) {
+static bool split_list(const char *option, const char *value, option_list *list) {
+    size_t length = strlen(value);
+    if (list->used + length + 1 > sizeof list->text) {
         fprintf(stderr, "parity check: %s lists too much\n", option);
         return false;
     }
-    char *copy = text + used + (used ? 1 : 0);
-    strcpy(copy, value);
+    char *copy = list->text + list->used;
+    memcpy(copy, value, length + 1);
+    list->used += length + 1;
     char *saveptr = NULL;
-    size_t before = *count;
+    size_t before = list->count;
     for (char *item = strtok_r(copy, ",", &saveptr); item; item = strtok_r(NULL, ",", &saveptr)) {
-        if (*count == capacity) {
-            fprintf(stderr, "parity check: at most %zu entries in %s\n", capacity, option);
+        if (list->count == list->capacity) {
+            fprintf(stderr, "parity check: at most %zu entries in %s\n", list->capacity, option);
             return false;
         }
-        items[(*count)++] = item;
+        list->items[list->count++] = item;
     }
-    if (*count == before) {
+    if (list->count == before) {
         fprintf(stderr, "parity check: %s '%s' names nothing\n", option, value);
         return false;
     }
@@ -119,6 +123,10 @@ static bool split_list(const char *option, const char *value, char *text, size_t
 
 static bool add_dtypes(const char *value, check_arguments *arguments) {
     char text[64];
+    if (strlen(value) >= sizeof text) {
+        fprintf(stderr, "parity check: --dtype '%s' is not a list of bf16, fp32 and fp64\n", value);
+        return false;
+    }
     snprintf(text, sizeof text, "%s", value);
     char *saveptr = NULL;
     for (char *name = strtok_r(text, ",", &saveptr); name; name = strtok_r(NULL, ",", &saveptr)) {
@@ -157,6 +165,8 @@ static int parse_arguments(int argc, char **argv, check_arguments *arguments) {
     arguments->device = PARITY_CPU;
     arguments->reference_device = PARITY_CPU;
     arguments->seed = 1234;
+    arguments->backends.capacity = MAX_BACKENDS;
+    arguments->shapes.capacity = MAX_SHAPES;
     if (argc < 3 || strcmp(argv[1], "op") != 0) {
         fprintf(stderr, "parity check: expected 'parity check op OP ...' (see parity check --help)\n");
         return PARITY_EXIT_CONFIG;
@@ -167,9 +177,7 @@ static int parse_arguments(int argc, char **argv, check_arguments *arguments) {
         parity_cli_option_match match = PARITY_CLI_OPTION_NO_MATCH;
 #define OPTION(name) ((match = parity_cli_option_value(argc, argv, &i, (name), &value)) != PARITY_CLI_OPTION_NO_MATCH)
         if (OPTION("--backend") || OPTION("--backends")) {
-            if (match == PARITY_CLI_OPTION_MATCHED &&
-                !split_list("--backend", value, arguments->backend_text, sizeof arguments->backend_text, arguments->backends,
-                            &arguments->backend_count, MAX_BACKENDS))
+            if (match == PARITY_CLI_OPTION_MATCHED && !split_list("--backend", value, &arguments->backends))
                 return PARITY_EXIT_CONFIG;
         } else if (OPTION("--device")) {
             if (match == PARITY_CLI_OPTION_MATCHED && !parse_device("--device", value, &arguments->device))
@@ -180,9 +188,7 @@ static int parse_arguments(int argc, char **argv, check_arguments *arguments) {
         } else if (OPTION("--dtype")) {
             if (match == PARITY_CLI_OPTION_MATCHED && !add_dtypes(value, arguments)) return PARITY_EXIT_CONFIG;
         } else if (OPTION("--shapes") || OPTION("--shape")) {
-            if (match == PARITY_CLI_OPTION_MATCHED &&
-                !split_list("--shapes", value, arguments->shape_text, sizeof arguments->shape_text, arguments->shapes,
-                            &arguments->shape_count, MAX_SHAPES))
+            if (match == PARITY_CLI_OPTION_MATCHED && !split_list("--shapes", value, &arguments->shapes))
                 return PARITY_EXIT_CONFIG;
         } else if (OPTION("--filter")) {
             arguments->filter = value;
@@ -272,7 +278,7 @@ static parity_error *plan_rows(const check_arguments *arguments, check_plan *pla
     add_list_rows(arguments, plan, all_op_cases, all_op_case_list_count, &error);
     if (arguments->device.type == PARITY_DEVICE_CUDA)
         add_list_rows(arguments, plan, all_gpu_op_cases, all_gpu_op_case_list_count, &error);
-    if (error || !arguments->shape_count) return error;
+    if (error || !arguments->shapes.count) return error;
     const parity_bench_op *bench = parity_bench_find_op(plan->op->name);
     if (!bench) {
         char known[512] = "";
@@ -282,9 +288,9 @@ static parity_error *plan_rows(const check_arguments *arguments, check_plan *pla
         return PARITY_ERROR(PARITY_ERROR_USAGE, "check %s: the op has no shape format, so --shapes cannot be used (ops "
                             "that have one: %s)", plan->op->name, known);
     }
-    for (size_t s = 0; s < arguments->shape_count; s++) {
+    for (size_t s = 0; s < arguments->shapes.count; s++) {
         parity_bench_shape shape;
-        PARITY_TRY(parity_bench_parse_shape(bench, arguments->shapes[s], &shape));
+        PARITY_TRY(parity_bench_parse_shape(bench, arguments->shapes.items[s], &shape));
         char text[64], name[96];
         snprintf(name, sizeof name, "shape %s", parity_bench_shape_string(&shape, text, sizeof text));
         if (!row_selected(arguments, name)) continue;
@@ -308,9 +314,9 @@ static parity_error *plan_rows(const check_arguments *arguments, check_plan *pla
 static parity_error *plan_backends(const check_arguments *arguments, check_plan *plan) {
     char where[32];
     parity_device_format(arguments->device, where, sizeof where);
-    if (arguments->backend_count) {
-        for (size_t b = 0; b < arguments->backend_count; b++) {
-            const char *name = arguments->backends[b];
+    if (arguments->backends.count) {
+        for (size_t b = 0; b < arguments->backends.count; b++) {
+            const char *name = arguments->backends.items[b];
             if (!parity_registry_find(plan->op->name, name, arguments->device.type)) {
                 char known[512] = "";
                 for (size_t i = 0; i < parity_registry_count(); i++) {
@@ -345,7 +351,7 @@ static parity_error *plan_backends(const check_arguments *arguments, check_plan 
             plan->backends[kept++] = plan->backends[b];
             continue;
         }
-        if (arguments->backend_count)
+        if (arguments->backends.count)
             return PARITY_ERROR(PARITY_ERROR_UNAVAILABLE, "check %s: backend %s cannot run on %s: %s", plan->op->name,
                                 plan->backends[b], where, reason);
         plan->unavailable[plan->unavailable_count] = plan->backends[b];
@@ -509,10 +515,10 @@ static parity_error *check_op(const check_arguments *arguments, const parity_op_
                               check_counts *counts, bool *checked) {
     *checked = false;
     check_plan plan = {.op = op};
-    if (all && arguments->backend_count) {
+    if (all && arguments->backends.count) {
         bool has_one = false;
-        for (size_t b = 0; b < arguments->backend_count && !has_one; b++)
-            has_one = parity_registry_find(op->name, arguments->backends[b], arguments->device.type) != NULL;
+        for (size_t b = 0; b < arguments->backends.count && !has_one; b++)
+            has_one = parity_registry_find(op->name, arguments->backends.items[b], arguments->device.type) != NULL;
         if (!has_one) return NULL;
     }
     parity_error *error = plan_backends(arguments, &plan);
@@ -576,7 +582,7 @@ int parity_command_check(int argc, char **argv) {
         fprintf(stderr, "parity check: unknown op '%s' (ops: %s; all = every one)\n", arguments.op, known);
         return PARITY_EXIT_CONFIG;
     }
-    if (all && arguments.shape_count) {
+    if (all && arguments.shapes.count) {
         fprintf(stderr, "parity check: --shapes needs a single op (shape formats differ from op to op)\n");
         return PARITY_EXIT_CONFIG;
     }
