@@ -81,8 +81,8 @@ Test(check_cli, shapes_filters_json_and_repeats, .timeout = 300) {
         {"check op rms_norm --backend eager --shapes 64x300,1x1 --filter 'shape*' --dtype bf16,fp32", 0,
          {"2 rows x 2 dtypes", "shape 64x300", "4 pass, 0 FAIL"}, "standard rows"},
         // repeated options add up (each one's items kept)
-        {"check op rms_norm --backend eager --shapes 8x8 --shapes 4x4,2x2 --filter 'shape*' --dtype fp64", 0,
-         {"shape 8x8", "shape 4x4", "shape 2x2"}, NULL},
+        {"check op rms_norm --backend eager --shapes 8x8,6x6 --shapes 4x4,2x2 --filter 'shape*' --dtype fp64", 0,
+         {"shape 6x6", "shape 4x4", "4 rows"}, NULL},
         {"check op attention --backend sdpa --backend eager --dtype fp64 --filter 'causal N=7*'", 0,
          {"x 2 backends", "sdpa ", "eager "}, NULL},
         {"check op rms_norm --backend eager --filter 'offset*' --dtype fp64 --tensors", 0,
