@@ -310,14 +310,17 @@ static parity_error *check_guards(op_check_state *state, bool outputs, const cha
         if (slot->is_output != outputs) continue;
         parity_tensor *guarded, *tensor = written_tensor(state, slot, &guarded);
         if (!tensor || !guarded->data) continue;
-        parity_tensor host = {0};
-        PARITY_TRY_CONTEXT(parity_tensor_to(&host, guarded, PARITY_CPU, PARITY_U8), "reading the sentinels of %s", slot->name);
-        const unsigned char *bytes = host.data;
-        size_t total = parity_tensor_nbytes(&host), end = total - OP_CHECK_GUARD_BYTES;
-        size_t before = 0, after = 0;
-        for (size_t b = 0; b < OP_CHECK_GUARD_BYTES; b++) before += bytes[b] != OP_CHECK_GUARD_BYTE;
-        for (size_t b = end; b < total; b++) after += bytes[b] != OP_CHECK_GUARD_BYTE;
-        parity_tensor_release(&host);
+        // only the two guards come back to the host, not the tensor between them
+        unsigned char bytes[2][OP_CHECK_GUARD_BYTES];
+        size_t offsets[2] = {0, parity_tensor_nbytes(guarded) - OP_CHECK_GUARD_BYTES}, changed[2] = {0, 0};
+        for (int side = 0; side < 2; side++) {
+            parity_tensor guard = parity_tensor_wrap((unsigned char *)guarded->data + offsets[side], PARITY_U8, guarded->device, 1,
+                                                     (int64_t[]){OP_CHECK_GUARD_BYTES});
+            parity_tensor host = parity_tensor_wrap(bytes[side], PARITY_U8, PARITY_CPU, 1, (int64_t[]){OP_CHECK_GUARD_BYTES});
+            PARITY_TRY_CONTEXT(parity_tensor_copy(&host, &guard), "reading the sentinels of %s", slot->name);
+            for (size_t b = 0; b < OP_CHECK_GUARD_BYTES; b++) changed[side] += bytes[side][b] != OP_CHECK_GUARD_BYTE;
+        }
+        size_t before = changed[0], after = changed[1];
         if (before || after) {
             snprintf(state->guard_damage, sizeof state->guard_damage,
                      "%s%s: %zu of the %d sentinel bytes before it and %zu of those after it overwritten by the %s",

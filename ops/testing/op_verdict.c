@@ -49,13 +49,14 @@ static parity_error *run_candidate(const op_check_case *test_case, const op_verd
         *refused = true;
         return NULL;
     }
+    if (error) op_check_release(state);
     return error;
 }
 
-static void fail(op_verdict *verdict, const char *format_text) {
+static void fail(op_verdict *verdict, const char *reason) {
     if (verdict->outcome == OP_VERDICT_FAIL) return; // the first reason stays
     verdict->outcome = OP_VERDICT_FAIL;
-    snprintf(verdict->reason, sizeof verdict->reason, "%s", format_text);
+    snprintf(verdict->reason, sizeof verdict->reason, "%s", reason);
 }
 
 // The per-tensor numbers from the maxima of candidate and eager against the truth.
@@ -95,15 +96,18 @@ parity_error *op_verdict_reference_run(const op_check_case *test_case, parity_dt
     out->device = device;
     out->seed = seed;
     out->with_eager = dtype != PARITY_F64;
-    PARITY_TRY_CONTEXT(op_check_run(test_case,
-                                    (op_check_run_options){.dtype = PARITY_F64, .input_precision = dtype, .seed = seed,
-                                                           .device = device},
-                                    &out->truth),
-                       "the fp64 eager reference");
-    if (!out->with_eager) return NULL;
     parity_error *error = op_check_run(
+        test_case, (op_check_run_options){.dtype = PARITY_F64, .input_precision = dtype, .seed = seed, .device = device},
+        &out->truth);
+    if (error) {
+        op_check_release(&out->truth);
+        return parity_error_wrap(error, __FILE__, __LINE__, "the fp64 eager reference");
+    }
+    if (!out->with_eager) return NULL;
+    error = op_check_run(
         test_case, (op_check_run_options){.dtype = dtype, .input_precision = dtype, .seed = seed, .device = device}, &out->eager);
     if (error) {
+        op_check_release(&out->eager);
         op_check_release(&out->truth);
         return parity_error_wrap(error, __FILE__, __LINE__, "eager in %s", parity_dtype_name(dtype));
     }
@@ -182,7 +186,10 @@ parity_error *op_verdict_judge(const op_check_case *test_case, op_verdict_option
     for (int r = 1; !error && r < repeats; r++) {
         op_check_state again;
         error = op_check_run(test_case, candidate_run(&options), &again);
-        if (error) break;
+        if (error) {
+            op_check_release(&again);
+            break;
+        }
         verdict->repeats = r + 1;
         if (again.guard_damage[0] && !verdict->guard_damage[0])
             snprintf(verdict->guard_damage, sizeof verdict->guard_damage, "%.100s (run %d)", again.guard_damage, r + 1);
