@@ -191,6 +191,19 @@ void op_check_release(op_check_state *state) {
     memset(state, 0, sizeof *state);
 }
 
+void op_check_drop_mirrors(op_check_state *state) {
+    if (!state->mirrored) return; // a CPU run: its guarded buffers hold the host tensors themselves
+    for (int i = 0; i < state->tensor_count; i++) {
+        op_check_tensor *slot = &state->tensors[i];
+        parity_tensor_release(&slot->device_value);
+        parity_tensor_release(&slot->device_gradient);
+        parity_tensor_release(&slot->guarded_value); // on a GPU run they hold the device mirrors
+        parity_tensor_release(&slot->guarded_gradient);
+    }
+    parity_saved_release(&state->saved);
+    state->mirrored = false;
+}
+
 // A GPU run: every tensor of the state gets a device mirror with the host's bytes.
 static parity_error *mirror_to_device(op_check_state *state) {
     for (int i = 0; i < state->tensor_count; i++) {

@@ -141,6 +141,9 @@ parity_error *op_check_run(const op_check_case *test_case, op_check_run_options 
 // identical calls is op_check_run, then op_check_rerun repeats - 1 times.
 parity_error *op_check_rerun(const op_check_case *test_case, op_check_state *state);
 void op_check_release(op_check_state *state);
+// Frees a finished GPU run's device mirrors (the host tensors, which every comparison reads, stay),
+// for a run kept as a reference while others use the device; it cannot be rerun after this.
+void op_check_drop_mirrors(op_check_state *state);
 
 typedef struct op_check_error_report {
     char worst_tensor[48];  // "y" (an output), "dx" (an input's gradient)
