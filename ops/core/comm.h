@@ -52,6 +52,13 @@ parity_error *parity_comm_reduce_scatter(parity_comm *comm, const void *send, vo
                                          parity_dtype dtype);
 // (size * count) -> (size * count): block s of rank r's send goes to block r of rank s's recv.
 parity_error *parity_comm_all_to_all(parity_comm *comm, const void *send, void *recv, int64_t count, parity_dtype dtype);
+// The uneven all-to-all (expert-parallel dispatch): send holds size blocks in rank order, block s of
+// send_counts[s] elements for rank s; recv gets size blocks in rank order, block r of recv_counts[r]
+// elements from rank r. The counts must match across ranks (rank s's recv_counts[r] is rank r's
+// send_counts[s]; parity_comm_all_to_all of the counts, count 1 in PARITY_I64, exchanges them first).
+// A block must be under 2 GiB.
+parity_error *parity_comm_all_to_all_v(parity_comm *comm, const void *send, const int64_t *send_counts, void *recv,
+                                       const int64_t *recv_counts, parity_dtype dtype);
 // `count` elements from `root` to every rank, in place.
 parity_error *parity_comm_broadcast(parity_comm *comm, void *buffer, int64_t count, parity_dtype dtype, int root);
 parity_error *parity_comm_barrier(parity_comm *comm);

@@ -310,6 +310,39 @@ parity_error *parity_comm_all_to_all(parity_comm *comm, const void *send, void *
     return count == 0 ? NULL : move_bytes(comm, "all_to_all", true, send, recv, bytes);
 }
 
+parity_error *parity_comm_all_to_all_v(parity_comm *comm, const void *send, const int64_t *send_counts, void *recv,
+                                       const int64_t *recv_counts, parity_dtype dtype) {
+    int64_t element = 0;
+    PARITY_TRY(byte_size(comm, "all_to_all_v", 1, dtype, &element));
+    const int size = comm->size;
+    int *counts = calloc((size_t)size * 4, sizeof *counts);
+    if (!counts) return PARITY_ERROR(PARITY_ERROR_MEMORY, "MPI all_to_all_v over the %s group: %d ranks' counts", comm->name, size);
+    int *send_bytes = counts, *send_at = counts + size, *recv_bytes = counts + 2 * size, *recv_at = counts + 3 * size;
+    int64_t sent = 0, received = 0;
+    parity_error *error = NULL;
+    for (int r = 0; r < size && !error; r++) {
+        const int64_t out_bytes = send_counts[r] * element, in_bytes = recv_counts[r] * element;
+        if (send_counts[r] < 0 || recv_counts[r] < 0 || out_bytes >= INT32_MAX || in_bytes >= INT32_MAX ||
+            sent >= INT32_MAX || received >= INT32_MAX)
+            error = PARITY_ERROR(PARITY_ERROR_USAGE,
+                                 "MPI all_to_all_v over the %s group: rank %d's block for rank %d (%lld sent, %lld received "
+                                 "elements) is negative or not under 2 GiB",
+                                 comm->name, comm->rank, r, (long long)send_counts[r], (long long)recv_counts[r]);
+        send_bytes[r] = (int)out_bytes, send_at[r] = (int)sent, recv_bytes[r] = (int)in_bytes, recv_at[r] = (int)received;
+        sent += out_bytes, received += in_bytes;
+    }
+    if (!error && comm->self) {
+        memcpy(recv, send, (size_t)sent);
+    } else if (!error) {
+        MPI_Request request;
+        int code = MPI_Ialltoallv(send, send_bytes, send_at, MPI_BYTE, recv, recv_bytes, recv_at, MPI_BYTE, comm->handle,
+                                  &request);
+        error = finish(code, &request, "all_to_all_v", comm);
+    }
+    free(counts);
+    return error;
+}
+
 parity_error *parity_comm_broadcast(parity_comm *comm, void *buffer, int64_t count, parity_dtype dtype, int root) {
     int64_t bytes = 0;
     PARITY_TRY(byte_size(comm, "broadcast", count, dtype, &bytes));
