@@ -49,8 +49,7 @@ static parity_error *timed_steps(const parity_evaluation_options *options, parit
     parity_error *error = NULL;
     // Under data parallel every step is collective: the ranks must take the same number of them, so
     // rank 0's samples decide whether another is wanted, for every rank (its times are the ones reported).
-    parity_comm *world = NULL;
-    if (options->data_parallel > 1) PARITY_TRY(parity_comm_world(&world));
+    parity_comm *world = model->placements ? model->parallel->world : NULL;
     for (int i = 0; !error; i++) {
         if (i >= options->warmup_steps + options->timed_steps) {
             int64_t another = wants_another_sample(options, out, most);
@@ -132,42 +131,56 @@ static parity_error *names_from_settings(const parity_evaluation_options *option
     return error;
 }
 
-// Data parallel: this rank's rows of `batch` (a host batch), their loss divided by the whole batch's
-// target count, and the group their sums go over (the world; the test-only wrong group is a split
-// made here, freed by the caller). The ranks are first checked to have been given the same work.
-static parity_error *data_parallel_shard(const parity_evaluation_options *options, const parity_batch *batch,
-                                         parity_batch *shard, parity_comm **group, parity_comm **split) {
-    const int ranks = options->data_parallel;
-    parity_comm *world;
-    PARITY_TRY(parity_comm_world(&world));
-    PARITY_CHECK(parity_comm_size(world) == ranks, PARITY_ERROR_USAGE,
-                 "data parallel over %d ranks, but this run has %d (launch it with mpirun -np %d)", ranks,
-                 parity_comm_size(world), ranks);
-    PARITY_CHECK(batch->rows % ranks == 0, PARITY_ERROR_UNSUPPORTED,
-                 "data parallel over %d ranks: the batch's %lld rows do not split evenly (a packed row is one sample)",
-                 ranks, (long long)batch->rows);
-    if (options->data_parallel_stall_rank == parity_comm_rank(world) + 1) // test-only: a hung rank
-        for (;;) pause();
-    // what every rank must agree on: the weights' source, dtype, device, the selection's names and the tokens
-    char work[2048];
-    int used = snprintf(work, sizeof work, "%s|%s|%llu|%s|%d|%d", options->checkpoint ? options->checkpoint : "",
+// A parallel layout: the ranks checked to have been given the same work, then this rank's share of
+// `batch` (a host batch). *parallel stays NULL on a rank outside the layout (*idle).
+static parity_error *layout_shard(const parity_evaluation_options *options, const parity_batch *batch,
+                                  parity_parallel **parallel, parity_batch *shard, bool *idle) {
+    PARITY_TRY(parity_parallel_create(&options->layout, parallel, idle));
+    if (*idle) return NULL;
+    parity_comm *world = (*parallel)->world;
+    // what every rank must agree on: the weights' source, dtype, device, layout, the selection's names and the tokens
+    char work[2048], layout[64];
+    parity_layout_name(&options->layout, layout, sizeof layout);
+    int used = snprintf(work, sizeof work, "%s|%s|%llu|%s|%d|%s", options->checkpoint ? options->checkpoint : "",
                         options->config_path ? options->config_path : "", (unsigned long long)options->seed,
-                        parity_dtype_name(options->dtype), (int)options->device.type, options->data_parallel_wrong_group);
+                        parity_dtype_name(options->dtype), (int)options->device.type, layout);
     for (size_t i = 0; options->settings && i < options->settings->count && used > 0 && (size_t)used < sizeof work; i++)
         used += snprintf(work + used, sizeof work - (size_t)used, "|%s=%s", options->settings->items[i].key,
                          options->settings->items[i].value);
-    PARITY_TRY(parity_comm_check_agreement(world, "evaluation (weights, dtype, device or kernel selection)", work, strlen(work)));
+    for (int op = 0; options->names && op < PARITY_OP_ID_COUNT && used > 0 && (size_t)used < sizeof work; op++)
+        if (options->names->name[op]) used += snprintf(work + used, sizeof work - (size_t)used, "|%d=%s", op, options->names->name[op]);
+    PARITY_TRY(parity_comm_check_agreement(world, "evaluation (weights, dtype, device, layout or kernel selection)", work,
+                                           strlen(work)));
     PARITY_TRY(parity_comm_check_agreement(world, "batch", batch->input_ids.data,
                                            (size_t)batch->token_count * sizeof(int64_t)));
-    const int rank = parity_comm_rank(world);
-    const int64_t rows = batch->rows / ranks;
-    PARITY_TRY(parity_batch_rows(batch, rank * rows, rows, shard));
-    shard->num_items_in_batch = batch->num_items_in_batch > 0 ? batch->num_items_in_batch : batch->valid_target_count;
-    *group = world;
-    if (options->data_parallel_wrong_group) {
-        PARITY_TRY(parity_comm_split(world, rank == ranks - 1 ? 1 : 0, rank, "all but the last rank (test-only)", split));
-        *group = *split;
+    return parity_parallel_shard_batch(*parallel, batch, shard);
+}
+
+// What a layout asks of the model and its bound backends, before it is built: UNSUPPORTED with the reason.
+static parity_error *layout_support(const parity_evaluation_options *options, const parity_model_config *config,
+                                    const parity_bindings *bindings) {
+    const parity_layout *layout = &options->layout;
+    const parity_backend *attention = bindings->backend[PARITY_OP_ID_ATTENTION];
+    const parity_backend *experts = bindings->backend[PARITY_OP_ID_MOE_EXPERTS];
+    if (layout->sp > 1) {
+        for (int64_t layer = 0; layer < config->num_hidden_layers; layer++)
+            PARITY_CHECK(config->layer_kinds[layer] != PARITY_LAYER_LINEAR_ATTENTION, PARITY_ERROR_UNSUPPORTED,
+                         "sequence parallel: %s's gated delta net layers carry a recurrent state and a convolution across "
+                         "the sequence shards, whose sequence-parallel form is not built",
+                         config->model_type);
+        PARITY_CHECK(!attention || (attention->capabilities & PARITY_CAP_SEQUENCE_PARALLEL), PARITY_ERROR_UNSUPPORTED,
+                     "sequence parallel: attention backend '%s' has no sequence-parallel form (the seed's table: the "
+                     "flash_attention_* and flex_attention values have one, sdpa and native-sparse not; parity's eager "
+                     "reference does, for the layouts' baselines)",
+                     attention->name);
     }
+    if (layout->ep > 1) {
+        PARITY_CHECK(experts, PARITY_ERROR_UNSUPPORTED, "expert parallel: %s has no MoE layer", config->model_type);
+        PARITY_CHECK(experts->capabilities & PARITY_CAP_EXPERT_PARALLEL, PARITY_ERROR_UNSUPPORTED,
+                     "expert parallel: moe_experts backend '%s' has no expert-parallel form (the seed's table)", experts->name);
+    }
+    PARITY_CHECK(!options->keep_gradients || (layout->ep <= 1 && !layout->fsdp), PARITY_ERROR_UNSUPPORTED,
+                 "keeping every gradient under ep or fsdp (each rank holds pieces of them): not built");
     return NULL;
 }
 
@@ -221,10 +234,15 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
     if (!error && !batch) error = PARITY_ERROR(PARITY_ERROR_USAGE, "evaluation needs a batch");
     const parity_batch *whole = batch; // the counts reported are the whole batch's
     parity_batch shard = {0};          // data parallel: this rank's rows, cut on the host
-    parity_comm *group = NULL, *split = NULL;
-    if (!error && options->data_parallel > 1) {
-        error = data_parallel_shard(options, batch, &shard, &group, &split);
+    parity_parallel *parallel = NULL;
+    if (!error && parity_layout_is_parallel(&options->layout)) {
+        error = layout_shard(options, batch, &parallel, &shard, &out->idle);
         batch = &shard;
+        if (!error && out->idle) { // a rank outside the layout: nothing to run
+            parity_parameters_release(&parameters);
+            parity_batch_release(&loaded);
+            return NULL;
+        }
     }
     parity_batch on_device = {0}; // a run off the CPU reads its batch on that device
     if (!error && options->device.type != PARITY_DEVICE_CPU) {
@@ -234,8 +252,8 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
     parity_model *model = NULL;
     parity_bindings bindings;
     if (!error) error = parity_model_bind(requirements, &names, options->device, options->dtype, &bindings);
+    if (!error && parallel) error = layout_support(options, model_config, &bindings);
     if (!error) error = parity_model_create(model_config, &parameters, options->device, options->dtype, &bindings, &model);
-    if (!error) model->data_parallel = group;
     // Made here when the caller brings none, after the build (which reports an absent device).
     parity_exec *own_exec = NULL;
     const parity_exec *exec = options->exec;
@@ -249,6 +267,7 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
         exec = own_exec;
     }
     if (!error && options->jitter_seed) error = jitter_embedding(model, exec, options->jitter_seed);
+    if (!error) error = parity_model_apply_layout(model, parallel); // after the jitter, which every rank draws the same
     if (!error) {
         out->token_count = whole->token_count;
         out->valid_target_count = whole->valid_target_count;
@@ -281,6 +300,6 @@ parity_error *parity_evaluate(const parity_evaluation_options *options, parity_e
     parity_batch_release(&loaded);
     parity_batch_release(&on_device);
     parity_batch_release(&shard);
-    parity_comm_free(split);
+    parity_parallel_free(parallel);
     return error;
 }

@@ -13,6 +13,7 @@
 #include "harness/config/ops_settings.h"
 #include "harness/timer.h"
 #include "models/model.h"
+#include "models/parallel/layout.h"
 
 typedef struct parity_evaluation_options {
     const char *checkpoint;            // checkpoint directory, or NULL when weights are drawn from a seed
@@ -52,18 +53,14 @@ typedef struct parity_evaluation_options {
     // absolute deviation / median) is above noise_target, until max_steps samples in all or until
     // the timed samples add up to time_cap_ms. noise_target 0: off (exactly timed_steps samples).
     parity_adaptive_timing adaptive;
-    // Data parallel over this many ranks (0 or 1: none): the process must be one of exactly that many
-    // MPI ranks (ops/core/comm.h); rank r steps on its share of the batch's rows (rows r B / D to
-    // (r + 1) B / D, each shard's loss divided by the whole batch's target count) and the gradients,
-    // loss and norms are summed over the ranks, so every rank's result is the whole batch's. The
-    // ranks must be given the same model, dtype, selection and batch (checked before the step).
-    int data_parallel;
-    // Test-only (--parallel dp=N,test_wrong_group): the gradients summed over the wrong group (every
-    // rank but the last; the last alone), VeOmni's HSDP grad_norm bug, which a comparison must catch.
-    bool data_parallel_wrong_group;
-    // Test-only (--parallel dp=N,test_stall_rank=R): rank data_parallel_stall_rank - 1 stalls before its
-    // first collective (0: none), a hung rank, which the others must give up on (ops/core/comm.h).
-    int data_parallel_stall_rank;
+    // The parallel layout (models/parallel/layout.h; zero: one rank). The process must be one of the
+    // world's ranks (ops/core/comm.h), which need at least the layout's ranks: the first
+    // parity_layout_ranks() of them run it, each on its shard of the batch (rows for dp, columns for
+    // sp), with the model's expert and fsdp parameters cut to its pieces, and the step's sums make
+    // every such rank's result the whole batch's; a rank past them takes part in the split only and
+    // returns with `idle` set. The ranks must be given the same model, dtype, selection and batch
+    // (checked before the step).
+    parity_layout layout;
 } parity_evaluation_options;
 
 
@@ -82,6 +79,7 @@ typedef struct parity_evaluation {
     // read, and the model built; the measured step (with its gradient norms and sketches, device
     // synchronized at its end); the warm-up and timed steps.
     double setup_seconds, measured_seconds, timed_seconds;
+    bool idle;                         // a rank outside options->layout's: nothing was run
 } parity_evaluation;
 
 // Runs the evaluation. On a config problem the error lists every problem (ops_config has each).

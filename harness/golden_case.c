@@ -116,9 +116,7 @@ parity_error *parity_case_evaluate(const parity_case *c, parity_dtype dtype, par
         .timed_steps = timed_steps,
         .adaptive = adaptive ? *adaptive : (parity_adaptive_timing){0},
         .jitter_seed = jitter_seed,
-        .data_parallel = c->data_parallel,
-        .data_parallel_wrong_group = c->data_parallel_wrong_group,
-        .data_parallel_stall_rank = c->data_parallel_stall_rank,
+        .layout = c->layout,
     };
     parity_error *error = parity_evaluate(&options, out);
     parity_batch_release(&batch);

@@ -25,11 +25,9 @@ typedef struct parity_case {
     char weight_source[1024];        // "checkpoint <dir>" or "seed <N> from <config.json>"
     char weight_sha256[65];          // of the checkpoint's safetensors files, or of the config text + seed
     parity_case_batch batch;
-    // The layout every evaluation of the case runs under (parity run --parallel): data parallel over
-    // this many MPI ranks (0 or 1: none), and the test-only wrong group (harness/evaluate.h).
-    int data_parallel;
-    bool data_parallel_wrong_group;
-    int data_parallel_stall_rank;
+    // The layout every evaluation of the case runs under (the suite's `parallel:` entry or parity run
+    // --parallel; zero: one rank), always against the one-device golden.
+    parity_layout layout;
 } parity_case;
 
 // Reads the model's config (and its requirements) and builds the batch.

@@ -34,13 +34,17 @@ typedef struct parity_run_options {
     char **argv;
     const volatile sig_atomic_t *stop; // nonzero (the number of the signal that asked): stop before the
                                        // next combo, keeping those that finished (NULL: never asked)
-    // --parallel dp=N: every combo, baseline and jittered run under data parallel over the N MPI ranks
-    // of this run (each rank runs the same plan in the same order; combo ids end in "/dpN"; a stop
-    // asked on any rank stops every rank before the same combo). 0 or 1: one rank.
-    int data_parallel;
-    bool data_parallel_wrong_group;    // test-only: the wrong group's sums (harness/evaluate.h)
-    int data_parallel_stall_rank;      // test-only: that rank + 1 hangs (harness/evaluate.h); 0: none
+    // --parallel: every combo, baseline and jittered run under this layout instead of the suite's
+    // `parallel:` list (models/parallel/layout.h). Under a layout every rank runs the same plan in the
+    // same order; the layout's name is the combo ids' last segment ("/dp2", "/sp2ep2"); a stop asked
+    // on any rank stops every rank before the same combo.
+    parity_layout layout;
+    bool has_layout;
 } parity_run_options;
+
+// The ranks a run of `suite` needs: the largest of its layouts' (or options->layout's), 1 for none.
+int parity_run_ranks_needed(const parity_suite *suite, const parity_run_options *options);
+
 
 typedef struct parity_run_plan {
     parity_combo_list combos;          // every combo, grouped; each group's baseline first

@@ -239,6 +239,32 @@ static bool path_is(const char *path, bool directory) {
 
 // ---- sections ----
 
+static void add_layout(suite_reader *reader, const yaml_node_t *item, void *context) {
+    parity_suite *suite = context;
+    parity_layout layout;
+    const char *text = scalar_text(item);
+    parity_error *error = parity_layout_parse(text ? text : "", &layout);
+    if (error) {
+        problem(reader, line_of(item), "parallel layout '%s': %s", text ? text : "", parity_error_message(error));
+        parity_error_free(error);
+        return;
+    }
+    char name[64], other[64];
+    parity_layout_name(&layout, name, sizeof name);
+    for (size_t i = 0; i < suite->layout_count; i++) {
+        parity_layout_name(&suite->layouts[i], other, sizeof other);
+        if (strcmp(name, other) == 0) {
+            problem(reader, line_of(item), "parallel layout '%s' is listed twice", text);
+            return;
+        }
+    }
+    if (suite->layout_count == PARITY_SUITE_MAX_LAYOUTS) {
+        problem(reader, line_of(item), "parallel: more than %d layouts", PARITY_SUITE_MAX_LAYOUTS);
+        return;
+    }
+    suite->layouts[suite->layout_count++] = layout;
+}
+
 static void add_dtype(suite_reader *reader, const yaml_node_t *item, void *context) {
     parity_suite *suite = context;
     parity_dtype dtype;
@@ -577,7 +603,7 @@ static void read_suite(suite_reader *reader, const yaml_node_t *root, parity_sui
     if (!expect_kind(reader, root, YAML_MAPPING_NODE, "a suite")) return;
     static const char *const keys[] = {"suite", "description", "models", "batches", "dtypes", "devices", "sweep", "modes",
                                        "exclude", "tolerance", "warmup", "repeats", "jitter_runs", "adaptive_repeats",
-                                       "ranks", NULL};
+                                       "ranks", "parallel", NULL};
     check_keys(reader, root, keys, "the suite");
     yaml_node_t *node;
     if ((node = lookup(reader, root, "suite"))) {
@@ -609,6 +635,7 @@ static void read_suite(suite_reader *reader, const yaml_node_t *root, parity_sui
         suite->ranks_line = line_of(node);
         if (read_integer(reader, node, "ranks", 1, 1 << 16, &value)) suite->ranks = (int)value;
     }
+    if ((node = lookup(reader, root, "parallel"))) read_scalar_list(reader, node, "parallel", add_layout, suite);
     if ((node = lookup(reader, root, "batches"))) suite->batch_count = read_batches(reader, node, suite->batches);
     if ((node = lookup(reader, root, "exclude"))) suite->exclusion_count = read_exclusions(reader, node, suite->exclusions);
     if ((node = lookup(reader, root, "modes")) && expect_kind(reader, node, YAML_SEQUENCE_NODE, "modes")) {
@@ -772,7 +799,7 @@ const parity_suite_model *parity_suite_find_model(const parity_suite *suite, con
 parity_error *parity_suite_check_ranks(const parity_suite *suite) {
     if (suite->ranks <= 1) return NULL;
     return PARITY_ERROR(PARITY_ERROR_CONFIG,
-                        "%s:%d: ranks: %d: not supported: suites do not name multi-rank layouts yet (parity run "
-                        "--parallel dp=N runs one)",
+                        "%s:%d: ranks: %d: the ranks come from the layouts: name them under parallel: [dp=2, "
+                        "\"sp=2,ep=2\", ...] (or parity run --parallel)",
                         suite->path, suite->ranks_line, suite->ranks);
 }

@@ -15,6 +15,7 @@
 #include "harness/config/fields.h"
 #include "harness/timer.h"
 #include "harness/tolerance.h"
+#include "models/parallel/layout.h"
 #include "ops/core/dtype.h"
 #include "ops/core/error.h"
 
@@ -23,6 +24,7 @@ enum {
     PARITY_SUITE_MAX_BATCHES = 16,     // per model, and suite-wide defaults
     PARITY_SUITE_MAX_EXCLUSIONS = 64,  // per model, and suite-wide
     PARITY_SUITE_MAX_MODES = 64,
+    PARITY_SUITE_MAX_LAYOUTS = 16,     // parallel: entries
     PARITY_SUITE_MAX_DOCUMENTS = 256,  // per packed row
     PARITY_SUITE_MAX_CONDITIONS = 8,   // field=value terms of one exclusion
     PARITY_SUITE_MAX_DEVICES = 4,
@@ -114,7 +116,11 @@ typedef struct parity_suite {
     int warmup, repeats;           // default 1 and 3
     int jitter_runs;               // jittered eager runs for the spread (harness/tolerance.h); default PARITY_JITTER_RUNS
     parity_adaptive_timing adaptive; // adaptive_repeats: {noise, max, seconds}; off by default (harness/evaluate.h)
-    int ranks, ranks_line;         // default 1
+    int ranks, ranks_line;         // default 1 (a number above 1 is a CONFIG error: the layouts say the ranks)
+    // parallel: [layout, ...] (models/parallel/layout.h): every combo runs under each, against the
+    // one-device golden; none given: one rank. A run needs the largest layout's ranks.
+    parity_layout layouts[PARITY_SUITE_MAX_LAYOUTS];
+    size_t layout_count;
 } parity_suite;
 
 // Reads and validates a suite file. CONFIG error listing every problem with file:line; IO error
@@ -136,7 +142,7 @@ const parity_suite_batch *parity_suite_model_batches(const parity_suite *suite, 
                                                      size_t *count);
 const parity_suite_model *parity_suite_find_model(const parity_suite *suite, const char *name);
 
-// "suites do not name multi-rank layouts yet" as a CONFIG error naming file:line when ranks > 1; NULL otherwise.
+// A CONFIG error naming file:line when ranks > 1 (the ranks come from the `parallel:` layouts); NULL otherwise.
 parity_error *parity_suite_check_ranks(const parity_suite *suite);
 
 #endif

@@ -11,6 +11,7 @@ void parity_batch_release(parity_batch *batch) {
     parity_tensor_release(&batch->positions);
     parity_tensor_release(&batch->targets);
     parity_tensor_release(&batch->cu_seqlens);
+    parity_tensor_release(&batch->sequence_cu_seqlens);
     memset(batch, 0, sizeof *batch);
 }
 
@@ -34,6 +35,14 @@ parity_error *parity_batch_to_device(const parity_batch *batch, parity_device de
     out->document_count = batch->document_count;
     out->valid_target_count = batch->valid_target_count;
     out->num_items_in_batch = batch->num_items_in_batch;
+    out->sequence_row_length = batch->sequence_row_length;
+    if (batch->sequence_cu_seqlens.numel > 0) {
+        parity_error *error = parity_tensor_to(&out->sequence_cu_seqlens, &batch->sequence_cu_seqlens, device, PARITY_I64);
+        if (error) {
+            parity_batch_release(out);
+            return parity_error_wrap(error, __FILE__, __LINE__, "copying the batch's sequence_cu_seqlens");
+        }
+    }
     return NULL;
 }
 
@@ -128,14 +137,20 @@ parity_error *parity_batch_read(const char *path, int64_t vocab_size, parity_bat
     return error;
 }
 
-parity_error *parity_batch_rows(const parity_batch *batch, int64_t first, int64_t count, parity_batch *out) {
+// Rows [first_row, first_row + rows) x columns [first_column, first_column + columns) of a CPU batch.
+static parity_error *batch_block(const parity_batch *batch, int64_t first_row, int64_t rows, int64_t first_column,
+                                 int64_t columns, parity_batch *out) {
     memset(out, 0, sizeof *out);
     PARITY_CHECK(batch->input_ids.device.type == PARITY_DEVICE_CPU, PARITY_ERROR_USAGE,
                  "batch rows: the batch must be on the CPU");
-    PARITY_CHECK(first >= 0 && count > 0 && first + count <= batch->rows, PARITY_ERROR_USAGE,
-                 "batch rows [%lld, %lld) of a batch of %lld rows", (long long)first, (long long)(first + count),
+    PARITY_CHECK(first_row >= 0 && rows > 0 && first_row + rows <= batch->rows, PARITY_ERROR_USAGE,
+                 "batch rows [%lld, %lld) of a batch of %lld rows", (long long)first_row, (long long)(first_row + rows),
                  (long long)batch->rows);
-    const int64_t T = batch->row_length, tokens = count * T, offset = first * T;
+    const int64_t T = batch->row_length;
+    PARITY_CHECK(first_column >= 0 && columns > 0 && first_column + columns <= T, PARITY_ERROR_USAGE,
+                 "batch columns [%lld, %lld) of rows of %lld tokens", (long long)first_column,
+                 (long long)(first_column + columns), (long long)T);
+    const int64_t tokens = rows * columns;
     parity_error *error = parity_tensor_alloc(&out->input_ids, PARITY_I64, PARITY_CPU, PARITY_SHAPE(tokens));
     if (!error) error = parity_tensor_alloc(&out->positions, PARITY_I64, PARITY_CPU, PARITY_SHAPE(tokens));
     if (!error) error = parity_tensor_alloc(&out->targets, PARITY_I64, PARITY_CPU, PARITY_SHAPE(tokens));
@@ -146,20 +161,37 @@ parity_error *parity_batch_rows(const parity_batch *batch, int64_t first, int64_
     }
     const int64_t *ids = batch->input_ids.data, *positions = batch->positions.data, *targets = batch->targets.data;
     int64_t *bounds = out->cu_seqlens.data, documents = 0;
-    memcpy(out->input_ids.data, ids + offset, (size_t)tokens * sizeof *ids);
-    memcpy(out->positions.data, positions + offset, (size_t)tokens * sizeof *positions);
-    memcpy(out->targets.data, targets + offset, (size_t)tokens * sizeof *targets);
+    int64_t *out_ids = out->input_ids.data, *out_positions = out->positions.data, *out_targets = out->targets.data;
     for (int64_t i = 0; i < tokens; i++) {
-        if (i % T == 0 || positions[offset + i] == 0) bounds[documents++] = i;
-        out->valid_target_count += targets[offset + i] != PARITY_IGNORE_INDEX;
+        const int64_t row = first_row + i / columns, column = first_column + i % columns, at = row * T + column;
+        out_ids[i] = ids[at];
+        out_positions[i] = positions[at];
+        out_targets[i] = targets[at];
+        if (i % columns == 0 || positions[at] == 0) bounds[documents++] = i;
+        out->valid_target_count += targets[at] != PARITY_IGNORE_INDEX;
     }
     bounds[documents] = tokens;
     out->cu_seqlens.shape[0] = documents + 1;
     out->cu_seqlens.numel = documents + 1;
-    out->rows = count;
-    out->row_length = T;
+    out->rows = rows;
+    out->row_length = columns;
     out->token_count = tokens;
     out->document_count = documents;
     out->num_items_in_batch = batch->num_items_in_batch;
+    return NULL;
+}
+
+parity_error *parity_batch_rows(const parity_batch *batch, int64_t first, int64_t count, parity_batch *out) {
+    return batch_block(batch, first, count, 0, batch->row_length, out);
+}
+
+parity_error *parity_batch_columns(const parity_batch *batch, int64_t first, int64_t count, parity_batch *out) {
+    PARITY_TRY(batch_block(batch, 0, batch->rows, first, count, out));
+    parity_error *error = parity_tensor_to(&out->sequence_cu_seqlens, &batch->cu_seqlens, PARITY_CPU, PARITY_I64);
+    if (error) {
+        parity_batch_release(out);
+        return error;
+    }
+    out->sequence_row_length = batch->row_length;
     return NULL;
 }

@@ -25,6 +25,11 @@ typedef struct parity_batch {
     // larger batch divides by the whole batch's valid_target_count, so the shards' losses and
     // gradients add up to the whole batch's); 0: the mean over this batch's valid targets.
     int64_t num_items_in_batch;
+    // Sequence parallel (a column slice of rows, parity_batch_columns): the documents of the whole
+    // rows, every sequence-parallel rank's tokens in order, which attention sees after the Ulysses
+    // all-to-all (models/parallel/); empty (numel 0) otherwise.
+    parity_tensor sequence_cu_seqlens;
+    int64_t sequence_row_length;  // the whole rows' length T (row_length is this slice's); 0 otherwise
 } parity_batch;
 
 #define PARITY_IGNORE_INDEX (-100)
@@ -40,6 +45,11 @@ parity_error *parity_batch_to_device(const parity_batch *batch, parity_device de
 // `out` = rows [first, first + count) of a CPU `batch`, with their own documents (a row's targets are
 // already shifted inside the row, so no target crosses the cut); num_items_in_batch is copied.
 parity_error *parity_batch_rows(const parity_batch *batch, int64_t first, int64_t count, parity_batch *out);
+// `out` = columns [first, first + count) of every row of a CPU `batch` (a sequence shard): input ids,
+// positions and targets of those tokens (a target past the cut is already in the row's shifted
+// targets), documents cut at the slice's start; sequence_cu_seqlens = `batch`'s documents and
+// sequence_row_length its row length; num_items_in_batch is copied.
+parity_error *parity_batch_columns(const parity_batch *batch, int64_t first, int64_t count, parity_batch *out);
 void parity_batch_release(parity_batch *batch);
 
 #endif

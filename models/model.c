@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/model_parallel.h"
 #include "ops/core/rng.h"
 
 const parity_model_family *parity_model_family_of(const parity_model_config *config) {
@@ -139,6 +140,7 @@ void parity_model_free(parity_model *model) {
     if (!model) return;
     parity_parameters_release(&model->parameters);
     free(model->parameter_variables);
+    free(model->placements);
     free(model);
 }
 
@@ -146,7 +148,9 @@ parity_error *parity_model_parameter(parity_model *model, parity_tape *tape, con
     parity_parameter *parameter;
     PARITY_TRY(parity_parameters_require(&model->parameters, name, model->config.path, &parameter));
     size_t index = (size_t)(parameter - model->parameters.items);
-    if (!model->parameter_variables[index])
+    if (!model->parameter_variables[index] && model->placements && model->placements[index].sharded)
+        PARITY_TRY(parity_model_gather_parameter(model, tape, index, &model->parameter_variables[index])); // fsdp
+    else if (!model->parameter_variables[index])
         PARITY_TRY(parity_tape_borrow(tape, name, &parameter->value, true, &model->parameter_variables[index]));
     *out = model->parameter_variables[index];
     return NULL;
@@ -264,13 +268,8 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
     tape.profile = model->profile;
     memset(model->parameter_variables, 0, model->parameters.count * sizeof *model->parameter_variables);
     parity_forward_outputs outputs = {.want_logits = want_logits};
-    // a shard of a data-parallel step: its sums go over the group's ranks (host buffers, MPI)
-    parity_comm *shards = model->data_parallel && parity_comm_size(model->data_parallel) > 1 ? model->data_parallel : NULL;
-    if (shards && model->device.type != PARITY_DEVICE_CPU) {
-        parity_tape_release(&tape);
-        return PARITY_ERROR(PARITY_ERROR_UNSUPPORTED, "data parallel on %s needs the NCCL transport, not built yet (issue 16)",
-                            parity_device_format(model->device, a, sizeof a));
-    }
+    // one rank of a parallel layout: its sums go over the ranks (host buffers, MPI)
+    const parity_parallel *parallel = model->placements ? model->parallel : NULL;
     parity_error *error = model->profile ? parity_tape_profile_start(model->profile) : NULL;
     if (!error) error = model->family->forward(model, &tape, batch, &outputs);
     if (!error && !outputs.loss) error = PARITY_ERROR(PARITY_ERROR_INTERNAL, "%s forward returned no loss", model->config.model_type);
@@ -284,20 +283,15 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
             result->logits_sum = sum;
         }
     }
-    if (!error && shards && outputs.aux_loss)
-        error = PARITY_ERROR(PARITY_ERROR_UNSUPPORTED,
-                             "%s under data parallel: its load-balancing aux loss needs the whole batch's expert statistics, "
-                             "which the shards do not gather yet (issue 16)",
-                             model->config.model_type);
     if (!error) error = parity_tape_backward(&tape, outputs.loss);
     if (!error) {
         result->loss = scalar_of(outputs.loss);
         result->has_aux_loss = outputs.aux_loss != NULL;
         if (outputs.aux_loss) result->aux_loss = scalar_of(outputs.aux_loss);
     }
-    if (!error && shards) { // the shards' losses add up to the whole batch's (each divides by its target count)
+    if (!error && parallel) { // the shards' losses add up to the whole batch's (each divides by its target count)
         double local[2] = {result->loss, isnan(result->logits_sum) ? 0 : result->logits_sum}, whole[2];
-        error = parity_comm_all_reduce(shards, local, whole, 2, PARITY_F64);
+        error = parity_comm_all_reduce(parallel->world, local, whole, 2, PARITY_F64);
         if (!error) result->loss = whole[0];
         if (!error && !isnan(result->logits_sum)) result->logits_sum = whole[1];
     }
@@ -312,6 +306,16 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
             !result->parameter_numels)
             error = PARITY_ERROR(PARITY_ERROR_MEMORY, "step result");
     }
+    // Under a layout every rank takes part in every parameter's sums, with zeros for a gradient its
+    // tokens did not reach (an expert shard that got no tokens here).
+    bool *has = NULL;
+    if (!error) {
+        has = calloc(model->parameters.count ? model->parameters.count : 1, sizeof *has);
+        if (!has) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "step result");
+    }
+    for (size_t p = 0; !error && p < model->parameters.count; p++)
+        has[p] = model->parameter_variables[p] && model->parameter_variables[p]->has_gradient;
+    if (!error && parallel) error = parity_model_agree_gradients(model, has);
     double total = 0;
     for (size_t p = 0; !error && p < model->parameters.count; p++) {
         parity_parameter *parameter = &model->parameters.items[p];
@@ -319,29 +323,44 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
         parity_variable *variable = model->parameter_variables[p];
         // Not reached by the loss, or not trained (DeepSeek-V3's e_score_correction_bias is a buffer):
         // HF reports no gradient either.
-        if (!variable || !variable->has_gradient) continue;
+        if (!has[p]) continue;
         size_t reported = result->parameter_count++;
         snprintf(result->parameter_names[reported], sizeof result->parameter_names[reported], "%s", parameter->name);
-        parameter->gradient = variable->gradient;           // hand the gradient over to the parameter
-        memset(&variable->gradient, 0, sizeof variable->gradient);
-        variable->has_gradient = false;
-        if (shards) // the whole batch's gradient: the shards' sum, in rank order, in place
-            error = parity_comm_all_reduce(shards, parameter->gradient.data, parameter->gradient.data,
-                                           parameter->gradient.numel, parameter->gradient.dtype);
         double norm = NAN;
         double *sketch = result->parameter_grad_sketches + reported * PARITY_SKETCH_K;
-        if (model->measure_gradients) {
-            if (!error) error = norm_of(exec, &parameter->gradient, &norm);
-            if (!error) error = parity_tensor_sketch(exec, &parameter->gradient, parameter->name, sketch);
+        if (parallel) {
+            const parity_parameter_placement *placement = &model->placements[p];
+            parity_tensor local = {0};
+            if (variable && variable->has_gradient) { // taken over from the tape
+                local = variable->gradient;
+                memset(&variable->gradient, 0, sizeof variable->gradient);
+                variable->has_gradient = false;
+            } else {
+                error = parity_tensor_zeros(&local, model->dtype, PARITY_CPU, placement->ndim, placement->shape);
+            }
+            double squared = NAN;
+            if (!error) error = parity_model_reduce_gradient(model, exec, p, &local, model->measure_gradients, &squared, sketch);
+            parity_tensor_release(&local);
+            norm = sqrt(squared);
+            result->parameter_numels[reported] = placement->whole_numel;
         } else {
-            for (int j = 0; j < PARITY_SKETCH_K; j++) sketch[j] = NAN;
+            parameter->gradient = variable->gradient; // hand the gradient over to the parameter
+            memset(&variable->gradient, 0, sizeof variable->gradient);
+            variable->has_gradient = false;
+            if (model->measure_gradients) {
+                if (!error) error = norm_of(exec, &parameter->gradient, &norm);
+                if (!error) error = parity_tensor_sketch(exec, &parameter->gradient, parameter->name, sketch);
+            } else {
+                for (int j = 0; j < PARITY_SKETCH_K; j++) sketch[j] = NAN;
+            }
+            result->parameter_numels[reported] = parameter->gradient.numel;
         }
         if (!error && model->measure_gradients && !isfinite(norm) && !result->first_non_finite[0])
             snprintf(result->first_non_finite, sizeof result->first_non_finite, "gradient of %s", parameter->name);
         result->parameter_grad_norms[reported] = norm;
-        result->parameter_numels[reported] = parameter->gradient.numel;
         total += norm * norm;
     }
+    free(has);
     result->grad_norm = sqrt(total);
     // The loss's input gradient, read off the tape before it is released (the backward keeps every
     // variable's gradient until then).
@@ -351,22 +370,30 @@ parity_error *parity_model_step(parity_model *model, const parity_exec *exec, co
         const parity_tensor *gradient = &outputs.loss_input->gradient;
         result->has_loss_input = true;
         result->loss_input_numel = gradient->numel;
-        error = norm_of(exec, gradient, &result->loss_input_grad_norm);
-        if (!error && shards) { // each shard holds its tokens' rows: the whole norm from the squared ones
-            double squared = result->loss_input_grad_norm * result->loss_input_grad_norm, whole = 0;
-            error = parity_comm_all_reduce(shards, &squared, &whole, 1, PARITY_F64);
-            result->loss_input_grad_norm = sqrt(whole);
-            result->loss_input_numel *= parity_comm_size(shards);
-        }
-        // this shard's rows are elements [rank n, (rank + 1) n) of the whole loss input: the shards'
-        // sketches add up to the whole's
-        const int64_t first = shards ? (int64_t)parity_comm_rank(shards) * gradient->numel : 0;
-        if (!error)
-            error = parity_tensor_sketch_at(exec, gradient, PARITY_STEP_LOSS_INPUT, first, result->loss_input_grad_sketch);
-        if (!error && shards) {
-            double whole[PARITY_SKETCH_K];
-            error = parity_comm_all_reduce(shards, result->loss_input_grad_sketch, whole, PARITY_SKETCH_K, PARITY_F64);
-            memcpy(result->loss_input_grad_sketch, whole, sizeof whole);
+        if (parallel) { // this rank's tokens: one run of each local row at its place in the whole
+            const int64_t width = batch->token_count > 0 ? gradient->numel / batch->token_count : 0;
+            const size_t row_bytes = (size_t)(batch->row_length * width) * parity_dtype_size(gradient->dtype);
+            double terms[1 + PARITY_SKETCH_K] = {0}, whole[1 + PARITY_SKETCH_K];
+            for (int64_t row = 0; !error && row < batch->rows; row++) {
+                parity_tensor run = parity_tensor_wrap((char *)gradient->data + (size_t)row * row_bytes, gradient->dtype,
+                                                       PARITY_CPU, PARITY_SHAPE(batch->row_length * width));
+                double squared = 0, part[PARITY_SKETCH_K];
+                error = parity_tensor_sum_of_squares(exec, &run, &squared);
+                if (!error)
+                    error = parity_tensor_sketch_at(exec, &run, PARITY_STEP_LOSS_INPUT,
+                                                    parity_parallel_token_offset(parallel, batch, row) * width, part);
+                terms[0] += squared;
+                for (int j = 0; !error && j < PARITY_SKETCH_K; j++) terms[1 + j] += part[j];
+            }
+            if (!error) error = parity_comm_all_reduce(parallel->world, terms, whole, 1 + PARITY_SKETCH_K, PARITY_F64);
+            if (!error) {
+                result->loss_input_grad_norm = sqrt(whole[0]);
+                memcpy(result->loss_input_grad_sketch, whole + 1, sizeof result->loss_input_grad_sketch);
+                result->loss_input_numel *= parallel->ranks;
+            }
+        } else {
+            error = norm_of(exec, gradient, &result->loss_input_grad_norm);
+            if (!error) error = parity_tensor_sketch(exec, gradient, PARITY_STEP_LOSS_INPUT, result->loss_input_grad_sketch);
         }
         if (!error && !isfinite(result->loss_input_grad_norm) && !result->first_non_finite[0])
             snprintf(result->first_non_finite, sizeof result->first_non_finite, "gradient of the loss's input (%s)",

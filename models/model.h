@@ -14,7 +14,7 @@
 #include "models/checkpoint/model_config.h"
 #include "models/parameters.h"
 #include "models/step_result.h"
-#include "ops/core/comm.h"
+#include "models/parallel/parallel.h"
 #include "ops/registry.h"
 
 // The variant of an op a model needs; a backend lacking the capability is "not supported" for it.
@@ -94,13 +94,14 @@ struct parity_model {
     // a measured one turn it off, so they time the forward + backward a training step runs and not
     // the harness's metrics (their results are discarded); their norms and sketches are NaN.
     bool measure_gradients;
-    // NULL, or the data-parallel group this model's step is one shard of (its batch a shard whose
-    // num_items_in_batch is the whole batch's target count): after the backward every gradient, the
-    // loss, the logits' sum and the loss input's squared norm are summed over the group in rank order
-    // (ops/core/comm.h), so every rank's step result is the whole batch's. CPU only for now (MPI moves
-    // host buffers); a model with an aux loss is not supported under it (the load-balancing loss needs
-    // the whole batch's expert statistics).
-    parity_comm *data_parallel;
+    // NULL, or the parallel layout this model's step is one rank of (parity_model_apply_layout): its
+    // batch is the rank's shard (parity_parallel_shard_batch, whose loss divides by the whole batch's
+    // target count), its expert and fsdp parameters are this rank's pieces (placements), and after
+    // the backward the gradients, loss, logits' sum and the loss input's norm and sketch are summed
+    // over the ranks in rank order, so every rank's step result is the whole batch's. CPU only (MPI
+    // moves host buffers). Not owned.
+    const parity_parallel *parallel;
+    struct parity_parameter_placement *placements; // (parameters.count) under a layout, else NULL
 };
 
 // The family that builds `config` (its traits row's), or NULL for a config not read by parity_model_config_parse.
@@ -134,6 +135,12 @@ parity_error *parity_model_random_parameters(const parity_model_config *config, 
 parity_error *parity_model_random_parameters_on(const parity_model_config *config, uint64_t seed, double initializer_range,
                                                 parity_device device, parity_dtype dtype, parity_parameters *out);
 void parity_model_free(parity_model *model);
+
+// Puts the model on a layout's ranks (after any jitter of its weights, which every rank draws the
+// same): expert parameters cut to this rank's experts under ep, every parameter cut to its fsdp
+// slice. A layout of one rank, or NULL, changes nothing. UNSUPPORTED for a device model (the MPI
+// transport) or experts that do not split over ep.
+parity_error *parity_model_apply_layout(parity_model *model, const parity_parallel *parallel);
 
 // A parameter as a borrowed tape variable ("model.layers.0.self_attn.q_proj.weight").
 parity_error *parity_model_parameter(parity_model *model, parity_tape *tape, const char *name, parity_variable **out);

@@ -31,9 +31,10 @@ enum parity_capability {
     PARITY_CAP_VARLEN = 1u << 0,              // packed rows through cu_seqlens
     PARITY_CAP_GQA = 1u << 1,                 // fewer kv heads than query heads
     PARITY_CAP_PARTIAL_ROTARY = 1u << 2,      // partial_rotary_factor < 1
-    PARITY_CAP_SEQUENCE_PARALLEL = 1u << 3,   // safe under Ulysses sequence parallelism (no CPU backend
-                                              // claims it, nor the next, before multi-rank code exists)
-    PARITY_CAP_EXPERT_PARALLEL = 1u << 4,     // safe under expert parallelism
+    PARITY_CAP_SEQUENCE_PARALLEL = 1u << 3,   // safe on head shards under Ulysses sequence parallelism
+                                              // (models/parallel/ulysses.c; each claim has a layout test:
+                                              // suites/tests/test_capability_claims.c)
+    PARITY_CAP_EXPERT_PARALLEL = 1u << 4,     // safe on an expert shard's dispatched tokens (expert_parallel.c)
     PARITY_CAP_SLIDING_WINDOW = 1u << 5,
     PARITY_CAP_OFFSET_WEIGHT = 1u << 6,       // (1 + w) RMSNorm variant
     PARITY_CAP_BATCH_INVARIANT = 1u << 7,     // results independent of batch composition (every claim proven by

@@ -61,6 +61,12 @@ static void append_head(parity_text *html, const parity_results *results) {
         parity_text_appendf(html, ": %zu of %zu combos finished; this report is about those</div>\n", results->combo_count,
                             context->combos_selected);
     }
+    if (context->stopped[0]) {
+        parity_text_append(html, "<div class=\"verdict bad\">Stopped by a rank failure (");
+        escaped(html, context->stopped);
+        parity_text_appendf(html, "): %zu of %zu combos finished; this report is about those</div>\n", results->combo_count,
+                            context->combos_selected);
+    }
 }
 
 // The best speed-up over eager that is outside noise, across groups; and how many groups have a
@@ -168,6 +174,7 @@ static void append_context(parity_text *html, const parity_results_context *cont
     append_context_item(html, "started", context->started);
     append_context_item(html, "finished", context->finished);
     append_context_item(html, "interrupted", context->interrupted);
+    append_context_item(html, "stopped", context->stopped);
     append_context_item(html, "tolerance rule", context->tolerance_rule);
     append_context_item(html, "timing", context->timing_method);
     parity_text_append(html, "</dl></div>\n");

@@ -151,6 +151,7 @@ static void append_testsuite(parity_text *xml, const parity_results *results, si
     append_property(xml, "tolerance_rule", context->tolerance_rule);
     append_property(xml, "timing_method", context->timing_method);
     if (context->interrupted[0]) append_property(xml, "interrupted", context->interrupted);
+    if (context->stopped[0]) append_property(xml, "stopped", context->stopped);
     parity_text_append(xml, "    </properties>\n");
     for (size_t i = first; i < results->combo_count; i++)
         if (strcmp(results->combos[i].suite, head->suite) == 0 && strcmp(results->combos[i].model, head->model) == 0)

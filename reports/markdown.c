@@ -44,6 +44,7 @@ static void append_header(parity_text *md, const parity_results *results) {
     if (context->started[0]) snprintf(date, sizeof date, "%s to %s", context->started, context->finished[0] ? context->finished : "?");
     append_context_row(md, "date", date);
     append_context_row(md, "interrupted", context->interrupted);
+    append_context_row(md, "stopped", context->stopped);
     append_context_row(md, "command", context->command);
     append_context_row(md, "plugins", context->plugins);
     append_context_row(md, "tolerance rule", context->tolerance_rule);
@@ -58,6 +59,12 @@ static void append_counts(parity_text *md, const parity_results *results) {
         parity_text_append(md, "**Interrupted by ");
         parity_text_append_markdown_cell(md, results->context.interrupted);
         parity_text_appendf(md, ": %zu of %zu combos finished; this report is about those.**\n\n", results->combo_count,
+                            results->context.combos_selected);
+    }
+    if (results->context.stopped[0]) {
+        parity_text_append(md, "**Stopped by a rank failure (");
+        parity_text_append_markdown_cell(md, results->context.stopped);
+        parity_text_appendf(md, "): %zu of %zu combos finished; this report is about those.**\n\n", results->combo_count,
                             results->context.combos_selected);
     }
     parity_text_appendf(md, "**%zu combos: %zu pass, %zu fail, %zu not supported, %zu error, %zu excluded**\n\n", results->combo_count,

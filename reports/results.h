@@ -80,6 +80,8 @@ typedef struct parity_results_context {
     char timing_method[512];        // "CUDA events, 3 warm-up, median of 10; ..." / "wall clock ..."
     char interrupted[16];           // "" for a run that went to its end; else the signal that stopped it
                                     // ("SIGINT", "SIGTERM"): the combos are those that finished
+    char stopped[512];              // "" unless a rank failure ended a multi-rank run early: the failed
+                                    // collective (a rank died or hangs); the combos are those that finished
     size_t combos_selected;         // combos the run set out to record (what --filter selected); 0 when
                                     // a results.json from before the field is read
 } parity_results_context;

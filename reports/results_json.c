@@ -50,6 +50,7 @@ static cJSON *context_json(const parity_results_context *context) {
     cJSON_AddStringToObject(object, "tolerance_rule", context->tolerance_rule);
     cJSON_AddStringToObject(object, "timing_method", context->timing_method);
     cJSON_AddStringToObject(object, "interrupted", context->interrupted);
+    cJSON_AddStringToObject(object, "stopped", context->stopped);
     add_integer(object, "combos_selected", (long long)context->combos_selected);
     return object;
 }
@@ -239,12 +240,15 @@ static parity_error *read_context(const char *path, const cJSON *root, parity_re
     PARITY_TRY(read_string(&place, object, "timing_method", context->timing_method, sizeof context->timing_method));
     // Optional: results.json files written before these fields lack them (a run that went to its end).
     context->interrupted[0] = '\0';
+    context->stopped[0] = '\0';
     context->plugins[0] = '\0';
     context->combos_selected = 0;
     if (cJSON_GetObjectItemCaseSensitive(object, "plugins"))
         PARITY_TRY(read_string(&place, object, "plugins", context->plugins, sizeof context->plugins));
     if (cJSON_GetObjectItemCaseSensitive(object, "interrupted"))
         PARITY_TRY(read_string(&place, object, "interrupted", context->interrupted, sizeof context->interrupted));
+    if (cJSON_GetObjectItemCaseSensitive(object, "stopped"))
+        PARITY_TRY(read_string(&place, object, "stopped", context->stopped, sizeof context->stopped));
     if (cJSON_GetObjectItemCaseSensitive(object, "combos_selected")) {
         long long selected;
         PARITY_TRY(read_integer(&place, object, "combos_selected", 0, &selected));

@@ -3,10 +3,14 @@
 #include "harness/cli/cli_support.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include "ops/core/comm.h"
 
 int parity_cli_exit_code(const parity_error *error) {
     if (!error) return PARITY_EXIT_OK;
@@ -64,6 +68,17 @@ bool parity_cli_use_color(FILE *stream) {
     return isatty(fileno(stream)) == 1;
 }
 
+// ---- the relaunch under mpirun, and the end of a command on several ranks ----
+
+static volatile sig_atomic_t launched_child; // mpirun's pid while the parent waits for it
+
+static void forward_signal(int signal_number) {
+    if (launched_child > 0) kill((pid_t)launched_child, signal_number);
+}
+
+// Where rank 0 of a relaunched run leaves its exit status for the parent (PARITY_RELAUNCH_STATUS).
+static const char relaunch_status_variable[] = "PARITY_RELAUNCH_STATUS";
+
 int parity_cli_relaunch_ranks(const char *command, int ranks, int argc, char **argv, const char *drop_option) {
     char count[16], self[4096];
     snprintf(count, sizeof count, "%d", ranks);
@@ -74,13 +89,25 @@ int parity_cli_relaunch_ranks(const char *command, int ranks, int argc, char **a
         return PARITY_EXIT_IO;
     }
     self[length] = '\0';
-    char **child = calloc((size_t)argc + 8, sizeof *child);
-    if (!child) return PARITY_EXIT_IO;
+    char status_path[] = "/tmp/parity-relaunch-XXXXXX";
+    int status_file = mkstemp(status_path);
+    if (status_file < 0) {
+        fprintf(stderr, "parity %s: %d ranks: cannot make a status file in /tmp: %s\n", command, ranks, strerror(errno));
+        return PARITY_EXIT_IO;
+    }
+    close(status_file);
+    char **child = calloc((size_t)argc + 10, sizeof *child);
+    if (!child) {
+        unlink(status_path);
+        return PARITY_EXIT_IO;
+    }
     int n = 0;
     child[n++] = "mpirun";
     child[n++] = "-np";
     child[n++] = count;
     child[n++] = "--oversubscribe";
+    // the ranks outlive one that dies: they time out (comm_mpi.c), rank 0 writes its report and ends them
+    child[n++] = "--enable-recovery";
     if (geteuid() == 0) child[n++] = "--allow-run-as-root";
     child[n++] = self;
     size_t drop = drop_option ? strlen(drop_option) : 0;
@@ -94,55 +121,80 @@ int parity_cli_relaunch_ranks(const char *command, int ranks, int argc, char **a
     }
     child[n] = NULL;
     fflush(NULL);
-    execvp("mpirun", child);
-    fprintf(stderr, "parity %s: %d ranks: cannot start mpirun: %s (install openmpi-bin, or launch with mpirun)\n", command,
-            ranks, strerror(errno));
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv(relaunch_status_variable, status_path, 1);
+        execvp("mpirun", child);
+        fprintf(stderr, "parity %s: %d ranks: cannot start mpirun: %s (install openmpi-bin, or launch with mpirun)\n",
+                command, ranks, strerror(errno));
+        _exit(PARITY_EXIT_IO);
+    }
     free(child);
+    if (pid < 0) {
+        fprintf(stderr, "parity %s: %d ranks: cannot fork for mpirun: %s\n", command, ranks, strerror(errno));
+        unlink(status_path);
+        return PARITY_EXIT_IO;
+    }
+    // SIGINT / SIGTERM reach mpirun, which passes them to the ranks (their graceful stop)
+    launched_child = pid;
+    struct sigaction forward = {.sa_handler = forward_signal}, previous_int, previous_term;
+    sigemptyset(&forward.sa_mask);
+    sigaction(SIGINT, &forward, &previous_int);
+    sigaction(SIGTERM, &forward, &previous_term);
+    int wait_status = 0;
+    while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {}
+    launched_child = 0;
+    sigaction(SIGINT, &previous_int, NULL);
+    sigaction(SIGTERM, &previous_term, NULL);
+    // rank 0's own status when it wrote one (mpirun's is not it: under --enable-recovery an MPI_Abort
+    // ends mpirun with 0); without one, rank 0 died or never ran
+    int status = -1;
+    FILE *recorded = fopen(status_path, "r");
+    if (recorded) {
+        if (fscanf(recorded, "%d", &status) != 1) status = -1;
+        fclose(recorded);
+    }
+    unlink(status_path);
+    if (status >= 0) return status;
+    if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == PARITY_EXIT_IO) return PARITY_EXIT_IO; // mpirun missing
+    char how[64];
+    if (WIFSIGNALED(wait_status)) snprintf(how, sizeof how, "mpirun ended by signal %d", WTERMSIG(wait_status));
+    else snprintf(how, sizeof how, "mpirun exit %d", WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1);
+    fprintf(stderr, "parity %s: %d ranks: rank 0 ended without an exit status (%s): a rank died or was killed; see "
+                    "mpirun's message above\n", command, ranks, how);
     return PARITY_EXIT_IO;
 }
 
-int parity_cli_parse_parallel(const char *command, const char *text, parity_cli_parallel *out) {
-    int *data_parallel = &out->data_parallel;
-    bool *wrong_group = &out->wrong_group;
-    char copy[128];
-    snprintf(copy, sizeof copy, "%s", text);
-    char *saveptr = NULL;
-    for (char *item = strtok_r(copy, ",", &saveptr); item; item = strtok_r(NULL, ",", &saveptr)) {
-        char *end;
-        if (strncmp(item, "dp=", 3) == 0) {
-            long ranks = strtol(item + 3, &end, 10);
-            if (end == item + 3 || *end || ranks < 1 || ranks > 1024) {
-                fprintf(stderr, "parity %s: --parallel: '%s' is not dp=N with N in [1, 1024]\n", command, item);
-                return PARITY_EXIT_CONFIG;
-            }
-            *data_parallel = (int)ranks;
-        } else if (strcmp(item, "test_wrong_group") == 0) {
-            *wrong_group = true;
-        } else if (strncmp(item, "test_stall_rank=", 16) == 0) {
-            long rank = strtol(item + 16, &end, 10);
-            if (end == item + 16 || *end || rank < 0 || rank > 1023) {
-                fprintf(stderr, "parity %s: --parallel: '%s' is not test_stall_rank=R with R a rank\n", command, item);
-                return PARITY_EXIT_CONFIG;
-            }
-            out->stall_rank = (int)rank;
-        } else if (strncmp(item, "sp=", 3) == 0 || strncmp(item, "ep=", 3) == 0 || strncmp(item, "fsdp", 4) == 0) {
-            fprintf(stderr, "parity %s: --parallel: '%s': sequence, expert and fully sharded parallelism are not built "
-                            "yet (issue 16); dp=N is\n",
-                    command, item);
-            return PARITY_EXIT_CONFIG;
-        } else {
-            fprintf(stderr, "parity %s: --parallel: '%s' is not a layout (dp=N)\n", command, item);
-            return PARITY_EXIT_CONFIG;
+int parity_cli_end_ranks(int status) {
+    parity_comm *world = NULL;
+    parity_error *error = parity_comm_world(&world);
+    parity_error_free(error);
+    const int rank = world ? parity_comm_rank(world) : 0;
+    const char *status_path = getenv(relaunch_status_variable);
+    if (rank == 0 && status_path && *status_path) { // the relaunching parent returns this
+        FILE *file = fopen(status_path, "w");
+        if (file) {
+            fprintf(file, "%d\n", status);
+            fclose(file);
         }
     }
-    if ((*wrong_group || out->stall_rank >= 0) && *data_parallel < 2) {
-        fprintf(stderr, "parity %s: --parallel: the test faults need dp=N with N >= 2\n", command);
-        return PARITY_EXIT_CONFIG;
+    if (status == PARITY_EXIT_IO) {
+        // after a failed collective rank 0 writes its report, then ends the others (MPI_Abort); another
+        // rank leaves without a word more, so it cannot end rank 0 before the report is written
+        if (rank != 0 && parity_comm_failure()) {
+            fflush(NULL);
+            _exit(status);
+        }
+        parity_comm_abort(status); // the others may wait for this rank
     }
-    if (out->stall_rank >= *data_parallel) {
-        fprintf(stderr, "parity %s: --parallel: test_stall_rank=%d is not one of the %d ranks\n", command, out->stall_rank,
-                *data_parallel);
-        return PARITY_EXIT_CONFIG;
-    }
-    return PARITY_EXIT_OK;
+    parity_comm_finalize();
+    return status;
+}
+
+int parity_cli_parse_parallel(const char *command, const char *text, parity_layout *out) {
+    parity_error *error = parity_layout_parse(text, out);
+    if (!error) return PARITY_EXIT_OK;
+    fprintf(stderr, "parity %s: --parallel: %s\n", command, parity_error_message(error));
+    parity_error_free(error);
+    return PARITY_EXIT_CONFIG;
 }

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "models/parallel/layout.h"
+
 #include "ops/core/error.h"
 
 // Exit codes of the `parity` command (documented in `parity --help`).
@@ -36,22 +38,23 @@ typedef enum parity_cli_option_match {
 parity_cli_option_match parity_cli_option_value(int argc, char **argv, int *index, const char *name,
                                                 const char **value);
 
-// --parallel TEXT: "dp=N", with the test-only faults ",test_wrong_group" (sums over the wrong group)
-// and ",test_stall_rank=R" (rank R stalls before its first collective) (the layouts built so far; sp,
-// ep and fsdp are named as not built yet). Prints the problem as `parity COMMAND: ...` and returns 2,
-// else 0.
-typedef struct parity_cli_parallel {
-    int data_parallel;
-    bool wrong_group;
-    int stall_rank; // -1: none
-} parity_cli_parallel;
-int parity_cli_parse_parallel(const char *command, const char *text, parity_cli_parallel *out);
+// --parallel TEXT: a layout, "dp=D,sp=S,ep=E[,fsdp]" (models/parallel/layout.h), with the test-only
+// faults test_wrong_group, test_skip_all_to_all and test_stall_rank=R. Prints the problem as
+// `parity COMMAND: --parallel: ...` and returns 2, else 0.
+int parity_cli_parse_parallel(const char *command, const char *text, parity_layout *out);
 
-// Re-executes this command (`argv`: the command's, argv[0] its name) under `mpirun -np RANKS
-// --oversubscribe` (and --allow-run-as-root as root), leaving out `drop_option` and its value (NULL:
-// none), for a command that needs more ranks than it was started with. Returns only on failure (3,
-// with a message naming `command`).
+// Runs this command (`argv`: the command's, argv[0] its name) again under `mpirun -np RANKS
+// --oversubscribe --enable-recovery` (and --allow-run-as-root as root), leaving out `drop_option` and
+// its value (NULL: none), for a command that needs more ranks than it was started with, and waits for
+// it (SIGINT / SIGTERM passed on). Returns rank 0's exit status (parity_cli_end_ranks leaves it in a
+// file named by PARITY_RELAUNCH_STATUS); 3 with a message naming `command` when rank 0 left none (it
+// died, or mpirun could not start).
 int parity_cli_relaunch_ranks(const char *command, int ranks, int argc, char **argv, const char *drop_option);
+// The end of a command run on several ranks, returning `status`: rank 0 records it for a relaunching
+// parent; on exit 3 the others are ended (MPI_Abort), except that after a failed collective a rank
+// other than 0 leaves at once, so rank 0 is not killed before its report is written; else MPI is
+// finalized.
+int parity_cli_end_ranks(int status);
 
 // True when `stream` is a terminal and NO_COLOR is unset (and TERM is not "dumb").
 bool parity_cli_use_color(FILE *stream);

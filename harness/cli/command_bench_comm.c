@@ -222,10 +222,7 @@ int parity_command_bench_comm(int argc, char **argv) {
     if (error) {
         char prefix[64];
         snprintf(prefix, sizeof prefix, "bench comm (rank %d)", world ? parity_comm_rank(world) : 0);
-        status = parity_cli_report_error(prefix, error);
-        if (status == PARITY_EXIT_IO) parity_comm_abort(status); // the other ranks may wait for this one
-        parity_comm_finalize();
-        return status;
+        return parity_cli_end_ranks(parity_cli_report_error(prefix, error));
     }
     int64_t wrong = 0;
     for (int i = 0; i < count; i++) wrong += rows[i].wrong;
@@ -238,6 +235,5 @@ int parity_command_bench_comm(int argc, char **argv) {
         fflush(stdout);
     }
     free(rows);
-    parity_comm_finalize();
-    return wrong ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
+    return parity_cli_end_ranks(wrong ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK);
 }

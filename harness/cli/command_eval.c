@@ -22,7 +22,7 @@ void parity_command_eval_usage(FILE *stream) {
             "usage: parity eval (--checkpoint DIR | --config config.json --seed N) --batch FILE.safetensors\n"
             "                   [--dtype fp64|fp32|bf16] [--device cpu|cuda] [--ops field=value,...]\n"
             "                   [--ops-file VEOMNI.yaml] [--logits] [--save-grads FILE] [--profile-ops] [--json]\n"
-            "                   [--parallel dp=N]\n"
+            "                   [--parallel dp=D,sp=S,ep=E[,fsdp]]\n"
             "\n"
             "Runs one forward + backward and reports loss, aux_loss (null for models without one), grad_norm\n"
             "(L2 over every gradient), the gradient norm of every parameter (HF names, fused experts) and the\n"
@@ -44,11 +44,20 @@ void parity_command_eval_usage(FILE *stream) {
             "                       forward and backward ms per (op, backend), largest first (to stderr\n"
             "                       with --json); for finding the slow op, not for timings\n"
             "  --json               print one JSON object\n"
-            "  --parallel dp=N      data parallel over N ranks (CPU; MPI): each rank steps on its B / N rows, the\n"
-            "                       gradients, loss and norms summed over the ranks in rank order, so the result\n"
-            "                       is the whole batch's; started by mpirun -np N, or it starts itself under\n"
-            "                       mpirun when launched alone. Rank 0 prints. (sp, ep and fsdp: not built yet;\n"
-            "                       dp=N,test_wrong_group sums over the wrong group, a test-only fault)\n"
+            "  --parallel LAYOUT    run the step over MPI ranks (CPU), the result the whole batch's:\n"
+            "                       dp=D   data parallel, each rank its B / D rows, gradients all-reduced\n"
+            "                       sp=S   Ulysses sequence parallel, each rank T / S columns; all-to-all to\n"
+            "                              head shards around attention and back (heads must split by S)\n"
+            "                       ep=E   expert parallel (MoE models): experts cut in E shards, tokens\n"
+            "                              dispatched and combined by all-to-all; E divides D * S\n"
+            "                       fsdp   parameters and gradients sharded over the copies, all-gathered at\n"
+            "                              use, reduce-scattered after (fsdp=N: N ranks of data parallel)\n"
+            "                       e.g. dp=2,sp=2 (4 ranks), sp=2,ep=2 (2 ranks), fsdp=4. Ranks = D * S;\n"
+            "                       sums in rank order, so a layout is reproducible. Started by mpirun -np N,\n"
+            "                       or it starts itself under mpirun when launched alone. Rank 0 prints.\n"
+            "                       Test-only faults (they must fail): test_wrong_group (one rank left out of\n"
+            "                       the gradient sum), test_skip_all_to_all (SP attention on local columns),\n"
+            "                       test_stall_rank=R (rank R hangs before its first collective)\n"
             "\n"
             "exit status: 0 ok; 1 NaN/Inf in the loss or a gradient; 2 usage or config error (unknown or\n"
             "             unavailable backend, a malformed --ops-file); 3 unreadable or malformed checkpoint,\n"
@@ -100,11 +109,7 @@ static int parse_arguments(int argc, char **argv, eval_arguments *arguments) {
                 return PARITY_EXIT_CONFIG;
             }
         } else if (OPTION("--parallel")) {
-            parity_cli_parallel parallel = {.stall_rank = -1};
-            if (value && parity_cli_parse_parallel("eval", value, &parallel) != PARITY_EXIT_OK) return PARITY_EXIT_CONFIG;
-            options->data_parallel = parallel.data_parallel;
-            options->data_parallel_wrong_group = parallel.wrong_group;
-            options->data_parallel_stall_rank = parallel.stall_rank + 1;
+            if (value && parity_cli_parse_parallel("eval", value, &options->layout) != PARITY_EXIT_OK) return PARITY_EXIT_CONFIG;
         } else if (OPTION("--ops")) {
             if (value && arguments->ops_count < 16) arguments->ops[arguments->ops_count++] = value;
         } else if (strcmp(argv[i], "--json") == 0) arguments->json = true;
@@ -199,10 +204,10 @@ int parity_command_eval(int argc, char **argv) {
     memset(&arguments, 0, sizeof arguments);
     int status = parse_arguments(argc, argv, &arguments);
     if (status != PARITY_EXIT_OK) return status;
-    const int ranks = arguments.options.data_parallel;
+    const int ranks = parity_layout_ranks(&arguments.options.layout);
     if (ranks > 1 && parity_comm_launched_size() == 1) return parity_cli_relaunch_ranks("eval", ranks, argc, argv, NULL);
     status = eval_on_this_rank(&arguments);
-    if (ranks > 1 && status == PARITY_EXIT_IO) parity_comm_abort(status); // the others may wait for this rank
+    if (ranks > 1 || parity_comm_launched_size() > 1) return parity_cli_end_ranks(status);
     parity_comm_finalize();
     return status;
 }
@@ -211,7 +216,7 @@ static int eval_on_this_rank(eval_arguments *arguments_in) {
     eval_arguments arguments = *arguments_in;
     int status;
     int rank = 0;
-    if (arguments.options.data_parallel > 1) {
+    if (parity_layout_is_parallel(&arguments.options.layout)) {
         parity_comm *world;
         parity_error *world_error = parity_comm_world(&world);
         if (world_error) return parity_cli_report_error("eval", world_error);

@@ -26,7 +26,8 @@ void parity_command_run_usage(FILE *stream) {
     fprintf(stream,
             "usage: parity run --suite S [--model M] [--device cpu|cuda|best] [--dtype fp64|fp32|bf16]\n"
             "                  [--filter GLOB] [--ops field=value,...] [--list] [--out DIR]\n"
-            "                  [--golden-dir DIR] [--with-test-backends] [--parallel dp=N]\n"
+            "                  [--golden-dir DIR] [--with-test-backends]\n"
+            "                  [--parallel dp=D,sp=S,ep=E[,fsdp]]\n"
             "\n"
             "Runs every combination of kernel backends a suite allows (the product of the available values of\n"
             "every swept field the model calls, or the suite's modes) as one forward + backward, compares loss,\n"
@@ -43,12 +44,15 @@ void parity_command_run_usage(FILE *stream) {
             "  --out DIR             report folder, new or empty (default: a new reports/out/<UTC time>-<suite>-<device>/)\n"
             "  --golden-dir DIR      where golden/<suite>/<model>/<case>.h5 are (default golden)\n"
             "  --with-test-backends  add the deliberately wrong test-only backends (they must fail)\n"
-            "  --parallel dp=N       every combo (baseline and jittered runs too) data parallel over N MPI ranks\n"
-            "                        (CPU; mpirun -np N, or it relaunches itself under mpirun), against the same\n"
-            "                        single-device goldens; ids end in /dpN; rank 0 writes the reports.\n"
-            "                        dp=N,test_wrong_group sums the gradients over the wrong group (must fail)\n"
+            "  --parallel LAYOUT     instead of the suite's parallel: list, every combo (baseline and jittered\n"
+            "                        runs too) under this layout over MPI ranks (see parity eval --help: dp=D,\n"
+            "                        sp=S, ep=E, fsdp), against the same single-device goldens; mpirun -np N,\n"
+            "                        or it relaunches itself under mpirun with the ranks the layouts need;\n"
+            "                        rank 0 writes the reports. Faults test_wrong_group, test_skip_all_to_all\n"
+            "                        must fail\n"
             "\n"
-            "Combo ids: <model>/<batch>/<field alias>=<value>,.../<dtype>/<device>[/dpN].\n"
+            "Combo ids: <model>/<batch>/<field alias>=<value>,.../<dtype>/<device>[/<layout>]\n"
+            "(layout: dp2, sp2ep2, fsdp4, ...).\n"
             "Tolerance (suite `tolerance: parity`): |x - golden| <= max(k * |eager - golden|, c * u(dtype) * |golden|),\n"
             "k = 2 loss-like, 3 gradients; see README.\n"
             "\n"
@@ -87,11 +91,8 @@ static int parse_arguments(int argc, char **argv, run_arguments *arguments) {
         else if (OPTION("--ops")) {
             if (value && arguments->ops_count < 16) arguments->ops[arguments->ops_count++] = value;
         } else if (OPTION("--parallel")) {
-            parity_cli_parallel parallel = {.stall_rank = -1};
-            if (value && parity_cli_parse_parallel("run", value, &parallel) != PARITY_EXIT_OK) return PARITY_EXIT_CONFIG;
-            options->data_parallel = parallel.data_parallel;
-            options->data_parallel_wrong_group = parallel.wrong_group;
-            options->data_parallel_stall_rank = parallel.stall_rank + 1;
+            if (value && parity_cli_parse_parallel("run", value, &options->layout) != PARITY_EXIT_OK) return PARITY_EXIT_CONFIG;
+            options->has_layout = true;
         } else if (strcmp(argv[i], "--list") == 0) arguments->list = true;
         else if (strcmp(argv[i], "--with-test-backends") == 0) options->with_test_backends = true;
         else {
@@ -134,6 +135,7 @@ static void print_list(const parity_run_plan *plan) {
 // 1 when a combo failed or could not run, 128 + the signal when interrupted, else 0.
 static int exit_status(const parity_results *results) {
     if (results->context.interrupted[0]) return parity_cli_interrupt_exit_code(parity_cli_interrupt_signal());
+    if (results->context.stopped[0]) return PARITY_EXIT_IO; // a rank died or hangs
     size_t counts[5] = {0};
     parity_results_counts(results, counts);
     return counts[PARITY_COMBO_FAIL] || counts[PARITY_COMBO_ERROR] ? PARITY_EXIT_FAILURES : PARITY_EXIT_OK;
@@ -149,6 +151,10 @@ static int finish(const parity_results *results, const char *out) {
     if (results->context.interrupted[0])
         printf("interrupted by %s: %zu of the %zu combos selected were done; the reports hold those\n",
                results->context.interrupted, results->combo_count, results->context.combos_selected);
+    if (results->context.stopped[0])
+        fprintf(stderr, "parity run: stopped by a rank failure: %s\n  %zu of the %zu combos selected were done; the reports "
+                        "hold those (exit 3)\n",
+                results->context.stopped, results->combo_count, results->context.combos_selected);
     return exit_status(results);
 }
 
@@ -220,10 +226,21 @@ int parity_command_run(int argc, char **argv) {
     int status = parse_arguments(argc, argv, &arguments);
     if (status != PARITY_EXIT_OK) return status;
     parity_run_options *options = &arguments.options;
-    const int ranks = options->data_parallel;
+    // the ranks the layouts need (the suite's parallel: list, or --parallel): read from the suite
+    // before anything else, so a command launched alone can start itself under mpirun
+    int ranks = parity_layout_ranks(&options->layout);
+    if (!options->has_layout) {
+        char path[1024];
+        parity_suite *peek = NULL;
+        parity_error *peek_error = parity_suite_locate(arguments.suite, "suites", path, sizeof path);
+        if (!peek_error) peek_error = parity_suite_load(path, &peek);
+        if (!peek_error) ranks = parity_run_ranks_needed(peek, options);
+        parity_suite_free(peek);
+        parity_error_free(peek_error); // reported by the run itself, below
+    }
     if (ranks > 1 && !arguments.list && parity_comm_launched_size() == 1)
         return parity_cli_relaunch_ranks("run", ranks, argc, argv, NULL);
-    const bool ranked = ranks > 1 && !arguments.list;
+    const bool ranked = (ranks > 1 || parity_comm_launched_size() > 1) && !arguments.list;
     int rank = 0;
     if (ranked) {
         parity_comm *world;
@@ -285,7 +302,6 @@ int parity_command_run(int argc, char **argv) {
     parity_suite_free(suite);
     parity_ops_settings_free(&fixed);
     free(command_line);
-    if (ranked && status == PARITY_EXIT_IO) parity_comm_abort(status); // the other ranks may wait for this one
-    if (ranked) parity_comm_finalize();
+    if (ranked) return parity_cli_end_ranks(status);
     return status;
 }

@@ -77,7 +77,7 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
             // under a layout a case may not allow (data parallel over a single packed row, an aux loss),
             // the baseline's refusal is the group's; on one rank a baseline that cannot run stays an error
             parity_error_kind kind = parity_error_kind_of(run_error);
-            group->baseline_unsupported = c->data_parallel > 1 && (kind == PARITY_ERROR_UNSUPPORTED || kind == PARITY_ERROR_UNAVAILABLE);
+            group->baseline_unsupported = parity_layout_is_parallel(&c->layout) && (kind == PARITY_ERROR_UNSUPPORTED || kind == PARITY_ERROR_UNAVAILABLE);
         }
         else if (value->first_non_finite[0])
             parity_text_format(group->baseline_problem, sizeof group->baseline_problem, "NaN/Inf first appeared in %s",
@@ -252,12 +252,31 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
     parity_run_group group;
     memset(&group, 0, sizeof group);
     int stopped_by = 0;
-    parity_comm *ranks = NULL; // data parallel: the ranks agree before each combo whether to stop
-    if (!error && options->data_parallel > 1) error = parity_comm_world(&ranks);
+    parity_comm *ranks = NULL; // several ranks: they agree before each combo whether to stop
+    int my_rank = 0;
+    if (!error && parity_comm_launched_size() > 1) error = parity_comm_world(&ranks);
+    if (!error && ranks) my_rank = parity_comm_rank(ranks);
+    // every layout's group of ranks, made up front by every rank in the same order (a rank outside a
+    // layout's group then skips its combos without the others waiting for it)
+    for (size_t k = 0; !error && ranks && k < plan->case_count; k++) {
+        const int needed = parity_layout_ranks(&plan->cases[k].layout);
+        parity_comm *prefix;
+        if (needed > parity_comm_size(ranks))
+            error = PARITY_ERROR(PARITY_ERROR_USAGE, "layout of %d ranks in a run of %d (launch it with mpirun -np %d)",
+                                 needed, parity_comm_size(ranks), needed);
+        else
+            error = parity_comm_world_prefix(needed, &prefix);
+    }
     for (size_t i = 0; i < plan->combos.count && !error; i++) {
         if (ranks) {
             int64_t asked = options->stop ? *options->stop : 0, any = 0;
             error = parity_comm_all_reduce(ranks, &asked, &any, 1, PARITY_I64); // a sum of signal numbers: > 0 stops
+            if (error && parity_comm_failure()) { // a rank died or hangs: the run ends here, its reports kept
+                parity_error_free(error);
+                error = NULL;
+                parity_text_format(results->context.stopped, sizeof results->context.stopped, "%s", parity_comm_failure());
+                break;
+            }
             if (error) break;
             if (any) {
                 stopped_by = asked ? (int)asked : SIGTERM;
@@ -285,6 +304,13 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
             fill_record(suite, combo, record);
         }
         if (!runnable) continue; // not_supported / excluded: recorded with their reason
+        if (my_rank >= parity_layout_ranks(&c->layout)) { // outside this layout's ranks: rank 0 reports it
+            if (record) {
+                record->status = PARITY_COMBO_NOT_SUPPORTED;
+                parity_text_format(record->reason, sizeof record->reason, "rank %d is outside the layout's ranks", my_rank);
+            }
+            continue;
+        }
         if (!combo->is_baseline && !group.baseline_ok) {
             parity_progress_begin(&progress, combo->model->name, combo->id);
             // a baseline that cannot run here (a layout the case does not allow) takes its group along as
@@ -306,6 +332,11 @@ parity_error *parity_run_execute(const parity_suite *suite, const parity_run_pla
         error = run_combo(suite, combo, exec_of(plan, execs, combo->device), c, &goldens[plan->case_index[i]], &group,
                           record, &phases);
         if (error) break;
+        if (ranks && parity_comm_failure()) { // the combo is an error naming the collective; no collective follows
+            parity_text_format(results->context.stopped, sizeof results->context.stopped, "%s", parity_comm_failure());
+            if (record) parity_progress_end(&progress, combo->id, parity_combo_status_name(record->status), record->reason);
+            break;
+        }
         // The combo's wall time beside its step's, and where it went: weights and model build, the
         // measured step with its gradient norms and sketches, warm-up and timed steps, and on a
         // group's baseline its jittered eager runs.

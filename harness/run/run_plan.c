@@ -89,6 +89,14 @@ static parity_error *check_pins(const parity_ops_settings *fixed) {
     return shown ? PARITY_ERROR(PARITY_ERROR_CONFIG, "%s", problems) : NULL;
 }
 
+int parity_run_ranks_needed(const parity_suite *suite, const parity_run_options *options) {
+    if (options->has_layout) return parity_layout_ranks(&options->layout);
+    int most = 1;
+    for (size_t l = 0; l < suite->layout_count; l++)
+        if (parity_layout_ranks(&suite->layouts[l]) > most) most = parity_layout_ranks(&suite->layouts[l]);
+    return most;
+}
+
 parity_error *parity_run_plan_build(const parity_suite *suite, const parity_run_options *options, parity_run_plan *out) {
     memset(out, 0, sizeof *out);
     PARITY_TRY(parity_suite_check_ranks(suite));
@@ -105,19 +113,25 @@ parity_error *parity_run_plan_build(const parity_suite *suite, const parity_run_
     PARITY_TRY(plan_dtypes(suite, options, dtypes, &dtype_count));
     PARITY_TRY(plan_devices(suite, options, out));
 
+    static const parity_layout one_rank = {.dp = 1, .sp = 1, .ep = 1};
+    const parity_layout *layouts = options->has_layout ? &options->layout : suite->layout_count ? suite->layouts : &one_rank;
+    const size_t layout_count = options->has_layout || !suite->layout_count ? 1 : suite->layout_count;
     size_t total_cases = 0;
     for (size_t m = 0; m < suite->model_count; m++) {
         size_t count;
         parity_suite_model_batches(suite, &suite->models[m], &count);
-        total_cases += count;
+        total_cases += count * layout_count;
     }
     out->cases = calloc(total_cases ? total_cases : 1, sizeof *out->cases);
     if (!out->cases) return PARITY_ERROR(PARITY_ERROR_MEMORY, "planning the run");
     parity_combo_options combo_options = {options->with_test_backends, options->fixed};
     parity_error *error = NULL;
     size_t *case_of = NULL, case_capacity = 0;
+    for (size_t l = 0; l < layout_count && !error; l++)
     for (size_t m = 0; m < suite->model_count && !error; m++) {
         const parity_suite_model *model = &suite->models[m];
+        char layout_name[64];
+        parity_layout_name(&layouts[l], layout_name, sizeof layout_name);
         if (options->model && strcmp(options->model, model->name) != 0) continue;
         size_t batch_count;
         const parity_suite_batch *batches = parity_suite_model_batches(suite, model, &batch_count);
@@ -125,9 +139,7 @@ parity_error *parity_run_plan_build(const parity_suite *suite, const parity_run_
             parity_case *c = &out->cases[out->case_count];
             error = parity_case_prepare(suite, model, &batches[b], c);
             if (error) break;
-            c->data_parallel = options->data_parallel > 1 ? options->data_parallel : 0;
-            c->data_parallel_wrong_group = options->data_parallel_wrong_group;
-            c->data_parallel_stall_rank = options->data_parallel_stall_rank;
+            c->layout = layouts[l];
             out->case_count++;
             for (size_t d = 0; d < dtype_count && !error; d++)
                 for (size_t v = 0; v < out->device_count && !error; v++) {
@@ -140,19 +152,20 @@ parity_error *parity_run_plan_build(const parity_suite *suite, const parity_run_
                         if (!grown) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "planning the run");
                         else case_of = grown;
                     }
-                    for (size_t i = before; !error && i < out->combos.count; i++) case_of[i] = out->case_count - 1;
+                    for (size_t i = before; !error && i < out->combos.count; i++) {
+                        case_of[i] = out->case_count - 1;
+                        // the layout is the ids' last segment, so a filter, a report and a history tell layouts apart
+                        parity_combo_plan *combo = &out->combos.items[i];
+                        if (!layout_name[0]) continue;
+                        if (strlen(combo->id) + strlen(layout_name) + 2 > sizeof combo->id)
+                            error = PARITY_ERROR(PARITY_ERROR_INTERNAL, "combo id %s has no room for its layout", combo->id);
+                        else
+                            parity_text_extend(combo->id, sizeof combo->id, "/%s", layout_name);
+                    }
                 }
         }
     }
     out->case_index = case_of;
-    // the layout is the ids' last segment, so a filter, a report and a history tell layouts apart
-    for (size_t i = 0; !error && options->data_parallel > 1 && i < out->combos.count; i++) {
-        parity_combo_plan *combo = &out->combos.items[i];
-        if (strlen(combo->id) + 12 >= sizeof combo->id)
-            error = PARITY_ERROR(PARITY_ERROR_INTERNAL, "combo id %s has no room for its layout", combo->id);
-        else
-            parity_text_extend(combo->id, sizeof combo->id, "/dp%d", options->data_parallel);
-    }
     out->selected = calloc(out->combos.count ? out->combos.count : 1, sizeof *out->selected);
     if (!error && !out->selected) error = PARITY_ERROR(PARITY_ERROR_MEMORY, "planning the run");
     for (size_t i = 0; !error && i < out->combos.count; i++) {

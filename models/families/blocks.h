@@ -17,6 +17,12 @@ parity_error *block_mlp(family_context *context, const char *module, parity_vari
 parity_error *block_moe(family_context *context, int64_t layer, parity_variable *x, parity_variable **out,
                         parity_variable **router_output);
 
+// attention(q, k, v) over the batch's documents: q (N, Hq, D), k (N, Hk, D), v (N, Hk, Dv) -> (N, Hq, Dv).
+// Under sequence parallel (Ulysses) the heads are exchanged for the whole sequence around it
+// (models/parallel/parallel_nodes.h); k/v with one head are repeated for the ranks first.
+parity_error *block_attend(family_context *context, const char *module, parity_variable *query, parity_variable *key,
+                           parity_variable *value, double scale, int64_t window, parity_variable **out);
+
 // The rotary description of the model (partial factor, layout, scaling) from its config.
 void block_rope_description(const parity_model_config *config, parity_rope_description *out);
 

@@ -13,6 +13,7 @@
 
 #include "models/families/blocks.h"
 #include "models/families/decoder_family.h"
+#include "models/parallel/parallel_nodes.h"
 
 // HF computes the aux loss only when output_router_logits is set, for the types that have one
 // (traits load_balancing_loss; DeepSeek-V3 has none).
@@ -78,10 +79,19 @@ parity_error *decoder_forward(parity_model *model, parity_tape *tape, const pari
         const parity_backend *balance;
         PARITY_TRY(family_backend(&context, PARITY_OP_ID_LOAD_BALANCING_LOSS, &balance));
         PARITY_TRY(parity_node_stack_rows(tape, "router outputs", router_outputs, router_count, &stacked));
+        // Under a layout the aux loss is the whole batch's: every rank computes it from every rank's
+        // router logits, and adds 1 / ranks of it, so the ranks' summed losses count it once and the
+        // gather's backward (a reduce-scatter) gives each rank's logits their whole gradient.
+        const parity_parallel *parallel = model->placements ? model->parallel : NULL;
+        double coefficient = config->router_aux_loss_coef;
+        if (parallel) {
+            PARITY_TRY(parity_node_gather_rows(tape, "router outputs (every rank)", parallel->world, stacked, &stacked));
+            coefficient /= parallel->ranks;
+        }
         PARITY_TRY(parity_node_load_balancing_loss(tape, balance, "aux_loss",
                                                    stacked, router_count, config->num_experts_per_tok, &aux));
         outputs->aux_loss = aux;
-        PARITY_TRY(parity_node_weighted_sum(tape, "loss", cross_entropy, 1.0, aux, config->router_aux_loss_coef, &outputs->loss));
+        PARITY_TRY(parity_node_weighted_sum(tape, "loss", cross_entropy, 1.0, aux, coefficient, &outputs->loss));
     }
     return NULL;
 }

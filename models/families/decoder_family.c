@@ -51,6 +51,9 @@ static parity_error *decoder_requirements(const parity_model_config *config, par
         PARITY_TRY(family_require(&list, PARITY_OP_SPLIT, 0, NULL));
         PARITY_TRY(family_require(&list, PARITY_OP_SIGMOID_GATE, 0, NULL));
     }
+    // fewer kv heads than query heads: a sequence-parallel layout with more ranks than kv heads repeats
+    // them for its ranks (block_attend)
+    if (!mla && config->num_key_value_heads < config->num_attention_heads) PARITY_TRY(family_require(&list, PARITY_OP_BROADCAST_HEADS, 0, NULL));
     if (mla) {
         PARITY_TRY(family_require(&list, PARITY_OP_SPLIT, 0, NULL));
         PARITY_TRY(family_require(&list, PARITY_OP_CONCAT, 0, NULL));

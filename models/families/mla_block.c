@@ -16,12 +16,11 @@ static double yarn_mscale(double factor, double mscale) { return factor <= 1 ? 1
 parity_error *block_mla(family_context *context, int64_t layer, parity_variable *x, parity_variable **out) {
     const parity_model_config *config = &context->model->config;
     parity_tape *tape = context->tape;
-    const parity_backend *split, *concat, *rotary, *broadcast, *attention;
+    const parity_backend *split, *concat, *rotary, *broadcast;
     PARITY_TRY(family_backend(context, PARITY_OP_ID_SPLIT, &split));
     PARITY_TRY(family_backend(context, PARITY_OP_ID_CONCAT, &concat));
     PARITY_TRY(family_backend(context, PARITY_OP_ID_ROTARY, &rotary));
     PARITY_TRY(family_backend(context, PARITY_OP_ID_BROADCAST_HEADS, &broadcast));
-    PARITY_TRY(family_backend(context, PARITY_OP_ID_ATTENTION, &attention));
     int64_t tokens = x->value.shape[0], heads = config->num_attention_heads;
     int64_t nope = config->qk_nope_head_dim, rope_dim = config->qk_rope_head_dim, value_dim = config->v_head_dim;
     char module[96];
@@ -65,8 +64,7 @@ parity_error *block_mla(family_context *context, int64_t layer, parity_variable 
         scale *= mscale * mscale;
     }
     parity_variable *attended, *flat;
-    PARITY_TRY(parity_node_attention(tape, attention, module, query_states, key_states,
-                                     key_value_parts[1], &context->batch->cu_seqlens, scale, true, 0, &attended));
+    PARITY_TRY(block_attend(context, module, query_states, key_states, key_value_parts[1], scale, 0, &attended));
     PARITY_TRY(family_reshape(context, attended, PARITY_SHAPE(tokens, heads * value_dim), &flat));
     return family_linear(context, flat, false, out, "%s.o_proj", module);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "models/families/blocks.h"
+#include "models/parallel/parallel_nodes.h"
 
 parity_error *block_moe(family_context *context, int64_t layer, parity_variable *x, parity_variable **out,
                         parity_variable **router_output) {
@@ -58,8 +59,22 @@ parity_error *block_moe(family_context *context, int64_t layer, parity_variable 
     PARITY_TRY(family_parameter(context, &gate_up, "%s.experts.gate_up_proj", module));
     PARITY_TRY(family_parameter(context, &down, "%s.experts.down_proj", module));
     PARITY_TRY(family_backend(context, PARITY_OP_ID_MOE_EXPERTS, &experts));
-    PARITY_TRY(parity_node_moe_experts(tape, experts, module, x, gate_up, down, indices,
-                                       weights, &routed));
+    const parity_parallel *parallel = context->model->placements ? context->model->parallel : NULL;
+    if (parallel && parallel->layout.ep > 1) { // expert parallel: the items travel to their experts' rank and back
+        parity_variable *received, *local_indices, *received_weights, *expert_outputs;
+        const parity_expert_plan *plan;
+        PARITY_TRY(parity_node_expert_dispatch(tape, module, parallel->experts, config->num_experts, x, indices, weights,
+                                               &received, &local_indices, &received_weights, &plan));
+        if (received->value.shape[0] > 0)
+            PARITY_TRY(parity_node_moe_experts(tape, experts, module, received, gate_up, down, local_indices,
+                                               received_weights, &expert_outputs));
+        else // no item for this rank's experts: nothing to compute, nothing to differentiate
+            PARITY_TRY(parity_tape_new_variable(tape, module, x->value.dtype, PARITY_SHAPE(0, x->value.shape[1]),
+                                                false, &expert_outputs));
+        PARITY_TRY(parity_node_expert_combine(tape, module, plan, expert_outputs, &routed));
+    } else {
+        PARITY_TRY(parity_node_moe_experts(tape, experts, module, x, gate_up, down, indices, weights, &routed));
+    }
     *router_output = config->traits->load_balancing_loss ? logits : NULL;
     PARITY_TRY(family_backend(context, PARITY_OP_ID_ADD, &add));
     char shared[128];

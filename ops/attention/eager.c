@@ -261,8 +261,12 @@ PARITY_BACKEND_REGISTRATION(attention, eager, cpu) {
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
+        // PARITY_CAP_SEQUENCE_PARALLEL, a deviation from the seed's table (eager: no SP, since VeOmni wraps
+        // only the flash/flex values in its Ulysses facade): in parity the all-to-all around attention
+        // is the model's (models/parallel/ulysses.c), so the kernel sees whole sequences of its heads,
+        // and the eager reference is what the sp layouts' baselines run (test_parallel_layouts.c).
         .capabilities = PARITY_CAP_VARLEN | PARITY_CAP_GQA | PARITY_CAP_SLIDING_WINDOW | PARITY_CAP_BATCH_INVARIANT |
-                        PARITY_CAP_DETERMINISTIC,
+                        PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL,
         .kernels = &attention_eager_kernels,
         .description = "reference attention (HF eager_attention_forward: bf16 scores, f32 softmax), f64/f32/bf16",
     });

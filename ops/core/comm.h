@@ -41,7 +41,13 @@ const char *parity_comm_name(const parity_comm *comm); // "world", or the name g
 // Sub-groups (dp, sp, ep): the ranks with the same `color` form a group, ordered by `key`; `name`
 // (copied) appears in errors. Collective over `comm`. Free with parity_comm_free.
 parity_error *parity_comm_split(parity_comm *comm, int color, int key, const char *name, parity_comm **out);
-void parity_comm_free(parity_comm *comm); // NULL and the world are no-ops
+void parity_comm_free(parity_comm *comm); // NULL, the world and prefixes are no-ops
+
+// The group of the world's first `ranks` ranks (1 <= ranks <= world size; the world itself for all of
+// them), owned by the library and made once per count: the first call for a count is collective over
+// the world (every rank makes it, in the same order of counts), later ones are not. A rank past them
+// gets *out = NULL.
+parity_error *parity_comm_world_prefix(int ranks, parity_comm **out);
 
 // (count) -> (count) on every rank: the sum in rank order.
 parity_error *parity_comm_all_reduce(parity_comm *comm, const void *send, void *recv, int64_t count, parity_dtype dtype);
@@ -75,6 +81,10 @@ void parity_comm_finalize(void);
 // ends every rank of the run at once with `exit_code` (MPI_Abort). Without MPI started, or in a
 // one-rank world, it returns and the caller exits as usual.
 void parity_comm_abort(int exit_code);
+// NULL while every collective finished; after one failed or timed out (a rank died, hangs or took
+// another path), that first failure's message, for good: the ranks no longer pair up, so a caller
+// makes no further collective (a run records the combo, writes its reports and ends with exit 3).
+const char *parity_comm_failure(void);
 
 #ifdef __cplusplus
 }

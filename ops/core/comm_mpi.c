@@ -9,34 +9,54 @@
 // never touches MPI (no MPI_Init: a single-device run pays nothing for it); its collectives are
 // copies through the same code (sums of one rank, rounded as above). No collective waits forever:
 // each is started non-blocking and polled, and a rank that has waited PARITY_COMM_TIMEOUT_S seconds
-// (default 60) for the others returns a DEVICE error naming the collective, the group and itself,
+// (default 40, so every rank has stopped within a minute) for the others returns a DEVICE error naming the collective, the group and itself,
 // so a rank that died or hangs ends the run (the CLI aborts every rank, exit 3) instead of leaving
 // every rank blocked.
 #include "ops/core/comm.h"
 
+#include <errno.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct parity_comm {
     MPI_Comm handle; // unused for a one-rank world (self)
     int rank, size;
     char name[32];
     bool world, self;
+    bool prefix; // one of the cached prefixes of the world (parity_comm_world_prefix): not freed by callers
 };
 
 static parity_comm world_comm;
 static bool started_here; // MPI_Init was ours, so MPI_Finalize is too
 
+static char first_failure[512]; // parity_comm_failure
+
+typedef struct rank_place {
+    long long pid;
+    char host[64];
+} rank_place;
+static rank_place *rank_places; // the world's ranks (parity_comm_world), or NULL
+
+const char *parity_comm_failure(void) { return first_failure[0] ? first_failure : NULL; }
+
+// Records the first failure of a collective (the ranks no longer pair up) and passes the error on.
+static parity_error *failed(parity_error *error) {
+    if (!first_failure[0]) snprintf(first_failure, sizeof first_failure, "%s", parity_error_message(error));
+    return error;
+}
+
 static parity_error *mpi_error(int code, const char *what, const parity_comm *comm) {
     char message[MPI_MAX_ERROR_STRING] = "";
     int length = 0;
     MPI_Error_string(code, message, &length);
-    return PARITY_ERROR(PARITY_ERROR_DEVICE, "MPI %s over the %s group (rank %d of %d): %s", what,
-                        comm ? comm->name : "world", comm ? comm->rank : -1, comm ? comm->size : 0, message);
+    return failed(PARITY_ERROR(PARITY_ERROR_DEVICE, "MPI %s over the %s group (rank %d of %d): %s", what,
+                               comm ? comm->name : "world", comm ? comm->rank : -1, comm ? comm->size : 0, message));
 }
 
 #define MPI_TRY(call, what, comm)                                                                                     \
@@ -83,9 +103,34 @@ parity_error *parity_comm_world(parity_comm **out) {
     MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &world_comm.rank), "rank", NULL);
     MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &world_comm.size), "size", NULL);
     snprintf(world_comm.name, sizeof world_comm.name, "world");
+    // every rank's pid and host, while all are alive, so a timed-out rank can say which are gone
+    rank_places = calloc((size_t)world_comm.size, sizeof *rank_places);
+    if (rank_places) {
+        rank_place mine = {.pid = (long long)getpid()};
+        gethostname(mine.host, sizeof mine.host - 1);
+        if (MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, rank_places, (int)sizeof mine, MPI_BYTE, MPI_COMM_WORLD) !=
+            MPI_SUCCESS) {
+            free(rank_places);
+            rank_places = NULL;
+        }
+    }
     world_comm.world = true;
     *out = &world_comm;
     return NULL;
+}
+
+// "; rank 1 (pid 123 on this host) is gone" for the world's ranks on this host that no longer exist.
+static void gone_ranks(char *out, size_t size) {
+    out[0] = '\0';
+    if (!rank_places) return;
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    size_t used = 0;
+    for (int r = 0; r < world_comm.size && used < size; r++) {
+        if (r == world_comm.rank || strcmp(rank_places[r].host, host) != 0) continue;
+        if (kill((pid_t)rank_places[r].pid, 0) == 0 || errno != ESRCH) continue;
+        used += (size_t)snprintf(out + used, size - used, "; rank %d (pid %lld on this host) is gone", r, rank_places[r].pid);
+    }
 }
 
 int parity_comm_rank(const parity_comm *comm) { return comm->rank; }
@@ -104,6 +149,15 @@ parity_error *parity_comm_split(parity_comm *comm, int color, int key, const cha
         *out = group;
         return NULL;
     }
+    // MPI_Comm_split blocks without a deadline: a barrier with one first, so a rank that died or hangs
+    // before the split is a timed-out error here, not a hang inside MPI
+    parity_error *arrived = parity_comm_barrier(comm);
+    if (arrived) {
+        arrived = parity_error_wrap(arrived, __FILE__, __LINE__, "before splitting the %s group into %s groups", comm->name,
+                                    group->name);
+        free(group);
+        return arrived;
+    }
     int code = MPI_Comm_split(comm->handle, color, key, &group->handle);
     if (code == MPI_SUCCESS) code = MPI_Comm_set_errhandler(group->handle, MPI_ERRORS_RETURN);
     if (code == MPI_SUCCESS) code = MPI_Comm_rank(group->handle, &group->rank);
@@ -118,8 +172,39 @@ parity_error *parity_comm_split(parity_comm *comm, int color, int key, const cha
     return NULL;
 }
 
+enum { MOST_PREFIX_RANKS = 1024 };
+static parity_comm *prefixes[MOST_PREFIX_RANKS + 1];
+static bool prefix_made[MOST_PREFIX_RANKS + 1];
+
+parity_error *parity_comm_world_prefix(int ranks, parity_comm **out) {
+    *out = NULL;
+    parity_comm *world;
+    PARITY_TRY(parity_comm_world(&world));
+    PARITY_CHECK(ranks >= 1 && ranks <= world->size && ranks <= MOST_PREFIX_RANKS, PARITY_ERROR_USAGE,
+                 "the first %d ranks of a world of %d", ranks, world->size);
+    if (ranks == world->size) {
+        *out = world;
+        return NULL;
+    }
+    if (!prefix_made[ranks]) {
+        parity_comm *group = NULL;
+        char name[32];
+        snprintf(name, sizeof name, "first %d ranks", ranks);
+        PARITY_TRY(parity_comm_split(world, world->rank < ranks ? 0 : 1, world->rank, name, &group));
+        if (world->rank < ranks) {
+            group->prefix = true;
+            prefixes[ranks] = group;
+        } else {
+            parity_comm_free(group);
+        }
+        prefix_made[ranks] = true;
+    }
+    *out = prefixes[ranks];
+    return NULL;
+}
+
 void parity_comm_free(parity_comm *comm) {
-    if (!comm || comm->world) return;
+    if (!comm || comm->world || comm->prefix) return;
     if (comm->self) {
         free(comm);
         return;
@@ -155,7 +240,7 @@ static double timeout_seconds(void) {
         double value = strtod(text, &end);
         if (end != text && !*end && value > 0) return value;
     }
-    return 60;
+    return 40;
 }
 
 static double now_seconds(void) {
@@ -178,11 +263,14 @@ static parity_error *finish(int code, MPI_Request *request, const char *what, co
             nanosleep(&pause, NULL);
         }
         const double waited = now_seconds() - started;
-        if (waited > limit)
-            return PARITY_ERROR(PARITY_ERROR_DEVICE,
-                                "MPI %s over the %s group: rank %d of %d waited %.0f s for the others (a rank died, "
-                                "hangs or took another path; PARITY_COMM_TIMEOUT_S sets the limit)",
-                                what, comm->name, comm->rank, comm->size, waited);
+        if (waited > limit) {
+            char gone[256];
+            gone_ranks(gone, sizeof gone);
+            return failed(PARITY_ERROR(PARITY_ERROR_DEVICE,
+                                       "MPI %s over the %s group: rank %d of %d waited %.0f s for the others (a rank "
+                                       "died, hangs or took another path; PARITY_COMM_TIMEOUT_S sets the limit)%s",
+                                       what, comm->name, comm->rank, comm->size, waited, gone));
+        }
     }
 }
 

@@ -293,14 +293,16 @@ static const parity_moe_experts_kernels moe_experts_eager_kernels = {moe_experts
                                                                    NULL};
 
 PARITY_BACKEND_REGISTRATION(moe_experts, eager, cpu) {
-    // No PARITY_CAP_EXPERT_PARALLEL: VeOmni's eager experts have no expert-parallel support (and no CPU
-    // backend claims parallel safety before multi-rank code exists: test_capability_claims.c).
+    // PARITY_CAP_EXPERT_PARALLEL, as issue 16 asks and unlike the seed's table (VeOmni's eager loop has
+    // no EP): in parity the dispatch and combine are the model's (models/parallel/expert_parallel.c),
+    // and the kernel runs the rank's slice of experts on the tokens it received, so the eager
+    // reference is what the ep layouts' baselines run (test_parallel_layouts.c proves it).
     return parity_registry_add(&(parity_backend){
         .op = PARITY_OP_MOE_EXPERTS,
         .name = "eager",
         .device = PARITY_DEVICE_CPU,
         .dtypes = PARITY_FLOAT_DTYPES,
-        .capabilities = PARITY_CAP_DETERMINISTIC,
+        .capabilities = PARITY_CAP_DETERMINISTIC | PARITY_CAP_EXPERT_PARALLEL,
         .kernels = &moe_experts_eager_kernels,
         .description = "reference MoE experts: HF's loop over experts, fused gate_up_proj layout, f64/f32/bf16",
     });

@@ -127,7 +127,7 @@ Test(suite_parsing, relative_paths_resolve_from_the_suite_folder_and_defaults_ap
     parity_suite_free(suite);
 }
 
-Test(suite_parsing, ranks_above_one_are_reported_not_built_with_their_line) {
+Test(suite_parsing, ranks_above_one_point_to_the_layouts_with_their_line) {
     static const char text[] = "dtypes: bf16\ndevices: cpu\nranks: 4\nmodels:\n" MODEL;
     parity_suite *suite = NULL;
     cr_assert_null(parity_suite_parse(text, strlen(text), "suites/ranks.yaml", &suite));
@@ -136,7 +136,7 @@ Test(suite_parsing, ranks_above_one_are_reported_not_built_with_their_line) {
     cr_expect_eq(parity_error_kind_of(error), PARITY_ERROR_CONFIG);
     char message[512];
     parity_error_format(error, message, sizeof message);
-    cr_expect(strstr(message, "suites/ranks.yaml:3: ranks: 4: not supported: suites do not name multi-rank layouts yet"), "%s", message);
+    cr_expect(strstr(message, "suites/ranks.yaml:3: ranks: 4: the ranks come from the layouts: name them under parallel:"), "%s", message);
     parity_error_free(error);
     parity_suite_free(suite);
 }
