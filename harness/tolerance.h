@@ -41,6 +41,8 @@
 typedef enum parity_tolerance_rule {
     PARITY_RULE_PARITY = 0,
     PARITY_RULE_VEOMNI,
+    PARITY_RULE_VEOMNI_PARALLEL, // veomni under a multi-rank layout: test_e2e_parallel's 0.1 against the
+                                 // single-device eager of the golden (a suite says veomni; never parsed)
 } parity_tolerance_rule;
 
 typedef enum parity_metric_kind {
@@ -54,6 +56,7 @@ typedef enum parity_metric_kind {
 
 #define PARITY_VEOMNI_RTOL 1e-2
 #define PARITY_VEOMNI_ATOL 1e-2
+#define PARITY_VEOMNI_PARALLEL_TOL 0.1 // rtol = atol in VeOmni's tests/e2e/test_e2e_parallel.py
 
 // "parity", "veomni"; parse accepts the same names.
 const char *parity_tolerance_rule_name(parity_tolerance_rule rule);
@@ -83,5 +86,8 @@ void parity_tolerance_check_sketch(const char *name, parity_dtype dtype, double 
                                    double spread, double golden_norm, int64_t numel, parity_metric *out);
 // The veomni rule against `reference` (stored in out->golden).
 void parity_tolerance_check_veomni(const char *name, double value, double reference, parity_metric *out);
+// The same with rtol = atol = `tolerance` (PARITY_VEOMNI_PARALLEL_TOL for the layouts).
+void parity_tolerance_check_veomni_at(const char *name, double value, double reference, double tolerance,
+                                      parity_metric *out);
 
 #endif

@@ -74,10 +74,11 @@ parity_error *parity_run_compare(parity_tolerance_rule rule, parity_dtype dtype,
                                  const parity_step_result *value, const parity_step_result *eager,
                                  const parity_run_spread *spread, parity_combo_result *result) {
     parity_metric metric;
-    if (rule == PARITY_RULE_VEOMNI) {
-        parity_tolerance_check_veomni("loss", value->loss, eager->loss, &metric);
+    if (rule == PARITY_RULE_VEOMNI || rule == PARITY_RULE_VEOMNI_PARALLEL) {
+        const double tolerance = rule == PARITY_RULE_VEOMNI_PARALLEL ? PARITY_VEOMNI_PARALLEL_TOL : PARITY_VEOMNI_RTOL;
+        parity_tolerance_check_veomni_at("loss", value->loss, eager->loss, tolerance, &metric);
         PARITY_TRY(parity_metric_add(result, &metric));
-        parity_tolerance_check_veomni("grad_norm", value->grad_norm, eager->grad_norm, &metric);
+        parity_tolerance_check_veomni_at("grad_norm", value->grad_norm, eager->grad_norm, tolerance, &metric);
         return parity_metric_add(result, &metric);
     }
     const parity_step_result *spread_values = spread ? &spread->values : NULL;

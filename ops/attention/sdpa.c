@@ -13,7 +13,6 @@
 
 #include "ops/attention/attention.h"
 #include "ops/attention/matmul.h"
-#include "ops/attention/tiled_cpu.h"
 #include "ops/core/cpu_math.h"
 #include "ops/builtin_backends.h"
 #include "ops/registry.h"
@@ -306,8 +305,7 @@ static parity_error *attention_sdpa_backward(const parity_exec *exec, const pari
     return error;
 }
 
-// Shared with flash_attention_2 on the CPU (flash_attention_2.c): the same algorithm, the same tiles.
-const parity_attention_kernels parity_attention_tiled_cpu_kernels = {attention_sdpa_forward, attention_sdpa_backward};
+static const parity_attention_kernels attention_sdpa_kernels = {attention_sdpa_forward, attention_sdpa_backward};
 
 PARITY_BACKEND_REGISTRATION(attention, sdpa, cpu) {
     return parity_registry_add(&(parity_backend){
@@ -317,7 +315,7 @@ PARITY_BACKEND_REGISTRATION(attention, sdpa, cpu) {
         .dtypes = PARITY_FLOAT_DTYPES,
         .capabilities = PARITY_CAP_VARLEN | PARITY_CAP_GQA | PARITY_CAP_SLIDING_WINDOW | PARITY_CAP_BATCH_INVARIANT |
                         PARITY_CAP_DETERMINISTIC,
-        .kernels = &parity_attention_tiled_cpu_kernels,
+        .kernels = &attention_sdpa_kernels,
         .description = "tiled online-softmax attention (FlashAttention-2 on the CPU, 16 x 16 tiles), saves only lse",
     });
 }

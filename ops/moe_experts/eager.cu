@@ -319,8 +319,9 @@ PARITY_BACKEND_REGISTRATION(moe_experts, eager, cuda) {
     backend.name = "eager";
     backend.device = PARITY_DEVICE_CUDA;
     backend.dtypes = PARITY_FLOAT_DTYPES;
-    // No PARITY_CAP_EXPERT_PARALLEL: VeOmni's eager experts have no expert-parallel support.
-    backend.capabilities = PARITY_CAP_DETERMINISTIC | PARITY_CAP_SEQUENCE_PARALLEL;
+    // No PARITY_CAP_EXPERT_PARALLEL yet: the CPU twin claims it (moe_experts/eager.c), this one waits for
+    // the NCCL layouts to run it (test_capability_claims.c); sequence parallelism is attention's claim.
+    backend.capabilities = PARITY_CAP_DETERMINISTIC;
     backend.kernels = &moe_experts_cuda_eager_kernels;
     backend.description = "reference MoE experts on CUDA: HF's loop over experts, cuBLAS GEMMs on each expert's gathered "
                           "rows, f64/f32/bf16";

@@ -65,7 +65,6 @@ const size_t all_gpu_op_case_list_count = sizeof all_gpu_op_cases / sizeof all_g
 const op_backend_pair all_backend_pairs[] = {
     {PARITY_OP_CROSS_ENTROPY, "chunk_loss", 1e-12},
     {PARITY_OP_ATTENTION, "sdpa", 1e-12},
-    {PARITY_OP_ATTENTION, "flash_attention_2", 1e-12}, // on the CPU: sdpa's kernels (flash_attention_2.c)
     {PARITY_OP_GATED_DELTA_RULE, "fla", 1e-12},
 };
 const size_t all_backend_pair_count = sizeof all_backend_pairs / sizeof all_backend_pairs[0];

@@ -8,9 +8,12 @@
 //   here; every CUDA backend on cuda:0 (skipped visibly without a GPU); and, without a GPU too, every
 //   claimant must have a layout row below, so a new claim cannot go untested. A backend whose output
 //   depends on the batch size is caught (the check can see).
-//   Sequence- and expert-parallel safety (PARITY_CAP_SEQUENCE_PARALLEL, PARITY_CAP_EXPERT_PARALLEL): the
-//   only multi-rank layout built is data parallel (harness/evaluate.h), which needs neither, so no CPU
-//   backend may claim either; the flags come back with the sp and ep layouts that can test them.
+//   Sequence- and expert-parallel safety (PARITY_CAP_SEQUENCE_PARALLEL, PARITY_CAP_EXPERT_PARALLEL):
+//   every CPU backend that claims one has a row below naming the layout rows of
+//   test_parallel_layouts.c that run it under sp / ep against the one-rank result (and the parallel
+//   suite runs it against the goldens); a claim without a row, or a row whose backend does not claim
+//   it, fails. (Off the CPU no layout runs yet, so claims there are not acted on; the per-token CUDA
+//   ops' sequence-parallel flag says only that they are local to a token.)
 // (The wider batch-invariance rows of test_ops_fused_gpu.c, pools of 1500 rows up to 4096 wide, stay
 // for the fused CUDA kernels whose grids change with the batch.)
 #include <criterion/criterion.h>
@@ -292,17 +295,42 @@ Test(capability_claims, every_batch_invariance_claim_has_rows_to_prove_it) {
     cr_expect_gt(claims, 0);
 }
 
-Test(capability_claims, no_cpu_backend_claims_parallel_safety_before_parallel_code_exists) {
+// The CPU backends allowed to claim parallel safety, each with the layout rows that prove it.
+static const struct {
+    const char *op, *name;
+    uint32_t claims;
+    const char *proof; // rows of suites/tests/test_parallel_layouts.c (layout_rows)
+} parallel_claims[] = {
+    {PARITY_OP_ATTENTION, "eager", PARITY_CAP_SEQUENCE_PARALLEL,
+     "layout_rows: llama3_tiny sp=2 (plain and packed), dp=2,sp=2; qwen3_tiny sp=4; deepseek_v3_tiny sp=2"},
+    {PARITY_OP_MOE_EXPERTS, "eager", PARITY_CAP_EXPERT_PARALLEL,
+     "layout_rows: qwen3_moe_tiny ep=2, sp=2,ep=2, fsdp=2,sp=2,ep=2, dp=2,sp=2,ep=4; deepseek_v3_tiny and "
+     "qwen3_5_moe_tiny fsdp=2,ep=2"},
+};
+
+Test(capability_claims, every_cpu_parallel_safety_claim_has_its_layout_rows) {
     assert_ok(parity_registry_register_builtins(), "registering built-in backends");
     const uint32_t parallel = PARITY_CAP_SEQUENCE_PARALLEL | PARITY_CAP_EXPERT_PARALLEL;
     int cpu_backends = 0;
     for (size_t i = 0; i < parity_registry_count(); i++) {
         const parity_backend *backend = parity_registry_at(i);
+        // off the CPU no layout runs yet (model_parallel.c refuses it), so a claim there is not acted on
         if (backend->device != PARITY_DEVICE_CPU) continue;
         cpu_backends++;
+        uint32_t allowed = 0;
+        for (size_t c = 0; c < ROWS(parallel_claims); c++)
+            if (strcmp(parallel_claims[c].op, backend->op) == 0 && strcmp(parallel_claims[c].name, backend->name) == 0)
+                allowed = parallel_claims[c].claims;
         char names[128];
-        cr_expect_eq(backend->capabilities & parallel, 0, "cpu %s %s claims %s, and no sp / ep layout exists to test it",
-                     backend->op, backend->name, parity_capability_names(backend->capabilities & parallel, names, sizeof names));
+        cr_expect_eq(backend->capabilities & parallel, allowed, "cpu %s %s claims %s; test_capability_claims.c's rows allow %s",
+                     backend->op, backend->name, parity_capability_names(backend->capabilities & parallel, names, sizeof names),
+                     allowed ? "other claims" : "none");
     }
     cr_expect_gt(cpu_backends, 0);
+    for (size_t c = 0; c < ROWS(parallel_claims); c++) {
+        const parity_backend *backend = parity_registry_find(parallel_claims[c].op, parallel_claims[c].name, PARITY_DEVICE_CPU);
+        cr_expect(backend && (backend->capabilities & parallel_claims[c].claims) == parallel_claims[c].claims,
+                  "row %s %s: the backend does not make the claim (%s)", parallel_claims[c].op, parallel_claims[c].name,
+                  parallel_claims[c].proof);
+    }
 }

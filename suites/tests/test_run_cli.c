@@ -238,7 +238,7 @@ Test(run_cli, usage_and_suite_errors_exit_2) {
     snprintf(arguments, sizeof arguments, "run --suite %s --list", ranks_suite);
     command_result ranks = run_parity(arguments);
     cr_expect_eq(ranks.exit_code, 2, "%s", ranks.output);
-    cr_expect(strstr(ranks.output, "ranks.yaml:3: ranks: 2: not supported: suites do not name multi-rank layouts yet") != NULL, "%s",
+    cr_expect(strstr(ranks.output, "ranks.yaml:3: ranks: 2: the ranks come from the layouts: name them under parallel:") != NULL, "%s",
               ranks.output);
     free(ranks.output);
     remove_scratch(&s);
