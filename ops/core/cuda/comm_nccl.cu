@@ -54,7 +54,7 @@ char load_failure[768];
 
 template <typename Function> bool lookup(void *handle, const char *name, const char *symbol, Function &out) {
     out = reinterpret_cast<Function>(dlsym(handle, symbol));
-    if (!out) snprintf(load_failure, sizeof load_failure, "NCCL (%s) has no symbol %s: NCCL 2.18 or newer is needed", name, symbol);
+    if (!out) snprintf(load_failure, sizeof load_failure, "NCCL (%s) has no symbol %s: NCCL 2.14 or newer is needed", name, symbol);
     return out != nullptr;
 }
 
@@ -197,7 +197,7 @@ struct parity_nccl_comm {
     int rank, size, device;
     bool failed;       // a call failed or timed out: the communicator was aborted, no further call
     char name[48];
-    void *scratch;     // the gathered blocks of the rank-order sums (stream-ordered allocation)
+    void *scratch;     // the gathered blocks of the rank-order sums
     size_t scratch_bytes;
     cudaEvent_t scratch_free; // recorded after the last use of the scratch
     bool scratch_used;
@@ -419,20 +419,31 @@ extern "C" const char *parity_nccl_collective_name(parity_nccl_collective collec
 }
 
 // The scratch of a rank-order sum, at least `bytes`, usable on `stream` (after its previous use,
-// whatever stream that was on).
+// whatever stream that was on). Plain cudaMalloc, as nccl-tests' buffers: growing waits (with the
+// deadline) for the last use of the old one before freeing it.
 static parity_error *scratch_for(parity_nccl_comm *nccl, size_t bytes, cudaStream_t stream, const char *what) {
+    if (nccl->scratch_bytes < bytes && nccl->scratch) {
+        const double limit = timeout_seconds(), started = now_seconds();
+        for (long polls = 0;; polls++) {
+            cudaError_t status = cudaEventQuery(nccl->scratch_free);
+            if (status == cudaSuccess) break;
+            if (status != cudaErrorNotReady) return CUDA_FAILED(nccl, what, status);
+            const double waited = now_seconds() - started;
+            if (waited > limit) return timed_out(nccl, what, waited, __FILE__, __LINE__);
+            pause_after(polls);
+        }
+        cudaError_t status = cudaFree(nccl->scratch);
+        nccl->scratch = NULL;
+        nccl->scratch_bytes = 0;
+        nccl->scratch_used = false;
+        if (status != cudaSuccess) return CUDA_FAILED(nccl, what, status);
+    }
     if (nccl->scratch_used) {
         cudaError_t status = cudaStreamWaitEvent(stream, nccl->scratch_free, 0);
         if (status != cudaSuccess) return CUDA_FAILED(nccl, what, status);
     }
-    if (nccl->scratch_bytes >= bytes) return NULL;
-    if (nccl->scratch) {
-        cudaError_t status = cudaFreeAsync(nccl->scratch, stream); // after its last use (waited for above)
-        nccl->scratch = NULL;
-        nccl->scratch_bytes = 0;
-        if (status != cudaSuccess) return CUDA_FAILED(nccl, what, status);
-    }
-    cudaError_t status = cudaMallocAsync(&nccl->scratch, bytes, stream);
+    if (nccl->scratch) return NULL;
+    cudaError_t status = cudaMalloc(&nccl->scratch, bytes);
     if (status != cudaSuccess) {
         cudaGetLastError();
         nccl->scratch = NULL;
