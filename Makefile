@@ -57,6 +57,14 @@ ifeq ($(WITH_CUDA),1)
 else
   CU_SOURCES :=
 endif
+# NCCL (ops/core/cuda/comm_nccl.cu, which dlopens libnccl.so.2 on first use) needs nccl.h for its
+# types; without it, or without CUDA, ops/core/comm_nccl_stub.c stands in (every call UNAVAILABLE).
+NCCL_HEADER := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
+ifeq ($(WITH_CUDA)$(if $(NCCL_HEADER),1,0),11)
+  C_SOURCES := $(filter-out ops/core/comm_nccl_stub.c,$(C_SOURCES))
+else
+  CU_SOURCES := $(filter-out ops/core/cuda/comm_nccl.cu,$(CU_SOURCES))
+endif
 # wgmma exists only on the architecture-specific sm_90a target (no sm_90 or PTX form), so the files
 # that issue it (fused_quack's grouped GEMMs) are built for sm_90a alone, whatever CUDA_ARCH says;
 # their backends claim compute capability 9.0 and check it before launching.

@@ -60,12 +60,30 @@ Peers (bf16 unless --dtype):
                  carries the exception. Every measured row carries "flops", parity's count
                  (ops/gated_delta_rule/descriptor.c): B T H (2 C (3 K + 2 V) + 6 K V) forward, C = 64, 3x
                  that forward + backward.
+  comm           `parity bench comm --device cuda`'s peers (not in the default --ops): torch.distributed with the
+                 NCCL backend timing all_reduce, all_gather_into_tensor, reduce_scatter_tensor, all_to_all_single
+                 and broadcast over message sizes --comm-min-bytes .. --comm-max-bytes (default 1K .. 1G, x2),
+                 nccl-tests' sizes as parity's (bytes of the larger buffer, the count a multiple of the ranks),
+                 sending parity's values (harness/bench/bench_comm.c: ((rank + 1) 7 + 3 j) % 17 - 8, small integers)
+                 so each row also carries #wrong, the elements of every rank's result that differ from the exact
+                 expected values; per call a barrier, CUDA events around the call alone, --warmup calls first, the
+                 median over --runs of the slowest rank's time (no L2 flush, as nccl-tests and parity bench comm),
+                 algbw = bytes / time and busbw = algbw x 2(n-1)/n (all_reduce), (n-1)/n (all_gather,
+                 reduce_scatter, all_to_all), 1 (broadcast). Rows: op "comm", pass the collective (parity's names),
+                 shape the bytes, plus bytes, count, ranks, algbw_gbps, busbw_gbps, wrong (`parity bench op
+                 --peers` skips them). The world: torchrun's (WORLD_SIZE, RANK, LOCAL_RANK) or mpirun's
+                 (OMPI_COMM_WORLD_*, with MASTER_ADDR / MASTER_PORT defaulting to 127.0.0.1:29500), one GPU a rank
+                 (the local rank's), rank 0 writing --out; without a launcher a world of one process (a file://
+                 rendezvous), the `parity bench comm --device cuda --ranks 1` peer. Over several ranks comm runs
+                 alone. --dtype fp32 matches parity bench comm's default (the script's default is bf16).
   fla-core (0.6.0) and liger-kernel are pure Python on Triton: carry the wheels of ../shared/tools/peer-wheels
   and put them on PYTHONPATH (its header says how); without them their rows say why.
 
 Needs PyTorch with CUDA (present on the GPU host; without torch only --help works). Usage:
   python3 tools/bench_torch_peers.py --out peers.json [--runs 30] [--warmup 5]
       [--ops rms_norm,swiglu,...,moe_experts,rms_norm_gated,causal_conv1d,gated_delta_rule]
+  python3 tools/bench_torch_peers.py --ops comm --dtype fp32 --out comm_peers.json [--comm-max-bytes 64M]
+  torchrun --nproc-per-node 8 tools/bench_torch_peers.py --ops comm --dtype fp32 --out comm_peers.json
 """
 import argparse
 import json
@@ -73,6 +91,7 @@ import os
 import signal
 import statistics
 import sys
+import tempfile
 
 try:
     import torch
@@ -639,6 +658,160 @@ def gated_delta_rule_peers(timer, dtype, name, runs, out):
         torch.cuda.empty_cache()
 
 
+# ---- comm: torch.distributed (NCCL) peers of `parity bench comm --device cuda` ----
+
+COMM_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
+
+
+def comm_world():
+    """(rank, world size, local rank) of the launcher (torchrun, then mpirun), or of a world of one."""
+    env = os.environ
+    if "WORLD_SIZE" in env and "RANK" in env:
+        return int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", "0"))
+    if "OMPI_COMM_WORLD_SIZE" in env:
+        return (int(env["OMPI_COMM_WORLD_RANK"]), int(env["OMPI_COMM_WORLD_SIZE"]),
+                int(env.get("OMPI_COMM_WORLD_LOCAL_RANK", "0")))
+    return 0, 1, 0
+
+
+def comm_init(rank, world, local_rank):
+    import torch.distributed as dist
+    del local_rank  # the device is set (torch.cuda.set_device) before the group is made
+    if "WORLD_SIZE" in os.environ and "RANK" in os.environ:  # torchrun: env:// as it set it up
+        dist.init_process_group("nccl", rank=rank, world_size=world)
+        return dist, None
+    if world > 1:  # mpirun: env:// from Open MPI's variables
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29500")
+        dist.init_process_group("nccl", init_method="env://", rank=rank, world_size=world)
+        return dist, None
+    rendezvous = tempfile.mkdtemp(prefix="bench_torch_peers_")  # a world of one: a file:// rendezvous
+    dist.init_process_group("nccl", init_method=f"file://{rendezvous}/init", rank=0, world_size=1)
+    return dist, rendezvous
+
+
+def comm_value(rank, index):
+    """bench_comm.c's parity_bench_comm_value: what `rank` sends at `index` (int64 tensors)."""
+    return ((rank + 1) * 7 + index * 3) % 17 - 8
+
+
+def comm_expected(collective, count, rank, ranks):
+    """bench_comm.c's expected values of `rank`'s result (an int64 tensor on the GPU)."""
+    c = count // ranks
+    if collective == "all_reduce":
+        i = torch.arange(count, device="cuda")
+        return sum(comm_value(r, i) for r in range(ranks))
+    if collective == "all_gather":
+        i = torch.arange(count, device="cuda")
+        return comm_value(i // c, i % c)
+    if collective == "reduce_scatter":
+        i = torch.arange(c, device="cuda") + rank * c
+        return sum(comm_value(r, i) for r in range(ranks))
+    if collective == "all_to_all":
+        i = torch.arange(count, device="cuda")
+        return comm_value(i // c, rank * c + i % c)
+    return comm_value(0, torch.arange(count, device="cuda"))  # broadcast from rank 0
+
+
+def comm_bus_factor(collective, ranks):
+    if collective == "all_reduce":
+        return 2.0 * (ranks - 1) / ranks
+    if collective == "broadcast":
+        return 1.0
+    return (ranks - 1) / ranks
+
+
+def comm_sizes(min_bytes, max_bytes, factor, element, ranks):
+    """bench_comm.c's message sizes: (bytes, count), count a multiple of the ranks, at least one a rank."""
+    sizes, size = [], min_bytes
+    while size <= max_bytes and len(sizes) < 64:
+        count = size // element // ranks * ranks
+        count = count if count > 0 else ranks
+        sizes.append((count * element, count))
+        size *= factor
+    return sizes
+
+
+def comm_peers(args, dtype, name, rank, ranks, out):
+    import torch.distributed as dist
+    element = torch.tensor([], dtype=dtype).element_size()
+    sizes = comm_sizes(args.comm_min_bytes, args.comm_max_bytes, args.comm_factor, element, ranks)
+    nccl = ".".join(str(v) for v in torch.cuda.nccl.version()) if hasattr(torch.cuda, "nccl") else "?"
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    functions = {"all_reduce": "all_reduce", "all_gather": "all_gather_into_tensor",
+                 "reduce_scatter": "reduce_scatter_tensor", "all_to_all": "all_to_all_single", "broadcast": "broadcast"}
+    if rank == 0:
+        print(f"# torch.distributed nccl {nccl}: {ranks} ranks, {name}, median of {args.runs} calls after "
+              f"{args.warmup} warm-up (CUDA events, the slowest rank's time)", file=sys.stderr, flush=True)
+        print(f"#{'size (B)':>13} {'count':>12} {'type':>6}  {'collective':22} {'time (us)':>12} {'algbw (GB/s)':>12} "
+              f"{'busbw (GB/s)':>12} {'#wrong':>8}", file=sys.stderr, flush=True)
+    for collective in COMM_COLLECTIVES:
+        peer = f"torch.distributed {functions[collective]}"
+        for size, count in sizes:
+            c = count // ranks
+            sends = c if collective == "all_gather" else count
+            receives = c if collective == "reduce_scatter" else count
+            source = comm_value(rank, torch.arange(sends, device="cuda")).to(dtype)
+            result = torch.full((receives,), 1000, device="cuda", dtype=dtype)  # poison: never a correct value
+            in_place = collective in ("all_reduce", "broadcast")
+
+            def call():
+                if collective == "all_reduce":
+                    dist.all_reduce(result)
+                elif collective == "all_gather":
+                    dist.all_gather_into_tensor(result, source)
+                elif collective == "reduce_scatter":
+                    dist.reduce_scatter_tensor(result, source)
+                elif collective == "all_to_all":
+                    dist.all_to_all_single(result, source)
+                else:
+                    dist.broadcast(result, src=0)
+
+            def refill():  # the in-place collectives start from the sent values each call
+                if in_place:
+                    result.copy_(source)
+
+            try:
+                refill()
+                call()
+                torch.cuda.synchronize()
+                wrong = (result.double() != comm_expected(collective, count, rank, ranks).double()).sum()
+                dist.all_reduce(wrong)
+                for _ in range(args.warmup):
+                    refill()
+                    call()
+                times = []
+                for _ in range(args.runs):
+                    refill()
+                    torch.cuda.synchronize()
+                    dist.barrier(device_ids=[torch.cuda.current_device()])
+                    start.record()
+                    call()
+                    stop.record()
+                    stop.synchronize()
+                    times.append(start.elapsed_time(stop))
+                slowest = torch.tensor(times, device="cuda", dtype=torch.float64)
+                dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+                timing = summarize(slowest.tolist())
+            except Exception as error:  # noqa: BLE001 -- the row carries it (an out-of-memory at 1 GiB, say)
+                if rank == 0:
+                    out.append(failed_row("comm", collective, str(size), name, peer, error))
+                continue
+            seconds = timing["median_ms"] * 1e-3
+            algbw = size / seconds / 1e9 if seconds > 0 else 0.0
+            busbw = algbw * comm_bus_factor(collective, ranks)
+            entry = {"op": "comm", "pass": collective, "shape": str(size), "dtype": name, "peer": peer}
+            entry.update(timing)
+            entry.update({"bytes": size, "count": count, "ranks": ranks, "nccl": nccl, "algbw_gbps": algbw,
+                          "busbw_gbps": busbw, "wrong": int(wrong.item())})
+            if rank == 0:
+                print(f" {size:13} {count:12} {name:>6}  {collective:22} {1e6 * seconds:12.2f} {algbw:12.3f} "
+                      f"{busbw:12.3f} {entry['wrong']:8}", file=sys.stderr, flush=True)
+                out.append(entry)
+            del source, result
+        torch.cuda.empty_cache()
+
+
 def write_report(path, peers, interrupted=None):
     report = {"tool": "tools/bench_torch_peers.py", "torch": torch.__version__,
               "device": torch.cuda.get_device_name(0), "cuda": torch.version.cuda, "peers": list(peers)}
@@ -670,6 +843,15 @@ class SavedRows(list):
         return self
 
 
+def parse_bytes(text):
+    """A size as parity bench comm's --min-bytes takes it: digits with an optional K, M or G suffix."""
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1:].lower(), 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit() or int(digits) <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size (e.g. 1K, 64M)")
+    return int(digits) * scale
+
+
 def stop_on_signal(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -682,8 +864,20 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"])
     parser.add_argument("--ops", default=DEFAULT_OPS + "," + GATED_DELTA_NET_OPS,
-                        help="comma-separated ops (default: %(default)s)")
+                        help="comma-separated ops (default: %(default)s; comm: the torch.distributed collectives)")
+    parser.add_argument("--comm-min-bytes", type=parse_bytes, default=1 << 10, help="comm: smallest message (1K)")
+    parser.add_argument("--comm-max-bytes", type=parse_bytes, default=1 << 30, help="comm: largest message (1G)")
+    parser.add_argument("--comm-factor", type=int, default=2, help="comm: size step (2)")
     args = parser.parse_args()
+    ops = args.ops.split(",")
+    rank, ranks, local_rank = comm_world()
+    if args.comm_factor < 2 or args.comm_max_bytes < args.comm_min_bytes:
+        print("bench_torch_peers: --comm-factor must be >= 2 and --comm-max-bytes >= --comm-min-bytes", file=sys.stderr)
+        return 2
+    if ranks > 1 and ops != ["comm"]:
+        print(f"bench_torch_peers: launched over {ranks} ranks: only --ops comm runs there (the op peers time one GPU)",
+              file=sys.stderr)
+        return 2
     if torch is None:
         print(f"bench_torch_peers: PyTorch is not importable here ({TORCH_IMPORT_ERROR})", file=sys.stderr)
         return 3
@@ -691,16 +885,23 @@ def main():
         print("bench_torch_peers: no CUDA device visible to PyTorch", file=sys.stderr)
         return 3
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    torch.cuda.set_device(local_rank % torch.cuda.device_count())  # one GPU a rank (comm over several)
     torch.manual_seed(0)
     timer = Timer(args.warmup, args.runs)
     # the report is rewritten (atomically) after every row, so a run killed outright still leaves the rows
-    # measured before; SIGTERM (timeout(1)) and SIGINT stop the measuring and write "interrupted"
-    peers = SavedRows(args.out)
+    # measured before; SIGTERM (timeout(1)) and SIGINT stop the measuring and write "interrupted". Over
+    # several ranks rank 0 writes it.
+    peers = SavedRows(args.out) if rank == 0 else []
+    distributed = rendezvous = None
     signal.signal(signal.SIGTERM, stop_on_signal)
     interrupted = None
     try:
-        for op in args.ops.split(","):
-            if op == "rms_norm":
+        for op in ops:
+            if op == "comm":
+                if distributed is None:
+                    distributed, rendezvous = comm_init(rank, ranks, local_rank)
+                comm_peers(args, dtype, args.dtype, rank, ranks, peers)
+            elif op == "rms_norm":
                 peers += rms_norm_peers(timer, dtype, args.dtype)
             elif op == "swiglu":
                 peers += swiglu_peers(timer, dtype, args.dtype)
@@ -725,7 +926,13 @@ def main():
     except KeyboardInterrupt:
         interrupted = "stopped by a signal: the rows measured before it are kept, later peers are absent"
         print(f"bench_torch_peers: {interrupted}", file=sys.stderr)
-    write_report(args.out, peers, interrupted)
+    if distributed is not None:
+        distributed.destroy_process_group()
+        if rendezvous:
+            import shutil
+            shutil.rmtree(rendezvous, ignore_errors=True)
+    if rank == 0:
+        write_report(args.out, peers, interrupted)
     return 130 if interrupted else 0
 
 

@@ -1,6 +1,8 @@
 // bench_comm.c: the collectives table of `parity bench comm` (bench_comm.h) and its run: for each
 // collective and message size, one checked call on poisoned receive buffers, then warm-up calls, then
-// timed calls (a barrier before each; the time is the slowest rank's), all on host buffers over MPI.
+// timed calls (a barrier before each; the time is the slowest rank's). Here the host runner (host
+// buffers over MPI, wall-clock time); --device cuda goes to bench_comm_cuda.cu with the same sizes,
+// data, checks and rows.
 #include "harness/bench/bench_comm.h"
 
 #include <stdlib.h>
@@ -77,12 +79,15 @@ static parity_error *run_wrong_group(parity_comm *comm, const void *send, void *
 }
 
 static const parity_bench_collective collectives[] = {
-    {"all_reduce", false, same_count, same_count, all_reduce_factor, run_all_reduce, expect_all_reduce},
-    {"all_gather", false, block_count, same_count, ring_factor, run_all_gather, expect_all_gather},
-    {"reduce_scatter", false, same_count, block_count, ring_factor, run_reduce_scatter, expect_reduce_scatter},
-    {"all_to_all", false, same_count, same_count, ring_factor, run_all_to_all, expect_all_to_all},
-    {"broadcast", false, same_count, same_count, broadcast_factor, run_broadcast, expect_broadcast},
-    {"all_reduce_wrong_group", true, same_count, same_count, all_reduce_factor, run_wrong_group, expect_all_reduce},
+    {"all_reduce", false, false, same_count, same_count, all_reduce_factor, run_all_reduce, expect_all_reduce},
+    {"all_gather", false, false, block_count, same_count, ring_factor, run_all_gather, expect_all_gather},
+    {"reduce_scatter", false, false, same_count, block_count, ring_factor, run_reduce_scatter, expect_reduce_scatter},
+    {"all_to_all", false, false, same_count, same_count, ring_factor, run_all_to_all, expect_all_to_all},
+    {"broadcast", false, false, same_count, same_count, broadcast_factor, run_broadcast, expect_broadcast},
+    // NCCL's own reductions (--device cuda only), beside the rank-order ones: the same values expected
+    {"all_reduce_native", false, true, same_count, same_count, all_reduce_factor, NULL, expect_all_reduce},
+    {"reduce_scatter_native", false, true, same_count, block_count, ring_factor, NULL, expect_reduce_scatter},
+    {"all_reduce_wrong_group", true, false, same_count, same_count, all_reduce_factor, run_wrong_group, expect_all_reduce},
 };
 
 size_t parity_bench_collective_count(void) { return sizeof collectives / sizeof collectives[0]; }
@@ -115,52 +120,75 @@ static double load(const void *buffer, int64_t i, parity_dtype dtype) {
     }
 }
 
+void parity_bench_comm_fill(void *buffer, int64_t n, parity_dtype dtype, int rank) {
+    for (int64_t j = 0; j < n; j++) store(buffer, j, dtype, (double)parity_bench_comm_value(rank, j));
+}
+
+void parity_bench_comm_poison(void *buffer, int64_t n, parity_dtype dtype) {
+    for (int64_t i = 0; i < n; i++) store(buffer, i, dtype, 1000); // never a correct value
+}
+
+int64_t parity_bench_comm_count_wrong(const parity_bench_collective *collective, const void *recv, int64_t count,
+                                      parity_dtype dtype, int rank, int ranks) {
+    const int64_t receives = collective->recv_count(count, ranks);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < receives; i++)
+        if (load(recv, i, dtype) != (double)collective->expected(i, count, rank, ranks)) wrong++;
+    return wrong;
+}
+
+parity_error *parity_bench_comm_finish_row(parity_comm *comm, const parity_bench_comm_options *options,
+                                           const parity_bench_collective *collective, int64_t count, int64_t wrong,
+                                           const double *seconds, double *scratch, parity_bench_comm_row *row) {
+    const int ranks = parity_comm_size(comm), iterations = options->iterations;
+    int64_t total = 0;
+    PARITY_TRY(parity_comm_all_reduce(comm, &wrong, &total, 1, PARITY_I64));
+    double *times = scratch, *slowest = scratch + (size_t)iterations * (size_t)ranks;
+    PARITY_TRY(parity_comm_all_gather(comm, seconds, times, iterations, PARITY_F64));
+    for (int it = 0; it < iterations; it++) { // milliseconds, the slowest rank's
+        slowest[it] = times[it];
+        for (int r = 1; r < ranks; r++)
+            if (times[(size_t)r * iterations + it] > slowest[it]) slowest[it] = times[(size_t)r * iterations + it];
+        slowest[it] *= 1e3;
+    }
+    parity_bench_timing timing = parity_bench_summarize(slowest, iterations);
+    const double bytes = (double)count * (double)parity_dtype_size(options->dtype), time = timing.median_ms * 1e-3;
+    row->collective = collective->name;
+    row->bytes = (int64_t)bytes;
+    row->count = count;
+    row->median_us = time * 1e6;
+    row->algorithm_gbps = time > 0 ? bytes / time / 1e9 : 0;
+    row->bus_gbps = row->algorithm_gbps * collective->bus_factor(ranks);
+    row->wrong = total;
+    return NULL;
+}
+
 static double seconds_now(void) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
 }
 
-// One (collective, message) row: the checked call, warm-up, timed iterations; `times` has room for
-// `iterations` x ranks doubles.
+// One (collective, message) row on the host: the checked call, warm-up, timed iterations; `times` has
+// room for `iterations` x (ranks + 2) doubles.
 static parity_error *measure(parity_comm *comm, const parity_bench_comm_options *options,
                              const parity_bench_collective *collective, int64_t count, void *send, void *recv,
-                             double *times, double *slowest, parity_bench_comm_row *row) {
+                             double *times, parity_bench_comm_row *row) {
     const int rank = parity_comm_rank(comm), ranks = parity_comm_size(comm);
     const parity_dtype dtype = options->dtype;
-    const int64_t sends = collective->send_count(count, ranks), receives = collective->recv_count(count, ranks);
-    for (int64_t j = 0; j < sends; j++) store(send, j, dtype, (double)parity_bench_comm_value(rank, j));
-    for (int64_t i = 0; i < receives; i++) store(recv, i, dtype, 1000); // poison: never a correct value
+    parity_bench_comm_fill(send, collective->send_count(count, ranks), dtype, rank);
+    parity_bench_comm_poison(recv, collective->recv_count(count, ranks), dtype);
     PARITY_TRY(collective->run(comm, send, recv, count, dtype));
-    int64_t wrong = 0, total = 0;
-    for (int64_t i = 0; i < receives; i++)
-        if (load(recv, i, dtype) != (double)collective->expected(i, count, rank, ranks)) wrong++;
-    PARITY_TRY(parity_comm_all_reduce(comm, &wrong, &total, 1, PARITY_I64));
+    const int64_t wrong = parity_bench_comm_count_wrong(collective, recv, count, dtype, rank, ranks);
     for (int w = 0; w < options->warmup; w++) PARITY_TRY(collective->run(comm, send, recv, count, dtype));
-    double *mine = times + (size_t)options->iterations * (size_t)ranks; // scratch after the gathered block
+    double *mine = times + (size_t)options->iterations * (size_t)(ranks + 1); // after finish_row's scratch
     for (int it = 0; it < options->iterations; it++) {
         PARITY_TRY(parity_comm_barrier(comm));
         double start = seconds_now();
         PARITY_TRY(collective->run(comm, send, recv, count, dtype));
         mine[it] = seconds_now() - start;
     }
-    PARITY_TRY(parity_comm_all_gather(comm, mine, times, options->iterations, PARITY_F64));
-    for (int it = 0; it < options->iterations; it++) { // milliseconds, the slowest rank's
-        slowest[it] = times[it];
-        for (int r = 1; r < ranks; r++)
-            if (times[(size_t)r * options->iterations + it] > slowest[it]) slowest[it] = times[(size_t)r * options->iterations + it];
-        slowest[it] *= 1e3;
-    }
-    parity_bench_timing timing = parity_bench_summarize(slowest, options->iterations);
-    const double bytes = (double)count * (double)parity_dtype_size(dtype), seconds = timing.median_ms * 1e-3;
-    row->collective = collective->name;
-    row->bytes = (int64_t)bytes;
-    row->count = count;
-    row->median_us = seconds * 1e6;
-    row->algorithm_gbps = seconds > 0 ? bytes / seconds / 1e9 : 0;
-    row->bus_gbps = row->algorithm_gbps * collective->bus_factor(ranks);
-    row->wrong = total;
-    return NULL;
+    return parity_bench_comm_finish_row(comm, options, collective, count, wrong, mine, times, row);
 }
 
 parity_error *parity_bench_comm_run(parity_comm *comm, const parity_bench_comm_options *options,
@@ -187,33 +215,42 @@ parity_error *parity_bench_comm_run(parity_comm *comm, const parity_bench_comm_o
         counts[sizes++] = count > 0 ? count : ranks;
         if (bytes > options->max_bytes / options->factor) break;
     }
+    const bool on_cuda = options->device.type == PARITY_DEVICE_CUDA;
+    PARITY_CHECK(on_cuda || options->device.type == PARITY_DEVICE_CPU, PARITY_ERROR_USAGE,
+                 "bench comm: device %s (cpu or cuda)", parity_device_type_name(options->device.type));
     const parity_bench_collective *chosen[16];
     int chosen_count = 0;
     if (options->collectives) {
         for (int i = 0; i < options->collective_count && chosen_count < 16; i++) chosen[chosen_count++] = options->collectives[i];
     } else {
         for (size_t i = 0; i < parity_bench_collective_count() && chosen_count < 16; i++)
-            if (!collectives[i].test_only) chosen[chosen_count++] = &collectives[i];
+            if (!collectives[i].test_only && (on_cuda || !collectives[i].cuda_only)) chosen[chosen_count++] = &collectives[i];
     }
-    const int64_t largest = counts[sizes - 1];
-    void *send = malloc((size_t)largest * element), *recv = malloc((size_t)largest * element);
-    double *times = malloc((size_t)options->iterations * (size_t)(ranks + 1) * sizeof *times);
-    double *slowest = malloc((size_t)options->iterations * sizeof *slowest);
+    for (int c = 0; c < chosen_count; c++)
+        PARITY_CHECK(on_cuda || !chosen[c]->cuda_only, PARITY_ERROR_USAGE,
+                     "bench comm: %s is NCCL's own reduction: it runs with --device cuda", chosen[c]->name);
     parity_bench_comm_row *out = calloc((size_t)(sizes * chosen_count), sizeof *out);
-    parity_error *error = send && recv && times && slowest && out
-                              ? NULL
-                              : PARITY_ERROR(PARITY_ERROR_MEMORY, "bench comm: buffers of %lld elements",
-                                             (long long)largest);
+    if (!out) return PARITY_ERROR(PARITY_ERROR_MEMORY, "bench comm: %d rows", sizes * chosen_count);
     int count = 0;
-    for (int c = 0; !error && c < chosen_count; c++)
-        for (int s = 0; !error && s < sizes; s++) {
-            error = measure(comm, options, chosen[c], counts[s], send, recv, times, slowest, &out[count]);
-            if (!error) count++;
-        }
-    free(send);
-    free(recv);
-    free(times);
-    free(slowest);
+    parity_error *error = NULL;
+    if (on_cuda) {
+        error = parity_bench_comm_run_cuda(comm, options, chosen, chosen_count, counts, sizes, out, &count);
+    } else {
+        const int64_t largest = counts[sizes - 1];
+        void *send = malloc((size_t)largest * element), *recv = malloc((size_t)largest * element);
+        double *times = malloc((size_t)options->iterations * (size_t)(ranks + 2) * sizeof *times);
+        error = send && recv && times ? NULL
+                                      : PARITY_ERROR(PARITY_ERROR_MEMORY, "bench comm: buffers of %lld elements",
+                                                     (long long)largest);
+        for (int c = 0; !error && c < chosen_count; c++)
+            for (int s = 0; !error && s < sizes; s++) {
+                error = measure(comm, options, chosen[c], counts[s], send, recv, times, &out[count]);
+                if (!error) count++;
+            }
+        free(send);
+        free(recv);
+        free(times);
+    }
     if (error) {
         free(out);
         return error;

@@ -187,6 +187,13 @@ parity_error *parity_bench_read_peers(const char *path, parity_bench_report *rep
     const cJSON *item;
     cJSON_ArrayForEach(item, peers) {
         if (error) break;
+        // tools/bench_torch_peers.py's comm rows (torch.distributed's collectives) are `parity bench
+        // comm`'s peers, not an op's: a file holding both still serves `bench op --peers`
+        const char *op = json_string(item, "op");
+        if (op && strcmp(op, "comm") == 0) {
+            index++;
+            continue;
+        }
         parity_bench_result row;
         error = peer_row(path, item, index++, &row);
         // flop-bound peers against the GEMM ceiling parity's rows use, measured in this run

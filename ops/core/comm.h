@@ -1,8 +1,8 @@
 // comm.h: collectives behind one small interface (issue 16), for the multi-rank layouts (data parallel,
 // FSDP, Ulysses, expert parallel) and `parity bench comm`. A communicator is a group of ranks; every
 // call is collective (each rank of the group makes it with the same counts and dtype) and blocking.
-// Buffers are contiguous host arrays of `dtype` (the MPI transport, comm_mpi.c; the NCCL one for CUDA
-// tensors is later work of issue 16).
+// Buffers are contiguous host arrays of `dtype` (the MPI transport, comm_mpi.c; the same collectives on
+// CUDA device buffers over NCCL, with the same sums, are comm_nccl.h's, made from one of these).
 //
 // Sums are in a fixed order, the same on every rank and every run: element i of a reduction is
 //   ((x_0[i] + x_1[i]) + x_2[i]) + ... + x_{n-1}[i]     (x_r: rank r's values, ranks in group order)
@@ -85,6 +85,9 @@ void parity_comm_abort(int exit_code);
 // another path), that first failure's message, for good: the ranks no longer pair up, so a caller
 // makes no further collective (a run records the combo, writes its reports and ends with exit 3).
 const char *parity_comm_failure(void);
+// Records `error` (not taken) as that first failure when none is recorded yet: for another transport
+// over the same ranks (comm_nccl.h), whose failed collective leaves the ranks unpaired as well.
+void parity_comm_record_failure(const parity_error *error);
 
 #ifdef __cplusplus
 }

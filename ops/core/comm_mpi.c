@@ -45,9 +45,13 @@ static rank_place *rank_places; // the world's ranks (parity_comm_world), or NUL
 
 const char *parity_comm_failure(void) { return first_failure[0] ? first_failure : NULL; }
 
+void parity_comm_record_failure(const parity_error *error) {
+    if (error && !first_failure[0]) snprintf(first_failure, sizeof first_failure, "%s", parity_error_message(error));
+}
+
 // Records the first failure of a collective (the ranks no longer pair up) and passes the error on.
 static parity_error *failed(parity_error *error) {
-    if (!first_failure[0]) snprintf(first_failure, sizeof first_failure, "%s", parity_error_message(error));
+    parity_comm_record_failure(error);
     return error;
 }
 

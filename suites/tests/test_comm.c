@@ -7,7 +7,8 @@
 //                #wrong > 0 on every row and exits 1, so a correct-looking table is not a blind one;
 //   agreement    ranks given different work (mpirun's MPMD form, two option sets) stop before any
 //                collective with exit 2, naming the rank that differs;
-//   usage        the documented exit 2 with a message naming the argument.
+//   usage        the documented exit 2 with a message naming the argument (NCCL's --device cuda:
+//                test_comm_nccl.c and test_comm_nccl_gpu.c).
 // Without mpirun on the PATH the many-rank rows skip visibly.
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -172,8 +173,9 @@ Test(comm, bench_usage_errors_exit_2_naming_the_argument) {
     static const struct {
         const char *arguments, *expected;
     } rows[] = {
-        {"bench comm --device cuda", "--device cuda: the NCCL transport is not built yet (issue 16)"},
-        {"bench comm --device tpu", "--device 'tpu' is not cpu"},
+        {"bench comm --device tpu", "--device 'tpu' is not cpu or cuda"},
+        {"bench comm --device cuda:x", "--device 'cuda:x' is not cpu or cuda"},
+        {"bench comm --collectives all_reduce_native", "all_reduce_native is NCCL's own reduction: it needs --device cuda"},
         {"bench comm --collectives all_reduce,allreduce", "'allreduce' is not one of all_reduce all_gather reduce_scatter"},
         {"bench comm --collectives all_reduce_wrong_group", "test-only ones need --with-test-collectives first"},
         {"bench comm --dtype int64", "--dtype 'int64' is not fp32, fp64 or bf16"},
