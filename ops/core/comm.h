@@ -85,6 +85,9 @@ void parity_comm_abort(int exit_code);
 // another path), that first failure's message, for good: the ranks no longer pair up, so a caller
 // makes no further collective (a run records the combo, writes its reports and ends with exit 3).
 const char *parity_comm_failure(void);
+// How long a rank waits for the others in one collective before it errors: PARITY_COMM_TIMEOUT_S
+// seconds, default 40 (the MPI and NCCL transports both).
+double parity_comm_timeout_seconds(void);
 // Records `error` (not taken) as that first failure when none is recorded yet: for another transport
 // over the same ranks (comm_nccl.h), whose failed collective leaves the ranks unpaired as well.
 void parity_comm_record_failure(const parity_error *error);

@@ -237,7 +237,7 @@ void parity_comm_finalize(void) {
 
 // ---- every collective started non-blocking and waited for with a deadline ----
 
-static double timeout_seconds(void) {
+double parity_comm_timeout_seconds(void) {
     const char *text = getenv("PARITY_COMM_TIMEOUT_S");
     if (text && *text) {
         char *end;
@@ -256,7 +256,7 @@ static double now_seconds(void) {
 // `code` is the start of a non-blocking collective on *request; waits for it up to the deadline.
 static parity_error *finish(int code, MPI_Request *request, const char *what, const parity_comm *comm) {
     if (code != MPI_SUCCESS) return mpi_error(code, what, comm);
-    const double limit = timeout_seconds(), started = now_seconds();
+    const double limit = parity_comm_timeout_seconds(), started = now_seconds();
     for (long polls = 0;; polls++) {
         int done = 0;
         code = MPI_Test(request, &done, MPI_STATUS_IGNORE);

@@ -109,16 +109,6 @@ parity_error *get_library(const nccl_library **out) {
 
 // ---- deadlines (comm_mpi.c's rule) ----
 
-double timeout_seconds() {
-    const char *text = getenv("PARITY_COMM_TIMEOUT_S");
-    if (text && *text) {
-        char *end;
-        double value = strtod(text, &end);
-        if (end != text && !*end && value > 0) return value;
-    }
-    return 40;
-}
-
 double now_seconds() {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -244,7 +234,7 @@ static parity_error *timed_out(parity_nccl_comm *nccl, const char *what, double 
 // Polls the communicator's state until NCCL has finished what it was doing in the background
 // (initialization, an enqueue that returned ncclInProgress), with the deadline.
 static parity_error *settle(parity_nccl_comm *nccl, const char *what) {
-    const double limit = timeout_seconds(), started = now_seconds();
+    const double limit = parity_comm_timeout_seconds(), started = now_seconds();
     for (long polls = 0;; polls++) {
         ncclResult_t state = ncclInProgress;
         ncclResult_t code = library.get_async_error(nccl->handle, &state);
@@ -423,7 +413,7 @@ extern "C" const char *parity_nccl_collective_name(parity_nccl_collective collec
 // deadline) for the last use of the old one before freeing it.
 static parity_error *scratch_for(parity_nccl_comm *nccl, size_t bytes, cudaStream_t stream, const char *what) {
     if (nccl->scratch_bytes < bytes && nccl->scratch) {
-        const double limit = timeout_seconds(), started = now_seconds();
+        const double limit = parity_comm_timeout_seconds(), started = now_seconds();
         for (long polls = 0;; polls++) {
             cudaError_t status = cudaEventQuery(nccl->scratch_free);
             if (status == cudaSuccess) break;
@@ -549,7 +539,7 @@ extern "C" parity_error *parity_nccl_wait(parity_nccl_comm *nccl, void *raw_stre
                             what, nccl->name, nccl->rank, nccl->size);
     cudaError_t status = cudaSetDevice(nccl->device);
     if (status != cudaSuccess) return CUDA_FAILED(nccl, what, status);
-    const double limit = timeout_seconds(), started = now_seconds();
+    const double limit = parity_comm_timeout_seconds(), started = now_seconds();
     for (long polls = 0;; polls++) {
         status = cudaStreamQuery(stream);
         if (status == cudaSuccess) return NULL;
