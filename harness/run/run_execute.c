@@ -107,7 +107,11 @@ static parity_error *run_combo(const parity_suite *suite, const parity_combo_pla
             const parity_step_result *reference = &group->eager;
             const parity_step_result *stored = plan->dtype == PARITY_F64 ? &golden->expected
                                                                           : parity_golden_eager(golden, parity_dtype_name(plan->dtype));
-            if (plan->is_baseline && stored && golden_on_device_type(golden, plan->device)) reference = stored;
+            // Under a parallel layout every combo takes the golden's single-device eager as its reference: the
+            // layout's own baseline shares any error of the layout (a wrong reduction group) and would widen
+            // the tolerance by exactly that error.
+            if ((plan->is_baseline || parity_layout_is_parallel(&c->layout)) && stored && golden_on_device_type(golden, plan->device))
+                reference = stored;
             // VeOmni's parallel check: every combo of a layout against the single-device run of its dtype, at 0.1
             parity_tolerance_rule rule = suite->tolerance;
             if (rule == PARITY_RULE_VEOMNI && parity_layout_is_parallel(&c->layout)) {

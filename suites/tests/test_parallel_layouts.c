@@ -16,8 +16,8 @@
 //             rank, before the step;
 //   suite     `parity run --suite parallel` (it starts itself under mpirun with the 4 ranks its
 //             layouts need) passes every runnable combo against the one-device goldens, and so does
-//             the user's `mpirun -np 4 parity run --suite parallel` (one model); the wrong group fails
-//             a run;
+//             the user's `mpirun -np 4 parity run --suite parallel` (one model); the wrong group and
+//             the skipped all-to-all fail every combo of a run;
 //   faults    a hung rank (test_stall_rank) and a dead one (test_kill_rank: SIGKILL, as kill -9) end
 //             the run with exit 3 and an error naming the collective (and the dead rank) after
 //             PARITY_COMM_TIMEOUT_S (2 s here); a run's report is still written by rank 0, the combo
@@ -276,19 +276,28 @@ Test(parallel_layouts, the_users_mpirun_form_runs_the_suite_too, .timeout = 600)
     remove_folder(folder);
 }
 
-Test(parallel_layouts, a_suite_run_with_the_wrong_group_fails, .timeout = 300) {
+// The faults under `parity run`: every combo of the faulty layout fails against the goldens (exit 1).
+Test(parallel_layouts, a_suite_run_with_a_fault_fails, .timeout = 300) {
     if (!have_mpirun()) cr_skip_test("mpirun is not on the PATH (openmpi-bin)");
-    char folder[64], arguments[256];
-    make_folder(folder, sizeof folder);
-    snprintf(arguments, sizeof arguments,
-             "run --suite parallel --model qwen3_moe_tiny --parallel fsdp=2,sp=2,ep=2,test_wrong_group --filter '*/plain/*' "
-             "--out %s", folder);
-    command_result result = run_parity_mpi(arguments);
-    cr_expect_eq(result.exit_code, 1, "exit %d\n%s", result.exit_code, result.output);
-    cr_expect(strstr(result.output, " 0 fail,") == NULL, "no combo failed under the wrong group\n%s", result.output);
-    cr_expect(strstr(result.output, "/fsdp2sp2ep2+wrong_group"), "%s", result.output);
-    free(result.output);
-    remove_folder(folder);
+    static const struct {
+        const char *layout, *id;
+    } rows[] = {
+        {"fsdp=2,sp=2,ep=2,test_wrong_group", "/fsdp2sp2ep2+wrong_group"}, // VeOmni's HSDP bug, 4 ranks
+        {"sp=2,ep=2,test_skip_all_to_all", "/sp2ep2+skip_all_to_all"},     // Ulysses without its all-to-all
+    };
+    for (size_t r = 0; r < ROWS(rows); r++) {
+        char folder[64], arguments[256];
+        make_folder(folder, sizeof folder);
+        snprintf(arguments, sizeof arguments,
+                 "run --suite parallel --model qwen3_moe_tiny --parallel %s --filter '*/plain/*' --out %s", rows[r].layout,
+                 folder);
+        command_result result = run_parity_mpi(arguments);
+        cr_expect_eq(result.exit_code, 1, "%s: exit %d\n%s", rows[r].layout, result.exit_code, result.output);
+        cr_expect(strstr(result.output, "\n0 pass, ") != NULL, "%s: a combo passed\n%s", rows[r].layout, result.output);
+        cr_expect(strstr(result.output, rows[r].id), "%s\n%s", rows[r].id, result.output);
+        free(result.output);
+        remove_folder(folder);
+    }
 }
 
 Test(parallel_layouts, listing_shows_the_layouts_without_launching) {
@@ -376,7 +385,7 @@ Test(parallel_layouts, a_dead_rank_ends_the_run_with_exit_3_and_a_report, .timeo
 // eager of its dtype at rtol = atol = 0.1 (VeOmni's tests/e2e/test_e2e_parallel.py): the honest layout
 // passes; the wrong group on 2 ranks (half the dense gradient missing: grad_norm ~27% off) fails even
 // that loose rule; on 4 ranks (a quarter missing: ~5% off) it passes VeOmni's 0.1, which is why the
-// parity rule exists (a_suite_run_with_the_wrong_group_fails runs the same fault under it and fails).
+// parity rule exists (a_suite_run_with_a_fault_fails runs the same fault under it and fails).
 Test(parallel_layouts, the_veomni_rule_checks_a_layout_at_its_0_1, .timeout = 300) {
     if (!have_mpirun()) cr_skip_test("mpirun is not on the PATH (openmpi-bin)");
     char folder[64], here[4096], suite[128], text[10240], arguments[512];
