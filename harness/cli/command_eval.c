@@ -57,11 +57,13 @@ void parity_command_eval_usage(FILE *stream) {
             "                       or it starts itself under mpirun when launched alone. Rank 0 prints.\n"
             "                       Test-only faults (they must fail): test_wrong_group (one rank left out of\n"
             "                       the gradient sum), test_skip_all_to_all (SP attention on local columns),\n"
-            "                       test_stall_rank=R (rank R hangs before its first collective)\n"
+            "                       test_stall_rank=R / test_kill_rank=R (rank R hangs, or dies by SIGKILL,\n"
+            "                       before its first collective: every rank stops with exit 3)\n"
             "\n"
             "exit status: 0 ok; 1 NaN/Inf in the loss or a gradient; 2 usage or config error (unknown or\n"
             "             unavailable backend, a malformed --ops-file); 3 unreadable or malformed checkpoint,\n"
-            "             config or batch, an unreadable --ops-file\n");
+            "             config or batch, an unreadable --ops-file; under --parallel a rank that died or hangs\n"
+            "             (a collective waited PARITY_COMM_TIMEOUT_S, default 40 s)\n");
 }
 
 typedef struct eval_arguments {

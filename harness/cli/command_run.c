@@ -63,7 +63,8 @@ void parity_command_run_usage(FILE *stream) {
             "exit status: 0 every combo passed (not_supported and excluded do not fail); 1 a combo failed or\n"
             "             could not run; 2 usage or suite error (an unknown --ops value, a --filter no combo\n"
             "             matches, an --out that is a file or a folder that is not empty); 3 missing, corrupt or\n"
-            "             stale golden, absent device, unreadable file, an --out that cannot be made or written;\n"
+            "             stale golden, absent device, unreadable file, an --out that cannot be made or written,\n"
+            "             a rank that died or hangs under a layout (the reports keep the combos done);\n"
             "             130 / 143 interrupted by SIGINT / SIGTERM\n");
 }
 
