@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli_runner.h"
+#include "comm_table.h"
 #include "ops/core/comm.h"
 
 #define ROWS(array) (sizeof(array) / sizeof((array)[0]))
@@ -105,28 +106,6 @@ Test(comm, bad_arguments_are_named_usage_errors) {
     }
 }
 
-// The table's data rows (lines not starting with '#' that have 8 columns): how many, and how many have
-// a non-zero #wrong.
-static void count_rows(const char *output, const char *collective, int *rows, int *wrong_rows) {
-    *rows = *wrong_rows = 0;
-    const char *line = output;
-    while (line && *line) {
-        const char *end = strchr(line, '\n');
-        size_t length = end ? (size_t)(end - line) : strlen(line);
-        char text[256];
-        snprintf(text, sizeof text, "%.*s", (int)(length < sizeof text ? length : sizeof text - 1), line);
-        long long size, count, wrong;
-        char type[16], name[64];
-        double time, algbw, busbw;
-        if (text[0] != '#' && sscanf(text, "%lld %lld %15s %63s %lf %lf %lf %lld", &size, &count, type, name, &time, &algbw,
-                                     &busbw, &wrong) == 8 &&
-            (!collective || strcmp(name, collective) == 0)) {
-            (*rows)++;
-            if (wrong != 0) (*wrong_rows)++;
-        }
-        line = end ? end + 1 : NULL;
-    }
-}
 
 Test(comm, bench_over_many_ranks_has_no_wrong_element, .timeout = 300) {
     if (!have_mpirun()) cr_skip_test("mpirun is not on the PATH (openmpi-bin)");
@@ -141,7 +120,7 @@ Test(comm, bench_over_many_ranks_has_no_wrong_element, .timeout = 300) {
                  cases[i].ranks, cases[i].dtype);
         command_result result = run_parity_mpi(arguments);
         int rows, wrong_rows;
-        count_rows(result.output, NULL, &rows, &wrong_rows);
+        comm_table_count(result.output, NULL, &rows, &wrong_rows);
         cr_expect_eq(result.exit_code, 0, "%s: exit %d\n%s", arguments, result.exit_code, result.output);
         cr_expect_eq(rows, cases[i].rows, "%s: %d rows\n%s", arguments, rows, result.output);
         cr_expect_eq(wrong_rows, 0, "%s: %d rows with wrong elements\n%s", arguments, wrong_rows, result.output);
@@ -157,8 +136,8 @@ Test(comm, a_reduction_over_the_wrong_group_is_caught, .timeout = 120) {
     command_result result = run_parity_mpi("bench comm --ranks 3 --with-test-collectives --collectives "
                                        "all_reduce,all_reduce_wrong_group --max-bytes 4K --iters 2 --warmup 0");
     int rows, wrong_rows, good_rows, good_wrong;
-    count_rows(result.output, "all_reduce_wrong_group", &rows, &wrong_rows);
-    count_rows(result.output, "all_reduce", &good_rows, &good_wrong);
+    comm_table_count(result.output, "all_reduce_wrong_group", &rows, &wrong_rows);
+    comm_table_count(result.output, "all_reduce", &good_rows, &good_wrong);
     cr_expect_eq(result.exit_code, 1, "exit %d\n%s", result.exit_code, result.output);
     cr_expect_eq(rows, 3, "%d rows of the wrong collective\n%s", rows, result.output);
     cr_expect_eq(wrong_rows, rows, "every size of the wrong group has wrong elements\n%s", result.output);

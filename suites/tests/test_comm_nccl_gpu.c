@@ -18,6 +18,7 @@
 
 #include "assert_ok.h"
 #include "cli_runner.h"
+#include "comm_table.h"
 #include "gpu_skip.h"
 #include "ops/core/comm.h"
 #include "ops/core/comm_nccl.h"
@@ -232,28 +233,6 @@ Test(comm_nccl_gpu, rank_order_sums_equal_the_mpi_host_path_bitwise, .timeout = 
     close_fixture(&f);
 }
 
-// The table's data rows: how many, how many with a non-zero #wrong, and how many of `collective`.
-static void count_rows(const char *output, const char *collective, int *rows, int *wrong_rows, int *named) {
-    *rows = *wrong_rows = *named = 0;
-    const char *line = output;
-    while (line && *line) {
-        const char *end = strchr(line, '\n');
-        size_t length = end ? (size_t)(end - line) : strlen(line);
-        char text[256];
-        snprintf(text, sizeof text, "%.*s", (int)(length < sizeof text ? length : sizeof text - 1), line);
-        long long size, count, wrong;
-        char type[16], name[64];
-        double time, algbw, busbw;
-        if (text[0] != '#' && sscanf(text, "%lld %lld %15s %63s %lf %lf %lf %lld", &size, &count, type, name, &time, &algbw,
-                                     &busbw, &wrong) == 8) {
-            (*rows)++;
-            if (wrong != 0) (*wrong_rows)++;
-            if (strcmp(name, collective) == 0) (*named)++;
-        }
-        line = end ? end + 1 : NULL;
-    }
-}
-
 Test(comm_nccl_gpu, bench_on_one_gpu_has_no_wrong_element, .timeout = 300) {
     parity_test_require_gpu();
     static const char *const dtypes[] = {"fp32", "fp64", "bf16"};
@@ -263,7 +242,9 @@ Test(comm_nccl_gpu, bench_on_one_gpu_has_no_wrong_element, .timeout = 300) {
                  "bench comm --device cuda --ranks 1 --dtype %s --max-bytes 64K --iters 3 --warmup 1", dtypes[i]);
         command_result result = run_parity(arguments);
         int rows, wrong_rows, native;
-        count_rows(result.output, "all_reduce_native", &rows, &wrong_rows, &native);
+        comm_table_count(result.output, NULL, &rows, &wrong_rows);
+        int native_wrong;
+        comm_table_count(result.output, "all_reduce_native", &native, &native_wrong);
         cr_expect_eq(result.exit_code, 0, "%s: exit %d\n%s", arguments, result.exit_code, result.output);
         cr_expect_eq(rows, 7 * 7, "%s: %d rows (7 collectives x 1K..64K)\n%s", arguments, rows, result.output);
         cr_expect_eq(native, 7, "%s: %d all_reduce_native rows\n%s", arguments, native, result.output);
@@ -287,7 +268,9 @@ Test(comm_nccl_gpu, bench_over_two_gpus_has_no_wrong_element, .timeout = 300) {
     command_result result =
         run_parity_mpi("bench comm --device cuda --ranks 2 --max-bytes 1M --iters 3 --warmup 1 --with-test-collectives");
     int rows, wrong_rows, wrong_group;
-    count_rows(result.output, "all_reduce_wrong_group", &rows, &wrong_rows, &wrong_group);
+    comm_table_count(result.output, NULL, &rows, &wrong_rows);
+    int wrong_group_wrong;
+    comm_table_count(result.output, "all_reduce_wrong_group", &wrong_group, &wrong_group_wrong);
     cr_expect_eq(result.exit_code, 1, "the wrong group's rows make it exit 1: exit %d\n%s", result.exit_code, result.output);
     cr_expect_eq(rows, 8 * 11, "%d rows\n%s", rows, result.output);
     cr_expect_eq(wrong_rows, wrong_group, "only the wrong group's rows are wrong\n%s", result.output);
